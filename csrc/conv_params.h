@@ -1,0 +1,43 @@
+// Argument checks and geometry for the three ops, shared by the CPU and CUDA backends.
+// Every check is a TORCH_CHECK that names the argument and its value, so a direct call of
+// torch.ops.fastpad.* with malformed arguments raises instead of reading out of bounds.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/string_view.h>
+
+#include <optional>
+
+#include "geometry.h"
+
+namespace fastpad {
+
+PaddingMode parse_padding_mode(c10::string_view mode);
+
+// conv: input [N, C_in, *in], weight [C_out, C_in/groups, *k]; output [N, C_out, *out].
+// pad_hi may be negative (the end of the input is then not read); it only fixes the output extent.
+ConvGeometry conv_geometry(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                           at::IntArrayRef stride, at::IntArrayRef pad_lo, at::IntArrayRef pad_hi,
+                           at::IntArrayRef dilation, int64_t groups, c10::string_view padding_mode);
+
+// conv_transpose: input [N, C_in, *in], weight [C_in, C_out/groups, *k]; output [N, C_out, *out_size].
+// In the returned geometry the transposed input is `out_size` and the transposed output is `in_size`.
+ConvGeometry conv_transpose_geometry(const at::Tensor& input, const at::Tensor& weight,
+                                     const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                                     at::IntArrayRef crop_lo, at::IntArrayRef out_size, at::IntArrayRef dilation,
+                                     int64_t groups, c10::string_view padding_mode);
+
+// conv_weight_grad: input [N, C_in, *in], grad_output [N, C_out, *out]; result has weight_shape.
+ConvGeometry conv_weight_grad_geometry(const at::Tensor& input, const at::Tensor& grad_output,
+                                       at::IntArrayRef weight_shape, at::IntArrayRef stride, at::IntArrayRef pad_lo,
+                                       at::IntArrayRef dilation, int64_t groups, c10::string_view padding_mode);
+
+// The layout every op writes its output in: channels_last when the input is (and is not also
+// plain contiguous), else contiguous. The fake kernels in fastpad/_ops.py follow the same rule.
+at::MemoryFormat output_memory_format(const at::Tensor& input);
+
+// [N, C, *spatial] sizes for a geometry's `out_size` (which_in=false) or `in_size` (which_in=true).
+std::vector<int64_t> spatial_shape(int64_t batch, int64_t channels, const ConvGeometry& g, int64_t spatial_dims,
+                                   bool which_in);
+
+}  // namespace fastpad

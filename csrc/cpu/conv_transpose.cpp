@@ -1,0 +1,155 @@
+// fastpad::conv_transpose on CPU: scatter of x[o] * w[r] to p = o*s - crop_lo + r*d, kept where 0 <= p < out_size
+// (padding_mode zeros) or folded onto the position the mode reads p from (the adjoint of conv).
+// Layout: contiguous N,C,spatial or channels_last; the output keeps the input's memory format.
+// The crop is folded into col2im: positions outside the output are never written, no full-size output exists.
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <vector>
+
+#include "conv_params.h"
+#include "cpu/gemm_tiles.h"
+#include "cpu/row_ops.h"
+
+namespace fastpad::cpu {
+namespace {
+
+// In the geometry, `out_size`/`out_channels` describe the scattering input x and `in_size`/`in_channels` the
+// output y. Per (image, group, tile of x positions): cols = W^T x (one GEMM), then col2im adds cols into y.
+// NCHW: cols[(c, kd, kh, kw), t]; channels-last: cols[t, (kd, kh, kw), c].
+template <typename scalar_t>
+void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, at::Tensor& y_acc,
+                    bool channels_last) {
+  using acc_t = acc_type<scalar_t>;
+  const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
+  const int64_t groups = g.groups, x_per_group = g.out_channels_per_group(),
+                y_per_group = g.in_channels_per_group(), taps = g.kernel_volume();
+  const int64_t spread = y_per_group * taps;
+  const int64_t y_h = g.in_size[1], y_w = g.in_size[2];
+  const int64_t x_h = g.out_size[1], x_w = g.out_size[2], x_pixels = g.out_volume();
+  const auto w_acc = channels_last ? weight.to(acc_dtype)
+                                         .reshape({groups, x_per_group, y_per_group, taps})
+                                         .permute({0, 1, 3, 2})
+                                         .contiguous()
+                                         .view({groups, x_per_group, spread})
+                                   : weight.to(acc_dtype).contiguous().view({groups, x_per_group, spread});
+  const auto x_flat = channels_last ? x.movedim(1, -1).reshape({g.batch, x_pixels, g.out_channels})
+                                    : x.view({g.batch, g.out_channels, x_pixels});
+  const int64_t unit_len = channels_last ? 1 : x_w;
+  const int64_t total_units = x_pixels / unit_len;
+  const int64_t units = units_per_tile(spread * unit_len * static_cast<int64_t>(sizeof(acc_t)), total_units);
+  acc_t* y_data = y_acc.mutable_data_ptr<acc_t>();
+
+  const auto run_item = [&](int64_t n, int64_t group, std::vector<acc_t>& cols) {
+    for (int64_t unit_begin = 0; unit_begin < total_units; unit_begin += units) {
+      const int64_t unit_end = std::min(unit_begin + units, total_units);
+      const int64_t pixel_begin = unit_begin * unit_len, tile_pixels = (unit_end - unit_begin) * unit_len;
+      if (channels_last) {
+        const auto x_tile = x_flat[n].narrow(0, pixel_begin, tile_pixels).narrow(1, group * x_per_group, x_per_group);
+        auto cols_view = wrap_buffer(cols.data(), {tile_pixels, spread});
+        at::mm_out(cols_view, x_tile.to(acc_dtype), w_acc[group]);
+        acc_t* y_image = y_data + n * g.in_volume() * g.in_channels + group * y_per_group;
+        // Channel blocks of y are independent: split them across threads.
+        at::parallel_for(0, y_per_group, 16, [&](int64_t c_begin, int64_t c_end) {
+          for (int64_t pixel = unit_begin; pixel < unit_end; ++pixel) {
+            const int64_t ow = pixel % x_w, oh = (pixel / x_w) % x_h, od = pixel / (x_w * x_h);
+            const acc_t* src = cols.data() + (pixel - unit_begin) * spread;
+            for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+              const int64_t pd = g.tap_source(0, od, kd);
+              for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+                const int64_t ph = g.tap_source(1, oh, kh);
+                for (int64_t kw = 0; kw < g.kernel[2]; ++kw, src += y_per_group) {
+                  const int64_t pw = g.tap_source(2, ow, kw);
+                  if (pd < 0 || ph < 0 || pw < 0) continue;
+                  axpy(y_image + ((pd * y_h + ph) * y_w + pw) * g.in_channels + c_begin, acc_t(1), src + c_begin,
+                       c_end - c_begin);
+                }
+              }
+            }
+          }
+        });
+      } else {
+        const auto x_tile = x_flat[n].narrow(0, group * x_per_group, x_per_group).narrow(1, pixel_begin, tile_pixels);
+        auto cols_view = wrap_buffer(cols.data(), {spread, tile_pixels});
+        at::mm_out(cols_view, w_acc[group].t(), x_tile.to(acc_dtype));
+        acc_t* y_group = y_data + (n * g.in_channels + group * y_per_group) * g.in_volume();
+        at::parallel_for(0, y_per_group, 1, [&](int64_t c_begin, int64_t c_end) {
+          for (int64_t c = c_begin; c < c_end; ++c) {
+            acc_t* plane = y_group + c * g.in_volume();
+            const acc_t* src = cols.data() + c * taps * tile_pixels;
+            for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+              for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+                for (int64_t kw = 0; kw < g.kernel[2]; ++kw, src += tile_pixels) {
+                  for (int64_t row = unit_begin; row < unit_end; ++row) {
+                    const int64_t pd = g.tap_source(0, row / x_h, kd);
+                    const int64_t ph = g.tap_source(1, row % x_h, kh);
+                    if (pd < 0 || ph < 0) continue;
+                    scatter_add_row(plane + (pd * y_h + ph) * y_w, y_w, src + (row - unit_begin) * x_w,
+                                    g.tap_position(2, 0, kw), g.stride[2], x_w, g.mode);
+                  }
+                }
+              }
+            }
+          }
+        });
+      }
+    }
+  };
+
+  const int64_t items = g.batch * groups;
+  const int64_t cols_size = spread * units * unit_len;
+  if (items >= at::get_num_threads()) {
+    // Enough independent (image, group) slices of y to keep every thread busy.
+    at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) {
+      std::vector<acc_t> cols(cols_size);
+      for (int64_t item = begin; item < end; ++item) run_item(item / groups, item % groups, cols);
+    });
+  } else {
+    // Few slices: run them in turn, with the GEMM and col2im each using every thread.
+    std::vector<acc_t> cols(cols_size);
+    for (int64_t item = 0; item < items; ++item) run_item(item / groups, item % groups, cols);
+  }
+}
+
+at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                              at::IntArrayRef stride, at::IntArrayRef crop_lo, at::IntArrayRef out_size,
+                              at::IntArrayRef dilation, int64_t groups, c10::string_view padding_mode) {
+  // The ATen calls inside the kernel work on plain tensors: autograd is this op's own registration.
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  const ConvGeometry g =
+      conv_transpose_geometry(input, weight, bias, stride, crop_lo, out_size, dilation, groups, padding_mode);
+  const auto format = output_memory_format(input);
+  const bool channels_last = format != at::MemoryFormat::Contiguous;
+  const int64_t spatial = input.dim() - 2;
+  auto y = at::empty(spatial_shape(g.batch, g.in_channels, g, spatial, /*which_in=*/true),
+                     input.options().memory_format(format));
+  if (y.numel() == 0) return y;
+  const auto x = input.contiguous(format);
+
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_transpose_cpu", [&] {
+    using acc_t = acc_type<scalar_t>;
+    const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
+    // Scatters accumulate in the accumulation type: y itself, or a float copy for reduced precision.
+    auto y_acc = acc_dtype == y.scalar_type() ? y : at::empty_like(y, y.options().dtype(acc_dtype));
+    if (bias.has_value() && bias->defined()) {
+      std::vector<int64_t> bias_shape(input.dim(), 1);
+      bias_shape[1] = g.in_channels;
+      y_acc.copy_(bias->to(acc_dtype).view(bias_shape).expand_as(y_acc));
+    } else {
+      y_acc.zero_();
+    }
+    if (g.batch > 0 && g.out_volume() > 0) transpose_gemm<scalar_t>(g, x, weight, y_acc, channels_last);
+    if (!y_acc.is_same(y)) y.copy_(y_acc);
+  });
+  return y;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(fastpad, CPU, m) {
+  m.impl("conv_transpose", &conv_transpose_cpu);
+}
+
+}  // namespace fastpad::cpu

@@ -1,0 +1,99 @@
+// Fused im2col of one tile of output positions into a cache-sized column buffer, and the GEMM that
+// consumes it. Layout: NC(D)HW contiguous gives cols[(c, kd, kh, kw), p]; channels_last gives
+// cols[p, (kd, kh, kw), c]. Padding is resolved while gathering (gather_row / tap_source): the
+// padded input never exists.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+#include "cpu/row_ops.h"
+#include "geometry.h"
+
+namespace fastpad::cpu {
+
+// Target size of one thread's column buffer: small enough to stay in L2.
+constexpr int64_t kColumnBufferBytes = 512 * 1024;
+
+// How many tile units (output rows, or output pixels) of `bytes_per_unit` fit in one column buffer.
+inline int64_t units_per_tile(int64_t bytes_per_unit, int64_t total_units) {
+  return std::clamp<int64_t>(kColumnBufferBytes / std::max<int64_t>(bytes_per_unit, 1), 1,
+                             std::max<int64_t>(total_units, 1));
+}
+
+// NCHW: cols[(c, kd, kh, kw), t] for output rows [row_begin, row_end) (row = od * OH + oh) and every ow,
+// t = (row - row_begin) * OW + ow. `x_group` points at the group's first input channel of one image.
+template <typename scalar_t, typename acc_t>
+void im2col_nchw(const ConvGeometry& g, const scalar_t* x_group, int64_t row_begin, int64_t row_end, acc_t* cols) {
+  const int64_t in_h = g.in_size[1], in_w = g.in_size[2], out_h = g.out_size[1], out_w = g.out_size[2];
+  const int64_t tile = (row_end - row_begin) * out_w;
+  const int64_t channels = g.in_channels_per_group();
+  acc_t* dst = cols;
+  for (int64_t c = 0; c < channels; ++c) {
+    const scalar_t* plane = x_group + c * g.in_volume();
+    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+        for (int64_t kw = 0; kw < g.kernel[2]; ++kw, dst += tile) {
+          for (int64_t row = row_begin; row < row_end; ++row) {
+            const int64_t id = g.tap_source(0, row / out_h, kd);
+            const int64_t ih = g.tap_source(1, row % out_h, kh);
+            const scalar_t* src = (id < 0 || ih < 0) ? nullptr : plane + (id * in_h + ih) * in_w;
+            gather_row(dst + (row - row_begin) * out_w, src, in_w, g.tap_position(2, 0, kw), g.stride[2], out_w,
+                       g.mode);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Channels-last: cols[t, (kd, kh, kw), c] for output pixels [pixel_begin, pixel_end), t = pixel - pixel_begin.
+// `x_image` points at one image [D, H, W, C_in]; the group's channels start at group * C_in/groups.
+template <typename scalar_t, typename acc_t>
+void im2col_nhwc(const ConvGeometry& g, const scalar_t* x_image, int64_t group, int64_t pixel_begin,
+                 int64_t pixel_end, acc_t* cols) {
+  const int64_t in_h = g.in_size[1], in_w = g.in_size[2], out_h = g.out_size[1], out_w = g.out_size[2];
+  const int64_t channels = g.in_channels_per_group();
+  const scalar_t* x_group = x_image + group * channels;
+  acc_t* dst = cols;
+  for (int64_t pixel = pixel_begin; pixel < pixel_end; ++pixel) {
+    const int64_t ow = pixel % out_w, oh = (pixel / out_w) % out_h, od = pixel / (out_w * out_h);
+    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+      const int64_t id = g.tap_source(0, od, kd);
+      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+        const int64_t ih = g.tap_source(1, oh, kh);
+        for (int64_t kw = 0; kw < g.kernel[2]; ++kw, dst += channels) {
+          const int64_t iw = g.tap_source(2, ow, kw);
+          if (id < 0 || ih < 0 || iw < 0) {
+            std::fill_n(dst, channels, acc_t(0));
+          } else {
+            at::vec::convert(x_group + ((id * in_h + ih) * in_w + iw) * g.in_channels, dst, channels);
+          }
+        }
+      }
+    }
+  }
+}
+
+// out = a @ b (+ bias broadcast to out's shape), written into a strided view of the output.
+// The product runs in a's dtype (the accumulation type); a reduced-precision `out` receives a rounded copy.
+inline void matmul_into(at::Tensor out, const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias) {
+  if (out.scalar_type() == a.scalar_type()) {
+    if (bias.defined()) {
+      at::addmm_out(out, bias.expand(out.sizes()), a, b);
+    } else {
+      at::mm_out(out, a, b);
+    }
+  } else {
+    out.copy_(bias.defined() ? at::addmm(bias.expand(out.sizes()), a, b) : at::mm(a, b));
+  }
+}
+
+// A tensor over a raw buffer of the accumulation type (the column buffers).
+template <typename acc_t>
+at::Tensor wrap_buffer(acc_t* data, at::IntArrayRef sizes) {
+  return at::from_blob(data, sizes, at::TensorOptions().dtype(c10::CppTypeToScalarType<acc_t>::value));
+}
+
+}  // namespace fastpad::cpu

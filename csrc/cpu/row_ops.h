@@ -1,0 +1,99 @@
+// Row primitives of the CPU kernels: gather a (strided) row of the implicitly padded input,
+// scatter-add a row back (the adjoint), and vectorised multiply-adds. Rows are contiguous in memory;
+// positions outside the row are resolved by the padding mode with a predicate on the borders only.
+#pragma once
+
+#include <ATen/OpMathType.h>
+#include <ATen/cpu/vec/functional.h>
+#include <ATen/cpu/vec/vec.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "geometry.h"
+
+namespace fastpad::cpu {
+
+template <typename scalar_t>
+using acc_type = at::opmath_type<scalar_t>;
+
+// dst[t] = xpad[start + t*step] for t in [0, count), where xpad is `src` (a row of `size` elements)
+// extended by the padding mode. src == nullptr means the row itself lies in zero padding.
+template <typename scalar_t, typename acc_t>
+inline void gather_row(acc_t* dst, const scalar_t* src, int64_t size, int64_t start, int64_t step, int64_t count,
+                       PaddingMode mode) {
+  if (src == nullptr) {
+    std::fill_n(dst, count, acc_t(0));
+    return;
+  }
+  const InteriorRange interior = interior_range(start, step, count, size);
+  const auto padded = [&](int64_t t) {
+    const int64_t i = source_index(start + t * step, size, mode);
+    return i < 0 ? acc_t(0) : static_cast<acc_t>(src[i]);
+  };
+  for (int64_t t = 0; t < interior.first; ++t) dst[t] = padded(t);
+  const int64_t first_index = start + interior.first * step;
+  const int64_t interior_count = interior.last - interior.first;
+  if (step == 1) {
+    at::vec::convert(src + first_index, dst + interior.first, interior_count);
+  } else {
+    const scalar_t* p = src + first_index;
+    acc_t* d = dst + interior.first;
+    for (int64_t t = 0; t < interior_count; ++t) d[t] = static_cast<acc_t>(p[t * step]);
+  }
+  for (int64_t t = interior.last; t < count; ++t) dst[t] = padded(t);
+}
+
+// y[i] += a * x[i] for i in [0, n).
+template <typename acc_t>
+inline void axpy(acc_t* y, acc_t a, const acc_t* x, int64_t n) {
+  using Vec = at::vec::Vectorized<acc_t>;
+  const Vec va(a);
+  int64_t i = 0;
+  for (; i + Vec::size() <= n; i += Vec::size()) {
+    at::vec::fmadd(va, Vec::loadu(x + i), Vec::loadu(y + i)).store(y + i);
+  }
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+// Adjoint of gather_row: row[p] += src[t] where p = start + t*step resolved by the padding mode
+// (dropped where the mode reads zero, folded onto the mirrored/clamped/wrapped position otherwise).
+template <typename acc_t>
+inline void scatter_add_row(acc_t* row, int64_t size, const acc_t* src, int64_t start, int64_t step, int64_t count,
+                            PaddingMode mode) {
+  const InteriorRange interior = interior_range(start, step, count, size);
+  const auto add_padded = [&](int64_t t) {
+    const int64_t i = source_index(start + t * step, size, mode);
+    if (i >= 0) row[i] += src[t];
+  };
+  for (int64_t t = 0; t < interior.first; ++t) add_padded(t);
+  const int64_t first_index = start + interior.first * step;
+  const int64_t interior_count = interior.last - interior.first;
+  if (step == 1) {
+    axpy(row + first_index, acc_t(1), src + interior.first, interior_count);
+  } else {
+    acc_t* p = row + first_index;
+    const acc_t* s = src + interior.first;
+    for (int64_t t = 0; t < interior_count; ++t) p[t * step] += s[t];
+  }
+  for (int64_t t = interior.last; t < count; ++t) add_padded(t);
+}
+
+// acc[i] += w[i] * x[i] for i in [0, n), converting x from its storage type.
+template <typename scalar_t, typename acc_t>
+inline void multiply_add(acc_t* acc, const acc_t* w, const scalar_t* x, int64_t n) {
+  using Vec = at::vec::Vectorized<acc_t>;
+  int64_t i = 0;
+  for (; i + Vec::size() <= n; i += Vec::size()) {
+    Vec xv;
+    if constexpr (std::is_same_v<scalar_t, acc_t>) {
+      xv = Vec::loadu(x + i);
+    } else {
+      at::vec::load_to_float(x + i, xv);
+    }
+    at::vec::fmadd(Vec::loadu(w + i), xv, Vec::loadu(acc + i)).store(acc + i);
+  }
+  for (; i < n; ++i) acc[i] += w[i] * static_cast<acc_t>(x[i]);
+}
+
+}  // namespace fastpad::cpu

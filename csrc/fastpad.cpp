@@ -1,0 +1,26 @@
+// The one library definition: the schemas of fastpad's three ops (DESIGN.md section 3).
+// Kernels register per backend in csrc/cpu and csrc/cuda; autograd and fake kernels in fastpad/_ops.py.
+#include <Python.h>
+#include <torch/library.h>
+
+// Importing fastpad._C loads this library, which registers the ops.
+extern "C" PyObject* PyInit__C(void) {
+  static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
+  return PyModule_Create(&module_def);
+}
+
+TORCH_LIBRARY(fastpad, m) {
+  // y[o] = bias + sum_r w[r] * xpad[o*s - pad_lo + r*d]; xpad resolves positions outside the input by padding_mode.
+  m.def(
+      "conv(Tensor input, Tensor weight, Tensor? bias, int[] stride, SymInt[] pad_lo, SymInt[] pad_hi, "
+      "int[] dilation, int groups, str padding_mode) -> Tensor");
+  // Scatter of x[i] * w[r] to p = i*s + r*d - crop_lo, kept where 0 <= p < out_size (zeros), or folded back onto
+  // the position padding_mode reads p from: the exact adjoint of conv, which makes it conv's input gradient.
+  m.def(
+      "conv_transpose(Tensor input, Tensor weight, Tensor? bias, int[] stride, SymInt[] crop_lo, SymInt[] out_size, "
+      "int[] dilation, int groups, str padding_mode=\"zeros\") -> Tensor");
+  // gw[r] = sum_o grad_output[o] * xpad[o*s - pad_lo + r*d]: the weight gradient of conv and of conv_transpose.
+  m.def(
+      "conv_weight_grad(Tensor input, Tensor grad_output, int[] weight_shape, int[] stride, SymInt[] pad_lo, "
+      "int[] dilation, int groups, str padding_mode) -> Tensor");
+}

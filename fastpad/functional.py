@@ -1,0 +1,151 @@
+"""Public convolution functions: argument normalisation and checks, then one call of a torch.ops.fastpad op.
+
+The padding is resolved per call from the actual input size (DESIGN.md section 2) and handed to the op as
+numeric pads; the kernels never build the padded input.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import torch
+
+from . import _geometry
+from . import _ops  # noqa: F401  (registers the ops, their fake kernels and autograd)
+from ._geometry import PaddingArg
+
+IntArg = Union[int, Sequence[int]]
+
+
+def _check_tensors(fn: str, input, weight, bias, spatial_dims: int, groups, transposed: bool) -> None:
+    rank = spatial_dims + 2
+    for name, tensor in (("input", input), ("weight", weight)):
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(tensor).__name__}")
+        if tensor.dim() != rank:
+            raise ValueError(f"{fn}: {name} must be {rank}-d ([N, C, *spatial] with {spatial_dims} spatial dims), "
+                             f"got shape {tuple(tensor.shape)}")
+    if not input.is_floating_point():
+        raise TypeError(f"{fn}: input must be a floating-point tensor, got dtype {input.dtype}")
+    tensors = [("weight", weight)] + ([("bias", bias)] if bias is not None else [])
+    for name, tensor in tensors:
+        if tensor.dtype != input.dtype:
+            raise TypeError(f"{fn}: {name} has dtype {tensor.dtype} but input has dtype {input.dtype}")
+        if tensor.device != input.device:
+            raise ValueError(f"{fn}: {name} is on {tensor.device} but input is on {input.device}")
+    if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
+        raise ValueError(f"{fn}: groups must be a positive int, got {groups!r}")
+    in_channels = input.shape[1]
+    if transposed:
+        out_channels = weight.shape[1] * groups
+        expected, layout = weight.shape[0], "[C_in, C_out/groups, *k]"
+    else:
+        out_channels = weight.shape[0]
+        expected, layout = weight.shape[1] * groups, "[C_out, C_in/groups, *k]"
+    if in_channels != expected:
+        raise ValueError(f"{fn}: input has {in_channels} channels but weight of shape {tuple(weight.shape)} "
+                         f"({layout}) with groups={groups} expects {expected}")
+    if weight.shape[0] % groups != 0:
+        raise ValueError(f"{fn}: groups={groups} must divide weight.shape[0]={weight.shape[0]}")
+    if bias is not None and tuple(bias.shape) != (out_channels,):
+        raise ValueError(f"{fn}: bias must have shape ({out_channels},), got {tuple(bias.shape)}")
+
+
+def _check_conv_pads(fn: str, pads, input_size, kernel, stride, dilation, padding, padding_mode: str) -> None:
+    for dim, ((lo, hi), size, k, s, d) in enumerate(zip(pads, input_size, kernel, stride, dilation)):
+        if _geometry.conv_out_size(size, lo, hi, k, s, d) < 1:
+            raise ValueError(f"{fn}: the kernel (effective size {_geometry.effective_kernel(k, d)}) is larger than "
+                             f"the padded input ({size} + {lo} + {hi}) in spatial dim {dim}, padding={padding!r}")
+        if padding_mode == "reflect" and max(lo, hi) >= size:
+            raise ValueError(f"{fn}: padding_mode='reflect' needs pads < input size, got pads ({lo}, {hi}) for "
+                             f"size {size} in spatial dim {dim}")
+        if padding_mode == "circular" and max(lo, hi) > size:
+            raise ValueError(f"{fn}: padding_mode='circular' needs pads <= input size, got pads ({lo}, {hi}) for "
+                             f"size {size} in spatial dim {dim}")
+
+
+def conv_nd(spatial_dims: int, input, weight, bias=None, stride: IntArg = 1, padding: PaddingArg = "same",
+            dilation: IntArg = 1, groups: int = 1, padding_mode: str = "zeros"):
+    fn = f"fastpad.conv{spatial_dims}d"
+    _check_tensors(fn, input, weight, bias, spatial_dims, groups, transposed=False)
+    stride = _geometry.expand_ints(f"{fn}: stride", stride, spatial_dims, 1)
+    dilation = _geometry.expand_ints(f"{fn}: dilation", dilation, spatial_dims, 1)
+    if padding_mode not in _geometry.PADDING_MODES:
+        raise ValueError(f"{fn}: padding_mode must be one of {_geometry.PADDING_MODES}, got {padding_mode!r}")
+    input_size, kernel = input.shape[2:], weight.shape[2:]
+    pads = _geometry.conv_pads(padding, input_size, kernel, stride, dilation)
+    _check_conv_pads(fn, pads, input_size, kernel, stride, dilation, padding, padding_mode)
+    return torch.ops.fastpad.conv(input, weight, bias, stride, [lo for lo, _ in pads], [hi for _, hi in pads],
+                                  dilation, groups, padding_mode)
+
+
+def conv_transpose_nd(spatial_dims: int, input, weight, bias=None, stride: IntArg = 1,
+                      padding: PaddingArg = "same", output_padding: IntArg = 0, groups: int = 1,
+                      dilation: IntArg = 1):
+    fn = f"fastpad.conv_transpose{spatial_dims}d"
+    _check_tensors(fn, input, weight, bias, spatial_dims, groups, transposed=True)
+    stride = _geometry.expand_ints(f"{fn}: stride", stride, spatial_dims, 1)
+    dilation = _geometry.expand_ints(f"{fn}: dilation", dilation, spatial_dims, 1)
+    output_padding = _geometry.expand_ints(f"{fn}: output_padding", output_padding, spatial_dims, 0)
+    for extra, s, d in zip(output_padding, stride, dilation):
+        if extra >= max(s, d):
+            raise ValueError(f"{fn}: output_padding must be smaller than max(stride, dilation) in every dim, got "
+                             f"output_padding={output_padding}, stride={stride}, dilation={dilation}")
+    try:
+        crop_lo, out_size = _geometry.transposed_crops(padding, input.shape[2:], weight.shape[2:], stride, dilation,
+                                                       output_padding)
+    except (ValueError, TypeError) as error:
+        raise type(error)(f"{fn}: {error}") from None
+    return torch.ops.fastpad.conv_transpose(input, weight, bias, stride, crop_lo, out_size, dilation, groups, "zeros")
+
+
+def conv1d(input, weight, bias=None, stride: IntArg = 1, padding: PaddingArg = "same", dilation: IntArg = 1,
+           groups: int = 1, padding_mode: str = "zeros"):
+    """1-d convolution with fused padding. See `conv2d`."""
+    return conv_nd(1, input, weight, bias, stride, padding, dilation, groups, padding_mode)
+
+
+def conv2d(input, weight, bias=None, stride: IntArg = 1, padding: PaddingArg = "same", dilation: IntArg = 1,
+           groups: int = 1, padding_mode: str = "zeros"):
+    """2-d convolution whose padding is fused into the kernel (no padded copy of the input).
+
+    padding: "same" (TF/Keras SAME, any stride), "same_lower", "valid", "causal", an int or tuple of ints
+    (torch meaning), or one (lo, hi) pair per spatial dim. padding_mode: zeros, reflect, replicate, circular.
+    Equal to F.conv2d(F.pad(input, pads, mode), weight, bias, stride, 0, dilation, groups).
+
+    >>> x, w = torch.randn(1, 3, 224, 224), torch.randn(32, 3, 3, 3)
+    >>> conv2d(x, w, stride=2).shape
+    torch.Size([1, 32, 112, 112])
+    """
+    return conv_nd(2, input, weight, bias, stride, padding, dilation, groups, padding_mode)
+
+
+def conv3d(input, weight, bias=None, stride: IntArg = 1, padding: PaddingArg = "same", dilation: IntArg = 1,
+           groups: int = 1, padding_mode: str = "zeros"):
+    """3-d convolution with fused padding. See `conv2d`."""
+    return conv_nd(3, input, weight, bias, stride, padding, dilation, groups, padding_mode)
+
+
+def conv_transpose1d(input, weight, bias=None, stride: IntArg = 1, padding: PaddingArg = "same",
+                     output_padding: IntArg = 0, groups: int = 1, dilation: IntArg = 1):
+    """1-d transposed convolution with the crop fused. See `conv_transpose2d`."""
+    return conv_transpose_nd(1, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride: IntArg = 1, padding: PaddingArg = "same",
+                     output_padding: IntArg = 0, groups: int = 1, dilation: IntArg = 1):
+    """2-d transposed convolution whose crop is fused into the kernel.
+
+    padding: "same" (out = in*stride, TF conv2d_transpose SAME), "same_lower", "valid" (the full output),
+    an int or tuple of ints (torch meaning: crop both sides), or one (lo, hi) crop pair per spatial dim.
+
+    >>> x, w = torch.randn(1, 128, 64, 64), torch.randn(128, 64, 4, 4)
+    >>> conv_transpose2d(x, w, stride=2).shape
+    torch.Size([1, 64, 128, 128])
+    """
+    return conv_transpose_nd(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose3d(input, weight, bias=None, stride: IntArg = 1, padding: PaddingArg = "same",
+                     output_padding: IntArg = 0, groups: int = 1, dilation: IntArg = 1):
+    """3-d transposed convolution with the crop fused. See `conv_transpose2d`."""
+    return conv_transpose_nd(3, input, weight, bias, stride, padding, output_padding, groups, dilation)
