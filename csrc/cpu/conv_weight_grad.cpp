@@ -64,7 +64,7 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
   const auto total = partial.sum(0);
   if (channels_last) {
     // [G, Cg_out, K, Cg_in] -> [G * Cg_out, Cg_in, K]
-    return total.view({groups * out_per_group, taps, in_per_group}).transpose(1, 2).contiguous();
+    return total.view({groups * out_per_group, taps, in_per_group}).transpose(1, 2);
   }
   return total.view({groups * out_per_group, in_per_group, taps});
 }
@@ -85,7 +85,10 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_weight_grad_cpu", [&] {
     grad = weight_grad_gemm<scalar_t>(g, x, gy, channels_last);
   });
-  return grad.reshape(weight_shape).to(input.scalar_type()).contiguous();
+  // A fresh tensor, so the strides are the canonical contiguous ones even where a dim has size 1.
+  auto result = at::empty(weight_shape, input.options());
+  result.copy_(grad.reshape(weight_shape));
+  return result;
 }
 
 }  // namespace
