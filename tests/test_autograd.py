@@ -1,0 +1,293 @@
+"""Autograd and compiler support: opcheck on the three ops, gradcheck / gradgradcheck in float64,
+float32 gradients against the reference's autograd, the adjoint identities between the ops, and
+torch.compile(fullgraph=True) of fastpad layers, static and dynamic."""
+
+import time
+
+import pytest
+import torch
+
+from torch._dynamo.utils import counters
+
+import fastpad
+from reference import (
+    PADDING_MODES,
+    as_tuple,
+    assert_matches,
+    conv_inputs,
+    expected_conv,
+    expected_conv_transpose,
+    poison,
+    relative_error,
+)
+
+ops = torch.ops.fastpad
+
+# One geometry per row serves all three ops: conv(x) -> y, conv_transpose(gy) -> gx (its adjoint,
+# with crop_lo = pad_lo and out_size = the size of x), conv_weight_grad(x, gy) -> gw.
+OP_CONFIGS = {
+    "1d_circular_s2": dict(size=(7,), c_in=3, c_out=4, groups=1, kernel=3, stride=[2], pad_lo=[2], pad_hi=[0],
+                           dilation=[1], mode="circular"),
+    "2d_zeros_groups2_asym": dict(size=(6, 7), c_in=4, c_out=4, groups=2, kernel=3, stride=[2, 2], pad_lo=[0, 1],
+                                  pad_hi=[1, 2], dilation=[1, 1], mode="zeros"),
+    "2d_reflect_depthwise_channels_last": dict(size=(6, 7), c_in=4, c_out=4, groups=4, kernel=3, stride=[1, 2],
+                                               pad_lo=[1, 2], pad_hi=[2, 1], dilation=[1, 2], mode="reflect",
+                                               channels_last=True),
+    "3d_replicate_groups2": dict(size=(4, 5, 4), c_in=2, c_out=4, groups=2, kernel=2, stride=[1, 2, 1],
+                                 pad_lo=[1, 0, 1], pad_hi=[0, 1, 1], dilation=[1, 1, 2], mode="replicate"),
+}
+
+
+def conv_output_size(cfg):
+    nd = len(cfg["size"])
+    return [(i + lo + hi - d * (k - 1) - 1) // s + 1
+            for i, lo, hi, k, s, d in zip(cfg["size"], cfg["pad_lo"], cfg["pad_hi"], as_tuple(cfg["kernel"], nd),
+                                          cfg["stride"], cfg["dilation"])]
+
+
+def op_args(op_name, cfg, requires_grad, device="cpu", dtype=torch.float64):
+    """Arguments of torch.ops.fastpad.<op_name> for one geometry, with fresh random tensors."""
+    x, w, b = conv_inputs(cfg["size"], cfg["c_in"], cfg["c_out"], cfg["kernel"], cfg["groups"], dtype=dtype,
+                          device=device)
+    gy = torch.randn((x.shape[0], cfg["c_out"], *conv_output_size(cfg)), dtype=dtype, device=device)
+    if cfg.get("channels_last"):
+        x, gy = (t.to(memory_format=torch.channels_last) for t in (x, gy))
+    b_in = torch.randn(cfg["c_in"], dtype=dtype, device=device)
+    for t in (x, w, b, gy, b_in):
+        t.requires_grad_(requires_grad)
+    geometry = (cfg["dilation"], cfg["groups"], cfg["mode"])
+    if op_name == "conv":
+        return (x, w, b, cfg["stride"], cfg["pad_lo"], cfg["pad_hi"], *geometry)
+    if op_name == "conv_transpose":
+        return (gy, w, b_in, cfg["stride"], cfg["pad_lo"], list(cfg["size"]), *geometry)
+    return (x, gy, list(w.shape), cfg["stride"], cfg["pad_lo"], *geometry)
+
+
+@pytest.mark.parametrize("requires_grad", [False, True], ids=["no_grad", "requires_grad"])
+@pytest.mark.parametrize("cfg", sorted(OP_CONFIGS))
+@pytest.mark.parametrize("op_name", ["conv", "conv_transpose", "conv_weight_grad"])
+def test_opcheck(op_name, cfg, requires_grad, device):
+    args = op_args(op_name, OP_CONFIGS[cfg], requires_grad, device)
+    torch.library.opcheck(getattr(ops, op_name).default, args)
+
+
+def significant_strides(t):
+    """Strides of the dims longer than 1: the ones that say anything about the layout."""
+    return [stride for size, stride in zip(t.shape, t.stride()) if size > 1]
+
+
+@pytest.mark.parametrize("kernel", [1, 3])
+@pytest.mark.parametrize("cfg", sorted(OP_CONFIGS))
+def test_fake_kernels_give_real_strides(cfg, kernel, device):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    for op_name in ("conv", "conv_transpose", "conv_weight_grad"):
+        args = op_args(op_name, dict(OP_CONFIGS[cfg], kernel=kernel), False, device)
+        real = getattr(ops, op_name)(*args)
+        with FakeTensorMode() as mode:
+            fake_args = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+            fake = getattr(ops, op_name)(*fake_args)
+        assert (fake.shape, fake.dtype) == (real.shape, real.dtype), op_name
+        assert significant_strides(fake) == significant_strides(real), f"{op_name}: {fake.stride()} != {real.stride()}"
+
+
+# --------------------------------------------------------------------------------------------
+# Adjoint identities: <conv(x), g> = <x, conv_transpose(g)> and <conv(x, w), g> = <w, conv_weight_grad(x, g)>,
+# in every padding mode. They hold exactly in exact arithmetic, so float64 agrees to rounding.
+
+
+@pytest.mark.parametrize("mode", PADDING_MODES)
+@pytest.mark.parametrize("cfg", sorted(OP_CONFIGS))
+def test_adjoint_identities(cfg, mode, device):
+    cfg = dict(OP_CONFIGS[cfg], mode=mode)
+    x, w, _, stride, pad_lo, pad_hi, dilation, groups, _ = op_args("conv", cfg, False, device)
+    y = ops.conv(x, w, None, stride, pad_lo, pad_hi, dilation, groups, mode)
+    g = torch.randn_like(y)
+    gx = ops.conv_transpose(g, w, None, stride, pad_lo, list(x.shape[2:]), dilation, groups, mode)
+    gw = ops.conv_weight_grad(x, g, list(w.shape), stride, pad_lo, dilation, groups, mode)
+    lhs, scale = (y * g).sum().item(), (y * g).abs().sum().item()
+    for rhs, name in (((x * gx).sum().item(), "conv_transpose"), ((w * gw).sum().item(), "conv_weight_grad")):
+        assert abs(lhs - rhs) <= 1e-12 * scale, f"{name}: <conv(x), g> = {lhs} but the adjoint gives {rhs}"
+
+
+# --------------------------------------------------------------------------------------------
+# gradcheck in float64 through the public functions.
+
+CONV_GRAD_CASES = {
+    "same_s2": dict(stride=2, padding="same"),
+    "dil2_groups2_pairs": dict(dilation=2, groups=2, padding=((0, 2), (2, 1))),
+    "causal_stride_3_1": dict(stride=(3, 1), padding="causal"),
+    "same_lower_even_kernel": dict(padding="same_lower", kernel=4),
+}
+
+
+def small_inputs(size, c_in=2, c_out=4, kernel=3, groups=1, transposed=False, device="cpu", requires_grad=True):
+    x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, batch=1, transposed=transposed, device=device)
+    return tuple(t.requires_grad_(requires_grad) for t in (x, w, b))
+
+
+@pytest.mark.parametrize("mode", PADDING_MODES)
+@pytest.mark.parametrize("case", sorted(CONV_GRAD_CASES))
+def test_gradcheck_conv2d(case, mode, device):
+    kwargs = dict(CONV_GRAD_CASES[case])
+    kernel = kwargs.pop("kernel", 3)
+    inputs = small_inputs((5, 6), kernel=kernel, groups=kwargs.get("groups", 1), device=device)
+    assert torch.autograd.gradcheck(lambda x, w, b: fastpad.conv2d(x, w, b, padding_mode=mode, **kwargs), inputs)
+
+
+@pytest.mark.parametrize("nd, mode", [(1, "reflect"), (1, "circular"), (3, "circular"), (3, "reflect")])
+def test_gradcheck_conv_1d_3d(nd, mode, device):
+    size = {1: (9,), 3: (3, 4, 4)}[nd]
+    conv = getattr(fastpad, f"conv{nd}d")
+    inputs = small_inputs(size, kernel=2 if nd == 3 else 3, groups=2, device=device)
+    assert torch.autograd.gradcheck(lambda x, w, b: conv(x, w, b, stride=2, groups=2, padding_mode=mode), inputs)
+
+
+CONV_TRANSPOSE_GRAD_CASES = {
+    "same_s2": dict(stride=2, padding="same"),
+    "same_lower_k4_s2": dict(stride=2, padding="same_lower", kernel=4),
+    "crop_pairs": dict(stride=(2, 1), padding=((0, 1), (1, 0))),
+    "valid_output_padding": dict(stride=2, padding="valid", output_padding=1),
+    "int_crop_output_padding_dilation": dict(stride=1, dilation=2, padding=1, output_padding=1),
+    "k_eff_below_stride": dict(stride=3, padding="same", kernel=1),
+    "groups2": dict(stride=2, padding="same", groups=2),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONV_TRANSPOSE_GRAD_CASES))
+def test_gradcheck_conv_transpose2d(case, device):
+    kwargs = dict(CONV_TRANSPOSE_GRAD_CASES[case])
+    kernel = kwargs.pop("kernel", 3)
+    inputs = small_inputs((3, 4), kernel=kernel, groups=kwargs.get("groups", 1), transposed=True, device=device)
+    assert torch.autograd.gradcheck(lambda x, w, b: fastpad.conv_transpose2d(x, w, b, **kwargs), inputs)
+
+
+@pytest.mark.parametrize("nd", [1, 3])
+def test_gradcheck_conv_transpose_1d_3d(nd, device):
+    size = {1: (5,), 3: (2, 3, 2)}[nd]
+    conv_transpose = getattr(fastpad, f"conv_transpose{nd}d")
+    inputs = small_inputs(size, kernel=2, transposed=True, device=device)
+    assert torch.autograd.gradcheck(lambda x, w, b: conv_transpose(x, w, b, stride=2, padding="same"), inputs)
+
+
+@pytest.mark.parametrize("mode", ["zeros", "reflect"])
+def test_gradgradcheck_conv(mode, device):
+    inputs = small_inputs((4, 5), c_in=2, c_out=2, groups=2, device=device)
+    fn = lambda x, w, b: fastpad.conv2d(x, w, b, stride=2, padding="same", groups=2, padding_mode=mode)  # noqa: E731
+    assert torch.autograd.gradgradcheck(fn, inputs)
+
+
+def test_gradgradcheck_conv_transpose(device):
+    inputs = small_inputs((3, 3), c_in=2, c_out=2, transposed=True, device=device)
+    assert torch.autograd.gradgradcheck(lambda x, w, b: fastpad.conv_transpose2d(x, w, b, stride=2), inputs)
+
+
+# --------------------------------------------------------------------------------------------
+# float32 / bfloat16 gradients against the reference's autograd (computed in float64).
+
+
+def compare_grads(fastpad_fn, reference_fn, inputs):
+    """Input, weight and bias gradients of fastpad_fn against those of reference_fn in float64."""
+    reference_inputs = [t.detach().double().requires_grad_() for t in inputs]
+    reference_out = reference_fn(*reference_inputs)
+    grad_output = torch.randn(reference_out.shape, dtype=inputs[0].dtype, device=inputs[0].device)
+    got = torch.autograd.grad(fastpad_fn(*inputs), inputs, grad_output)
+    expected = torch.autograd.grad(reference_out, reference_inputs, grad_output.double())
+    for name, g, e in zip(("input", "weight", "bias"), got, expected):
+        assert_matches(g, e, inputs[0].dtype, what=f"grad of {name}")
+
+
+LOW_PRECISION = pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+GROUPINGS = ((1, 8, 6), (8, 8, 16))  # (groups, c_in, c_out): dense, and depthwise with multiplier 2
+
+
+@LOW_PRECISION
+@pytest.mark.parametrize("mode", PADDING_MODES)
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_conv_grads_vs_reference(nd, mode, dtype, device):
+    size = {1: (33,), 2: (12, 13), 3: (6, 7, 5)}[nd]
+    conv = getattr(fastpad, f"conv{nd}d")
+    for groups, c_in, c_out in GROUPINGS:
+        kwargs = dict(stride=2, padding="same", groups=groups, padding_mode=mode)
+        inputs = [t.requires_grad_() for t in conv_inputs(size, c_in, c_out, 3, groups, dtype=dtype, device=device)]
+        compare_grads(lambda x, w, b: conv(x, w, b, **kwargs), lambda x, w, b: expected_conv(x, w, b, **kwargs),
+                      inputs)
+
+
+@LOW_PRECISION
+@pytest.mark.parametrize("padding", ["same", "same_lower", ((1, 0), (0, 2))])
+def test_conv_transpose_grads_vs_reference(padding, dtype, device):
+    for groups, c_in, c_out in GROUPINGS:
+        kwargs = dict(stride=2, padding=padding, groups=groups, output_padding=1)
+        x, w, b = conv_inputs((6, 7), c_in, c_out, 4, groups, transposed=True, dtype=dtype, device=device)
+        inputs = [t.requires_grad_() for t in (x, w, b)]
+        compare_grads(lambda x, w, b: fastpad.conv_transpose2d(x, w, b, **kwargs),
+                      lambda x, w, b: expected_conv_transpose(x, w, b, **kwargs), inputs)
+
+
+@pytest.mark.parametrize("mode", PADDING_MODES)
+def test_batch_zero_grads(mode, device):
+    """An empty batch gives empty input grads and exactly-zero weight and bias grads (not uninitialised memory)."""
+    kwargs = dict(stride=2, groups=2, padding="same")
+    x, w, b = conv_inputs((5, 6), 4, 6, 3, 2, batch=0, device=device)
+    poison(w.shape, w.dtype, w.device)
+    compare_grads(lambda x, w, b: fastpad.conv2d(x, w, b, padding_mode=mode, **kwargs),
+                  lambda x, w, b: expected_conv(x, w, b, padding_mode=mode, **kwargs),
+                  [t.requires_grad_() for t in (x, w, b)])
+    x, w, b = conv_inputs((5, 6), 4, 6, 3, 2, batch=0, transposed=True, device=device)
+    poison(w.shape, w.dtype, w.device)
+    compare_grads(lambda x, w, b: fastpad.conv_transpose2d(x, w, b, **kwargs),
+                  lambda x, w, b: expected_conv_transpose(x, w, b, **kwargs), [t.requires_grad_() for t in (x, w, b)])
+
+
+def test_channels_last_grads_vs_reference(device):
+    x, w, b = conv_inputs((9, 10), 8, 8, 3, 8, device=device, dtype=torch.float32)
+    x = x.to(memory_format=torch.channels_last)
+    inputs = [t.requires_grad_() for t in (x, w, b)]
+    kwargs = dict(stride=2, padding="same", groups=8, padding_mode="reflect")
+    compare_grads(lambda x, w, b: fastpad.conv2d(x, w, b, **kwargs), lambda x, w, b: expected_conv(x, w, b, **kwargs),
+                  inputs)
+
+
+# --------------------------------------------------------------------------------------------
+# torch.compile(fullgraph=True) of fastpad layers, forward and backward, against eager.
+
+
+def make_model(device):
+    return torch.nn.Sequential(
+        fastpad.nn.Conv2d(3, 8, 3, stride=2, padding="same"),
+        torch.nn.ReLU(),
+        fastpad.nn.Conv2d(8, 8, 3, groups=8, padding="same", padding_mode="reflect"),
+        fastpad.nn.ConvTranspose2d(8, 4, 3, stride=2, padding="same"),
+    ).to(device)
+
+
+def forward_backward(model, x):
+    model.zero_grad(set_to_none=True)
+    x = x.detach().requires_grad_()
+    y = model(x)
+    y.square().sum().backward()
+    return [y.detach(), x.grad] + [p.grad for p in model.parameters()]
+
+
+def assert_compiled_matches_eager(model, compiled, sizes, device):
+    for size in sizes:
+        x = torch.randn(2, 3, *size, device=device)
+        eager, got = forward_backward(model, x), forward_backward(compiled, x)
+        assert eager[0].shape[2:] == tuple(2 * -(-i // 2) for i in size)
+        for name, g, e in zip(["output", "input grad"] + [n for n, _ in model.named_parameters()], got, eager):
+            assert relative_error(g, e) < 1e-5, f"{name} at size {size}: compiled differs from eager"
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_compile_fullgraph(dynamic, device):
+    torch._dynamo.reset()
+    model = make_model(device)
+    compiled = torch.compile(model, fullgraph=True, dynamic=dynamic)
+    start = time.perf_counter()
+    sizes = [(15, 16), (16, 17), (21, 20)] if dynamic else [(15, 16)]
+    counters.clear()
+    assert_compiled_matches_eager(model, compiled, sizes, device)
+    assert time.perf_counter() - start < 120, "compilation took too long"
+    if dynamic:  # the padding is symbolic: sizes of another parity reuse the graph instead of recompiling
+        assert counters["stats"]["unique_graphs"] < len(sizes), dict(counters["stats"])

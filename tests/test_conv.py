@@ -1,0 +1,237 @@
+"""fastpad.conv1d/2d/3d against the reference F.pad + F.conv (DESIGN.md section 2)."""
+
+import pytest
+import torch
+
+from reference import (
+    EXPLICIT_PADDINGS,
+    GROUP_CASES,
+    PADDING_MODES,
+    PADDING_STRINGS,
+    as_tuple,
+    assert_matches,
+    assert_memory_format_kept,
+    check_conv,
+    conv_inputs,
+    pads_supported,
+    poison,
+    reference_conv,
+    resolve_pads,
+)
+
+SIZES = {1: (13,), 2: (7, 10), 3: (5, 6, 7)}
+NDIMS = (1, 2, 3)
+
+
+def run_case(nd, device, dtype=torch.float64, size=None, c_in=4, c_out=6, kernel=3, groups=1, batch=2, bias=True,
+             **kwargs):
+    """Draws fresh inputs and checks fastpad against the reference (the case must be one F.pad accepts)."""
+    size = size or SIZES[nd]
+    pads = resolve_pads(kwargs.get("padding", "same"), size, as_tuple(kernel, nd), kwargs.get("stride", 1),
+                        kwargs.get("dilation", 1))
+    mode = kwargs.get("padding_mode", "zeros")
+    assert pads_supported(pads, size, mode), f"bad test case: {mode} pads {pads} for size {size}"
+    x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, batch, bias, dtype=dtype, device=device)
+    return check_conv(x, w, b, groups=groups, **kwargs)
+
+
+@pytest.mark.parametrize("mode", PADDING_MODES)
+@pytest.mark.parametrize("padding", PADDING_STRINGS)
+@pytest.mark.parametrize("nd", NDIMS)
+def test_padding_strings_every_mode(nd, padding, mode, device):
+    run_case(nd, device, padding=padding, padding_mode=mode, stride=2)
+    run_case(nd, device, padding=padding, padding_mode=mode, stride=1)
+
+
+@pytest.mark.parametrize("mode", PADDING_MODES)
+@pytest.mark.parametrize("which", ["int", "tuple", "pairs"])
+@pytest.mark.parametrize("nd", NDIMS)
+def test_explicit_padding_every_mode(nd, which, mode, device):
+    padding = EXPLICIT_PADDINGS[nd][which]
+    for stride in (1, 3):
+        run_case(nd, device, padding=padding, padding_mode=mode, stride=stride)
+
+
+@pytest.mark.parametrize("padding", ["same", "same_lower", ((1, 0), (0, 2))])
+@pytest.mark.parametrize("dilation", [1, 2, 3])
+@pytest.mark.parametrize("stride", [1, 2, 3, 4])
+def test_strides_and_dilations(stride, dilation, padding, device):
+    run_case(2, device, size=(11, 12), padding=padding, stride=stride, dilation=dilation, padding_mode="zeros")
+    run_case(2, device, size=(11, 12), padding=padding, stride=(stride, 1), dilation=(1, dilation),
+             padding_mode="replicate", kernel=(3, 2))
+
+
+@pytest.mark.parametrize("mode", PADDING_MODES)
+@pytest.mark.parametrize("groups", sorted(GROUP_CASES))
+@pytest.mark.parametrize("nd", NDIMS)
+def test_groups(nd, groups, mode, device):
+    c_in, c_out, g = GROUP_CASES[groups]
+    for stride in (1, 2):
+        run_case(nd, device, c_in=c_in, c_out=c_out, groups=g, padding="same", stride=stride, padding_mode=mode)
+
+
+@pytest.mark.parametrize("padding", ["same", "same_lower"])
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("nd", NDIMS)
+def test_even_kernel_same(nd, stride, padding, device):
+    y = run_case(nd, device, kernel=4, padding=padding, stride=stride, padding_mode="reflect")
+    assert y.shape[2:] == tuple(-(-i // stride) for i in SIZES[nd])
+
+
+@pytest.mark.parametrize("size", [(1, 1), (1, 5), (5, 1), (2, 3), (17, 19), (31, 2)])
+def test_odd_and_tiny_sizes(size, device):
+    for mode in ("zeros", "replicate", "circular"):
+        run_case(2, device, size=size, padding="same", stride=2, padding_mode=mode)
+    run_case(2, device, size=size, kernel=1, padding="same", stride=3, padding_mode="reflect")
+
+
+def dtype_cases():
+    cases = [torch.float32, torch.bfloat16, torch.float16]
+    return [pytest.param(dt, id=str(dt).replace("torch.", "")) for dt in cases]
+
+
+@pytest.mark.parametrize("dtype", dtype_cases())
+@pytest.mark.parametrize("nd", NDIMS)
+def test_low_precision(nd, dtype, device):
+    if dtype == torch.float16 and device != "cpu":
+        pytest.skip("float16 is a CPU-only extra (API_CONTRACT.md)")
+    run_case(nd, device, dtype=dtype, padding="same", stride=2, padding_mode="reflect")
+    run_case(nd, device, dtype=dtype, c_in=6, c_out=12, groups=6, padding="causal", dilation=2)
+    run_case(nd, device, dtype=dtype, c_in=16, c_out=8, kernel=2, padding="same_lower", padding_mode="circular")
+
+
+@pytest.mark.parametrize("mode", PADDING_MODES)
+@pytest.mark.parametrize("nd", NDIMS)
+def test_batch_zero(nd, mode, device):
+    y = run_case(nd, device, batch=0, padding="same", stride=2, padding_mode=mode)
+    assert y.shape[:2] == (0, 6)
+
+
+# 2-d inputs [2, 4, 7, 9] that are not contiguous in any memory format, drawn by `randn(*shape)`.
+NON_CONTIGUOUS = {
+    "transposed_hw": lambda randn: randn(2, 4, 9, 7).transpose(2, 3),
+    "strided_w": lambda randn: randn(2, 4, 7, 18)[..., ::2],
+    "strided_c": lambda randn: randn(2, 8, 7, 9)[:, ::2],
+    "offset_slice": lambda randn: randn(3, 4, 8, 10)[1:, :, 1:, :-1],
+}
+
+
+@pytest.mark.parametrize("view", sorted(NON_CONTIGUOUS))
+@pytest.mark.parametrize("mode", ["zeros", "reflect"])
+def test_non_contiguous_input(view, mode, device):
+    x = NON_CONTIGUOUS[view](lambda *shape: torch.randn(shape, device=device, dtype=torch.float64))
+    assert not x.is_contiguous() and not x.is_contiguous(memory_format=torch.channels_last)
+    weight = torch.randn(6, 8, 3, 4, device=device, dtype=torch.float64).transpose(2, 3)[:, ::2]  # [6, 4, 4, 3]
+    b = torch.randn(6, device=device, dtype=torch.float64)
+    for groups, w in ((1, weight), (2, weight[:, :2])):
+        y = check_conv(x, w, b, stride=2, padding="same", padding_mode=mode, groups=groups)
+        assert_memory_format_kept(x, y)
+
+
+@pytest.mark.parametrize("groups", ["1", "depthwise"])
+@pytest.mark.parametrize("mode", ["zeros", "reflect", "circular"])
+@pytest.mark.parametrize("nd", [2, 3])
+def test_channels_last(nd, mode, groups, device):
+    g = 1 if groups == "1" else 8
+    x, w, b = conv_inputs(SIZES[nd], c_in=8, c_out=8, groups=g, device=device)
+    x = x.to(memory_format=torch.channels_last if nd == 2 else torch.channels_last_3d)
+    y = check_conv(x, w, b, stride=2, padding="same", padding_mode=mode, groups=g)
+    assert_memory_format_kept(x, y)
+    for dtype in (torch.float32, torch.bfloat16):
+        y = check_conv(x.to(dtype), w.to(dtype), b.to(dtype), padding="same_lower", padding_mode=mode, groups=g)
+        assert_memory_format_kept(x, y)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("width", [7, 8, 9, 15, 16, 17, 31, 32, 33, 65])
+def test_depthwise_widths_around_vector_lengths(width, channels_last, device):
+    """Widths and an odd channel count (13) that straddle SIMD vector lengths and interior/border splits."""
+    x, w, b = conv_inputs((5, width), 13, 13, 3, 13, dtype=torch.float32, device=device)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    for stride, mode in ((1, "reflect"), (2, "zeros"), (3, "circular"), (2, "replicate")):
+        y = check_conv(x, w, b, stride=stride, groups=13, padding="same", padding_mode=mode)
+        assert_memory_format_kept(x, y)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+@pytest.mark.parametrize("c_in, c_out, size, kernel, stride, groups",
+                         [(64, 96, (33, 35), 3, 1, 1), (48, 48, (17, 70), 5, 2, 4), (3, 130, (40, 41), 7, 2, 1),
+                          (130, 3, (21, 22), 1, 1, 1)])
+def test_medium_shapes_cross_tile_boundaries(c_in, c_out, size, kernel, stride, groups, dtype, device):
+    x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, batch=1, dtype=dtype, device=device)
+    for layout in (torch.contiguous_format, torch.channels_last):
+        xl = x.to(memory_format=layout)
+        y = check_conv(xl, w, b, stride=stride, groups=groups, padding="same", padding_mode="reflect")
+        assert_memory_format_kept(xl, y)
+
+
+@pytest.mark.parametrize("nd", NDIMS)
+def test_contiguous_input_gives_contiguous_output(nd, device):
+    y = run_case(nd, device, padding="same", stride=2)
+    assert y.is_contiguous()
+
+
+# --------------------------------------------------------------------------------------------
+# The op itself, called directly with per-side pads.
+
+
+@pytest.mark.parametrize(
+    "pad_lo, pad_hi, stride, mode",
+    [
+        ([0, 3], [2, 0], [1, 2], "zeros"),
+        ([5, 0], [0, 7], [2, 3], "zeros"),  # pads wider than the input: whole output rows are only bias
+        ([1, 2], [3, 0], [3, 1], "reflect"),  # pad_hi partly beyond the last window: unused
+        ([4, 4], [4, 4], [2, 2], "replicate"),
+        ([2, 4], [1, 4], [1, 2], "circular"),
+    ],
+)
+def test_op_direct_per_side_pads(pad_lo, pad_hi, stride, mode, device):
+    x, w, b = conv_inputs((5, 6), c_in=4, c_out=6, groups=2, device=device)
+    pads = list(zip(pad_lo, pad_hi))
+    expected = reference_conv(x, w, b, stride, pads, [1, 1], 2, mode)
+    poison(expected.shape, x.dtype, x.device)
+    y = torch.ops.fastpad.conv(x, w, b, stride, pad_lo, pad_hi, [1, 1], 2, mode)
+    assert_matches(y, expected)
+
+
+def test_op_output_entirely_in_zero_padding_equals_bias(device):
+    """Rows read only from zero padding must hold exactly the bias (a kernel that skips them shows NaN)."""
+    x, w, b = conv_inputs((3, 4), device=device)
+    poison((2, 6, 11, 4), x.dtype, x.device)
+    y = torch.ops.fastpad.conv(x, w, b, [1, 1], [5, 1], [5, 1], [1, 1], 1, "zeros")
+    assert y.shape == (2, 6, 11, 4)
+    torch.testing.assert_close(y[:, :, :3], b.view(1, -1, 1, 1).expand(2, 6, 3, 4), rtol=0, atol=0)
+    assert_matches(y, reference_conv(x, w, b, [1, 1], [(5, 5), (1, 1)], [1, 1], 1, "zeros"))
+
+
+@pytest.mark.parametrize("mode", ["zeros", "reflect", "replicate"])
+def test_op_negative_pad_hi_shortens_output(mode, device):
+    """A negative pad_hi drops trailing outputs (what conv_transpose's backward asks for after an end crop):
+    the same as convolving the input cropped by -pad_hi at the end."""
+    x, w, b = conv_inputs((9, 8), device=device)
+    y = torch.ops.fastpad.conv(x, w, b, [2, 1], [1, 2], [-2, -3], [1, 1], 1, mode)
+    expected = reference_conv(x[:, :, :7, :5], w, b, [2, 1], [(1, 0), (2, 0)], [1, 1], 1, mode)
+    assert_matches(y, expected)
+
+
+@pytest.mark.parametrize("nd", NDIMS)
+def test_no_bias(nd, device):
+    run_case(nd, device, bias=False, padding="same", stride=2, padding_mode="replicate")
+
+
+# --------------------------------------------------------------------------------------------
+# A wider sweep, only with -m slow.
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", PADDING_MODES)
+@pytest.mark.parametrize("nd", NDIMS)
+def test_sweep_slow(nd, mode, device):
+    sizes = {1: (29,), 2: (15, 16), 3: (9, 10, 11)}
+    for stride in (1, 2, 3, 4):
+        for dilation in (1, 2, 3):
+            for padding in ("same", "same_lower", "valid", "causal"):
+                for c_in, c_out, groups in ((3, 5, 1), (4, 6, 2), (6, 6, 6)):
+                    run_case(nd, device, size=sizes[nd], c_in=c_in, c_out=c_out, groups=groups, stride=stride,
+                             dilation=dilation, padding=padding, padding_mode=mode)

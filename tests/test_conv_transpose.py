@@ -1,0 +1,218 @@
+"""fastpad.conv_transpose1d/2d/3d against the reference: the full F.conv_transpose, cropped to
+[crop_lo, crop_lo + out_size), zero-extended past the end, plus the bias (DESIGN.md section 2)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fastpad
+from reference import (EXPLICIT_PADDINGS, GROUP_CASES, as_tuple, assert_matches, assert_memory_format_kept,
+                       check_conv_transpose, conv_inputs, effective_kernel, poison, reference_conv_transpose,
+                       resolve_crops)
+
+SIZES = {1: (7,), 2: (4, 5), 3: (3, 4, 3)}
+NDIMS = (1, 2, 3)
+
+
+def run_case(nd, device, dtype=torch.float64, size=None, c_in=4, c_out=6, kernel=3, groups=1, batch=2, bias=True,
+             **kwargs):
+    x, w, b = conv_inputs(size or SIZES[nd], c_in, c_out, kernel, groups, batch, bias, transposed=True, dtype=dtype,
+                          device=device)
+    return check_conv_transpose(x, w, b, groups=groups, **kwargs)
+
+
+@pytest.mark.parametrize("kernel", [1, 2, 3, 4])
+@pytest.mark.parametrize("stride", [1, 2, 3])
+@pytest.mark.parametrize("padding", ["same", "same_lower", "valid"])
+@pytest.mark.parametrize("nd", NDIMS)
+def test_padding_strings(nd, padding, stride, kernel, device):
+    y = run_case(nd, device, kernel=kernel, stride=stride, padding=padding)
+    if padding != "valid":
+        assert y.shape[2:] == tuple(i * stride for i in SIZES[nd])
+
+
+@pytest.mark.parametrize("which", ["int", "tuple", "pairs"])
+@pytest.mark.parametrize("nd", NDIMS)
+def test_explicit_crops(nd, which, device):
+    padding = EXPLICIT_PADDINGS[nd][which]
+    for stride, dilation in ((1, 1), (2, 1), (2, 2), (3, 1)):
+        run_case(nd, device, stride=stride, dilation=dilation, padding=padding)
+
+
+@pytest.mark.parametrize(
+    "stride, dilation, output_padding",
+    [(2, 1, 1), (3, 1, 2), (3, 1, 1), (1, 3, 2), (2, 3, 2), ((2, 3), (1, 1), (1, 2))],
+)
+@pytest.mark.parametrize("padding", ["same", "same_lower", "valid", 1, ((1, 0), (0, 2))])
+def test_output_padding(padding, stride, dilation, output_padding, device):
+    run_case(2, device, stride=stride, dilation=dilation, padding=padding, output_padding=output_padding)
+
+
+def past_full_mask(out_size, crop_lo, full_size):
+    """Boolean mask over the output's spatial positions that lie past the full transposed result."""
+    nd = len(out_size)
+    mask = torch.zeros(out_size, dtype=torch.bool)
+    for dim, (size, lo, full) in enumerate(zip(out_size, crop_lo, full_size)):
+        shape = [1] * nd
+        shape[dim] = size
+        mask = mask | (torch.arange(size) + lo >= full).view(shape)
+    return mask
+
+
+@pytest.mark.parametrize(
+    "kernel, stride, dilation, padding, output_padding",
+    [
+        (1, 2, 1, "same", 0),
+        (1, 3, 1, "same", 1),
+        (2, 4, 1, "same", 0),
+        (2, 4, 1, "same_lower", 3),
+        (2, 3, 1, "same", 0),
+        (1, 3, 1, "valid", 2),
+        (2, 4, 1, 1, 3),
+    ],
+)
+@pytest.mark.parametrize("nd", NDIMS)
+def test_k_eff_below_stride_extends_with_bias(nd, kernel, stride, dilation, padding, output_padding, device):
+    """Output positions past the full transposed result hold exactly the bias."""
+    size = SIZES[nd]
+    x, w, b = conv_inputs(size, c_in=3, c_out=5, kernel=kernel, transposed=True, device=device)
+    y = check_conv_transpose(x, w, b, stride=stride, dilation=dilation, padding=padding, output_padding=output_padding)
+    crop_lo, out_size = resolve_crops(padding, size, as_tuple(kernel, nd), stride, dilation, output_padding)
+    full = [(i - 1) * stride + effective_kernel(kernel, dilation) for i in size]
+    mask = past_full_mask(out_size, crop_lo, full).to(device)
+    assert mask.any(), "the case must extend the output past the full result"
+    extended = y[:, :, mask]  # [N, C_out, positions]
+    bias = b.view(1, -1, 1).expand_as(extended)
+    torch.testing.assert_close(extended, bias, rtol=0, atol=0)
+
+
+def test_extension_positions_equal_bias(device):
+    """k=1, stride 3, 'same': out = 3*i > full = 3*(i-1)+1; positions 3j+1, 3j+2 hold only the bias."""
+    x, w, b = conv_inputs((5, 4), c_in=3, c_out=5, kernel=1, transposed=True, device=device)
+    y = check_conv_transpose(x, w, b, stride=3, padding="same")
+    assert y.shape == (2, 5, 15, 12)
+    bias = b.view(1, -1, 1, 1)
+    for phase in (1, 2):
+        torch.testing.assert_close(y[:, :, phase::3, :], bias.expand_as(y[:, :, phase::3, :]), rtol=0, atol=0)
+        torch.testing.assert_close(y[:, :, :, phase::3], bias.expand_as(y[:, :, :, phase::3]), rtol=0, atol=0)
+    # The last row/column lies past the full output (13 x 10): bias too, and no bias at all without one.
+    y_no_bias = check_conv_transpose(x, w, None, stride=3, padding="same")
+    assert (y_no_bias[:, :, 13:] == 0).all() and (y_no_bias[..., 10:] == 0).all()
+
+
+@pytest.mark.parametrize("groups", sorted(GROUP_CASES))
+@pytest.mark.parametrize("nd", NDIMS)
+def test_groups(nd, groups, device):
+    c_in, c_out, g = GROUP_CASES[groups]
+    for stride, padding in ((1, "same"), (2, "same"), (2, "valid"), (3, "same_lower")):
+        run_case(nd, device, c_in=c_in, c_out=c_out, groups=g, stride=stride, padding=padding)
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+def test_channels_last(nd, device):
+    for c_in, c_out, groups in ((8, 8, 1), (8, 8, 8)):
+        x, w, b = conv_inputs(SIZES[nd], c_in, c_out, 3, groups, transposed=True, device=device)
+        x = x.to(memory_format=torch.channels_last if nd == 2 else torch.channels_last_3d)
+        for dtype in (torch.float64, torch.float32, torch.bfloat16):
+            y = check_conv_transpose(x.to(dtype), w.to(dtype), b.to(dtype), stride=2, padding="same", groups=groups)
+            assert_memory_format_kept(x, y)
+
+
+@pytest.mark.parametrize("c_in, c_out, size, kernel, stride, groups",
+                         [(64, 96, (16, 17), 3, 1, 1), (48, 48, (9, 35), 4, 2, 4), (130, 3, (20, 21), 7, 2, 1),
+                          (3, 130, (10, 11), 2, 3, 1)])
+def test_medium_shapes_cross_tile_boundaries(c_in, c_out, size, kernel, stride, groups, device):
+    x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, batch=1, transposed=True, dtype=torch.float32,
+                          device=device)
+    for layout in (torch.contiguous_format, torch.channels_last):
+        xl = x.to(memory_format=layout)
+        y = check_conv_transpose(xl, w, b, stride=stride, groups=groups, padding="same")
+        assert_memory_format_kept(xl, y)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+@pytest.mark.parametrize("nd", NDIMS)
+def test_low_precision(nd, dtype, device):
+    run_case(nd, device, dtype=dtype, stride=2, kernel=4, padding="same")
+    run_case(nd, device, dtype=dtype, c_in=16, c_out=16, groups=16, stride=3, padding="same_lower")
+    run_case(nd, device, dtype=dtype, c_in=16, c_out=8, stride=2, padding=1, output_padding=1)
+
+
+@pytest.mark.parametrize("nd", NDIMS)
+def test_batch_zero_and_no_bias(nd, device):
+    y = run_case(nd, device, batch=0, stride=2, padding="same")
+    assert y.shape[:2] == (0, 6)
+    run_case(nd, device, bias=False, stride=2, padding="same_lower", kernel=5)
+
+
+def test_non_contiguous(device):
+    x = torch.randn(2, 4, 9, 6, dtype=torch.float64, device=device).transpose(2, 3)[:, :, :, ::2]
+    w = torch.randn(6, 4, 3, 4, dtype=torch.float64, device=device).transpose(0, 1)[..., :3]  # [4, 6, 3, 3]
+    assert not x.is_contiguous() and not w.is_contiguous()
+    y = check_conv_transpose(x, w, None, stride=2, padding="same")
+    assert_memory_format_kept(x, y)
+
+
+@pytest.mark.parametrize(
+    "crop_lo, out_size",
+    [([0, 0], [9, 11]), ([2, 1], [5, 6]), ([0, 3], [14, 12]), ([4, 0], [3, 20])],
+)
+def test_op_direct(crop_lo, out_size, device):
+    """The op with arbitrary crops, including out_size past the full (9 x 11) result."""
+    x, w, b = conv_inputs((4, 5), c_in=4, c_out=6, groups=2, transposed=True, device=device)
+    expected = reference_conv_transpose(x, w, b, [2, 2], crop_lo, out_size, [1, 1], 2)
+    poison(expected.shape, x.dtype, x.device)
+    y = torch.ops.fastpad.conv_transpose(x, w, b, [2, 2], crop_lo, out_size, [1, 1], 2)
+    assert_matches(y, expected)
+
+
+# --------------------------------------------------------------------------------------------
+# 'same' transposed is TF conv2d_transpose SAME: out = i*s, lo = max(k_eff - s, 0) // 2.
+
+
+def test_tf_conv1d_transpose_same_worked_example():
+    """TF: conv1d_transpose(x=[1,2,3], ones(3), stride 2, SAME, output 6) = [1, 1, 3, 2, 5, 3]."""
+    x = torch.tensor([[[1.0, 2.0, 3.0]]], dtype=torch.float64)
+    w = torch.ones(1, 1, 3, dtype=torch.float64)
+    y = fastpad.conv_transpose1d(x, w, stride=2, padding="same")
+    assert y.flatten().tolist() == [1.0, 1.0, 3.0, 2.0, 5.0, 3.0]
+
+
+@pytest.mark.parametrize("kernel, stride", [(5, 2), (5, 4), (4, 3), (3, 2), (6, 2), (4, 2), (7, 3)])
+def test_same_vs_torch_padding_shift(kernel, stride):
+    """torch's nearest equivalent, padding=ceil(T/2) with output_padding, is fastpad 'same' shifted by one
+    pixel when T = k - s is odd, and equal when T is even."""
+    x, w, b = conv_inputs((5, 6), c_in=3, c_out=2, kernel=kernel, transposed=True)
+    slack = kernel - stride
+    torch_pad = -(-slack // 2)
+    full = [(i - 1) * stride + kernel for i in (5, 6)]
+    extra = [i * stride - (f - 2 * torch_pad) for i, f in zip((5, 6), full)]
+    if any(e < 0 or e >= stride for e in extra):
+        pytest.skip(f"torch has no output_padding for T={slack}, s={stride}")
+    ours = check_conv_transpose(x, w, b, stride=stride, padding="same")
+    theirs = F.conv_transpose2d(x, w, b, stride, torch_pad, tuple(extra))
+    assert ours.shape == theirs.shape == (2, 2, 5 * stride, 6 * stride)
+    if slack % 2 == 0:
+        torch.testing.assert_close(ours, theirs)
+    else:
+        # fastpad crops lo = T // 2, torch crops ceil(T/2): torch's picture starts one pixel later.
+        torch.testing.assert_close(ours[:, :, 1:, 1:], theirs[:, :, :-1, :-1])
+        assert not torch.allclose(ours, theirs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nd", NDIMS)
+def test_sweep_slow(nd, device):
+    sizes = {1: (13,), 2: (6, 7), 3: (4, 5, 3)}
+    for stride in (1, 2, 3, 4):
+        for dilation in (1, 2, 3):
+            for padding in ("same", "same_lower", "valid", 1):
+                for kernel in (1, 2, 3):
+                    for c_in, c_out, groups in ((3, 5, 1), (4, 6, 2), (6, 6, 6)):
+                        output_padding = max(stride, dilation) - 1
+                        kwargs = dict(stride=stride, dilation=dilation, padding=padding, output_padding=output_padding)
+                        full = min((i - 1) * stride + effective_kernel(kernel, dilation) for i in sizes[nd])
+                        if padding == 1 and full + output_padding - 2 < 1:
+                            continue
+                        run_case(nd, device, size=sizes[nd], kernel=kernel, c_in=c_in, c_out=c_out,
+                                 groups=groups, **kwargs)

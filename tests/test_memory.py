@@ -1,0 +1,161 @@
+"""No padded tensor is ever built, shown by measurement (issue 2, section 3):
+
+- peak resident memory (ru_maxrss, measured in a fresh subprocess) grows by about the output's size,
+  not the input's, while the same measurement of F.pad + F.conv grows by more than the input (a control
+  that proves the method sees the copy);
+- no aten op whose name mentions "pad" runs under the profiler, while the same check flags F.pad + F.conv.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fastpad
+from reference import PADDING_MODES
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MiB = 1 << 20
+
+# Run in a fresh interpreter: allocate and touch the big tensors, warm up on a tiny problem, then report
+# the growth of the peak RSS across the one call being measured.
+SCRIPT = r"""
+import resource, sys
+import torch
+import torch.nn.functional as F
+import fastpad
+
+case, method = sys.argv[1], sys.argv[2]
+ops = torch.ops.fastpad
+
+def peak_bytes():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+def problem(size):
+    # (input channels, output channels, groups, padding_mode) per case; stride 2 'same' 3x3 everywhere
+    c_in, c_out, groups, mode = {
+        "depthwise": (16, 16, 16, "zeros"),
+        "dense": (8, 8, 1, "zeros"),
+        "reflect": (16, 16, 16, "reflect"),
+        "grad_input": (16, 16, 16, "reflect"),
+        "grad_weight": (16, 16, 16, "reflect"),
+    }[case]
+    x = torch.randn(1, c_in, size, size)
+    w = torch.randn(c_out, c_in // groups, 3, 3)
+    gy = torch.randn(1, c_out, size // 2, size // 2)
+    return x, w, gy, groups, mode
+
+def run(x, w, gy, groups, mode):
+    pads = fastpad.same_padding(tuple(x.shape[2:]), 3, 2)
+    pad_lo = [lo for lo, _ in pads]
+    if method == "torch":  # the workaround fastpad replaces: a padded copy, then the conv
+        flat = [p for lo_hi in reversed(pads) for p in lo_hi]
+        xpad = F.pad(x, flat, mode="constant" if mode == "zeros" else mode)
+        return F.conv2d(xpad, w, None, 2, 0, 1, groups)
+    if case == "grad_input":
+        return ops.conv_transpose(gy, w, None, [2, 2], pad_lo, list(x.shape[2:]), [1, 1], groups, mode)
+    if case == "grad_weight":
+        return ops.conv_weight_grad(x, gy, list(w.shape), [2, 2], pad_lo, [1, 1], groups, mode)
+    return fastpad.conv2d(x, w, None, stride=2, padding="same", groups=groups, padding_mode=mode)
+
+run(*problem(64))  # warm-up: loads kernels, thread pools, allocator state
+args = problem(2048)
+args[0].add_(1.0)  # touch every page of the input
+args[2].add_(1.0)
+before = peak_bytes()
+out = run(*args)
+after = peak_bytes()
+print(after - before, args[0].nbytes, out.nbytes)
+"""
+
+
+def measure(case, method):
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    result = subprocess.run([sys.executable, "-c", SCRIPT, case, method], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    growth, input_bytes, output_bytes = map(int, result.stdout.split()[-3:])
+    return growth, input_bytes, output_bytes
+
+
+def describe(growth, input_bytes, output_bytes):
+    return f"peak grew {growth / MiB:.0f} MiB (input {input_bytes / MiB:.0f} MiB, output {output_bytes / MiB:.0f} MiB)"
+
+
+def assert_grows_by_output_only(case):
+    """Growth within the output plus 1/8 of the input (allocator noise); a padded copy would add ~the input."""
+    growth, input_bytes, output_bytes = measure(case, "fastpad")
+    assert growth < output_bytes + input_bytes / 8, describe(growth, input_bytes, output_bytes)
+    return output_bytes, input_bytes
+
+
+@pytest.mark.parametrize("case", ["depthwise", "dense", "reflect"])
+def test_forward_peak_memory_grows_by_output_not_input(case):
+    output_bytes, input_bytes = assert_grows_by_output_only(case)
+    assert output_bytes == input_bytes // 4  # stride 2 in both dims, as many output channels as input
+
+
+@pytest.mark.parametrize("case", ["depthwise", "dense", "reflect"])
+def test_control_pad_then_conv_grows_by_input(case):
+    """The same measurement sees F.pad's copy: the method can tell the two apart."""
+    growth, input_bytes, output_bytes = measure(case, "torch")
+    assert growth > input_bytes, describe(growth, input_bytes, output_bytes)
+
+
+@pytest.mark.parametrize("case", ["grad_input", "grad_weight"])
+def test_backward_peak_memory(case):
+    """conv's input gradient (conv_transpose folding the reflect pads back) allocates only the gradient, the
+    size of the input; the weight gradient allocates next to nothing."""
+    assert_grows_by_output_only(case)
+
+
+# --------------------------------------------------------------------------------------------
+# The profiler: no pad op runs, and the fastpad ops do.
+
+
+def pad_events(fn):
+    """(all event names, names of events that look like padding ops) recorded while fn runs."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        fn()
+    names = {event.name for event in prof.events()}
+    return names, sorted(n for n in names if "pad" in n.lower().replace("fastpad", ""))
+
+
+def conv_forward_backward(mode):
+    x = torch.randn(2, 8, 13, 12, requires_grad=True)
+    w = torch.randn(8, 4, 3, 3, requires_grad=True)
+    b = torch.randn(8, requires_grad=True)
+    y = fastpad.conv2d(x, w, b, stride=2, padding="same", groups=2, padding_mode=mode)
+    y.square().sum().backward()
+
+
+def conv_transpose_forward_backward():
+    x = torch.randn(2, 8, 5, 6, requires_grad=True)
+    w = torch.randn(8, 3, 4, 4, requires_grad=True)
+    y = fastpad.conv_transpose2d(x, w, None, stride=2, padding="same")
+    y.square().sum().backward()
+
+
+@pytest.mark.parametrize("mode", PADDING_MODES)
+def test_profiler_sees_no_pad_ops_in_conv(mode):
+    names, padding_ops = pad_events(lambda: conv_forward_backward(mode))
+    for op in ("fastpad::conv", "fastpad::conv_transpose", "fastpad::conv_weight_grad"):
+        assert op in names, f"the profiler did not record {op}: {sorted(names)}"
+    assert not padding_ops, f"padding ops ran: {padding_ops}"
+
+
+def test_profiler_sees_no_pad_ops_in_conv_transpose():
+    names, padding_ops = pad_events(conv_transpose_forward_backward)
+    for op in ("fastpad::conv_transpose", "fastpad::conv", "fastpad::conv_weight_grad"):
+        assert op in names, f"the profiler did not record {op}: {sorted(names)}"
+    assert not padding_ops, f"padding ops ran: {padding_ops}"
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect"])
+def test_profiler_control_sees_f_pad(mode):
+    x, w = torch.randn(2, 8, 13, 12), torch.randn(8, 8, 3, 3)
+    _, padding_ops = pad_events(lambda: F.conv2d(F.pad(x, [1, 1, 0, 1], mode=mode), w, stride=2))
+    assert padding_ops, "the check must flag F.pad"
