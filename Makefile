@@ -1,0 +1,29 @@
+# fastpad: `make test` and `make bench` each set up a fresh machine first (see README.md).
+# Override the interpreter with `make test PYTHON=/path/to/python`.
+PYTHON ?= python3
+PIP = $(PYTHON) -m pip
+# torch is installed only when it is missing. TORCH_INDEX_URL picks where from, e.g.
+# https://download.pytorch.org/whl/cpu for a CPU-only build; see README.md for CUDA builds.
+TORCH_VERSION ?= 2.13.0
+TORCH_INDEX_URL ?=
+
+.PHONY: install test bench check
+
+install:
+	@if ! $(PYTHON) -c "import torch" 2>/dev/null; then \
+		echo "torch is missing: installing torch==$(TORCH_VERSION)$(if $(TORCH_INDEX_URL), from $(TORCH_INDEX_URL))."; \
+		echo "For a CUDA build instead, install the torch that https://pytorch.org/get-started/locally/ gives"; \
+		echo "for your CUDA version first; this step then leaves it alone."; \
+		$(PIP) install torch==$(TORCH_VERSION) $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)); \
+	fi
+	$(PIP) install -q ninja hypothesis pytest numpy "setuptools>=64" wheel
+	$(PIP) install --no-build-isolation -e .
+
+test: install
+	$(PYTHON) -m pytest tests -q
+
+bench: install
+	$(PYTHON) -m fastpad bench
+
+check: install
+	$(PYTHON) -m fastpad check

@@ -1,0 +1,68 @@
+"""Command-line tools: `python -m fastpad check` (validation sweep) and `python -m fastpad bench` (benchmark).
+
+Run `python -m fastpad check --help` or `python -m fastpad bench --help` for the options.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+DEVICE_HELP = "device to run on (default: check uses cpu plus cuda if present; bench uses cuda if present, else cpu)"
+
+
+def load_benchmark_runner():
+    """The runner lives in the repository's benchmarks/ folder, next to this package in a source checkout."""
+    repo_root = Path(__file__).resolve().parent.parent
+    if not (repo_root / "benchmarks" / "runner.py").is_file():
+        sys.exit("python -m fastpad bench needs a source checkout: clone the repository and run "
+                 "`pip install --no-build-isolation -e .` (or `make bench`) there.")
+    if str(repo_root) not in sys.path:
+        sys.path.insert(0, str(repo_root))
+    from benchmarks import runner
+
+    return runner
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from fastpad import _check
+
+    return _check.main(devices=[args.device] if args.device else None, quick=args.quick)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    return load_benchmark_runner().main(
+        device=args.device, dtype=args.dtype, batch=args.batch, layers=args.layers,
+        channels_last=args.channels_last, quick=args.quick, json_path=args.json, markdown_path=args.markdown)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m fastpad", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    check = commands.add_parser("check", help="validate fastpad against F.pad + F.conv* on every device present")
+    check.add_argument("--device", help=DEVICE_HELP)
+    check.add_argument("--quick", action="store_true",
+                       help="one grouping (groups=1, groups=2 or depthwise) per configuration instead of all three")
+    check.set_defaults(run=run_check)
+
+    bench = commands.add_parser("bench", help="time fastpad against F.pad + conv and torch's symmetric-padded conv")
+    bench.add_argument("--device", help=DEVICE_HELP)
+    bench.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float64"])
+    bench.add_argument("--batch", type=int, help="batch size for every layer (default: each layer's own)")
+    bench.add_argument("--layers", metavar="PATTERN",
+                       help="only layers whose name matches: globs anywhere in the name, '|' between alternatives "
+                            "(e.g. 'dw_k3*|stem'), or 're:REGEX'")
+    bench.add_argument("--channels-last", action="store_true", help="channels_last inputs and weights (2-d, 3-d)")
+    bench.add_argument("--quick", action="store_true", help="fewer repeats")
+    bench.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    bench.add_argument("--markdown", metavar="PATH", help="also write the results as a markdown table")
+    bench.set_defaults(run=run_bench)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
