@@ -39,8 +39,14 @@ def cpu_vector_flags():
     return []
 
 
+def relative_sources(*patterns):
+    """Sources relative to setup.py: setuptools refuses absolute paths in setup() arguments (editable installs)."""
+    found = sorted(path for pattern in patterns for path in glob.glob(os.path.join(CSRC, pattern)))
+    return [os.path.relpath(path, ROOT) for path in found]
+
+
 def extension():
-    sources = sorted(glob.glob(os.path.join(CSRC, "*.cpp")) + glob.glob(os.path.join(CSRC, "cpu", "*.cpp")))
+    sources = relative_sources("*.cpp", os.path.join("cpu", "*.cpp"))
     cxx_flags = ["-O3", "-fopenmp"] + cpu_vector_flags()
     link_flags = ["-fopenmp"]
     if os.environ.get("FASTPAD_SANITIZE") == "1":
@@ -53,7 +59,7 @@ def extension():
         extra_link_args=link_flags,
         py_limited_api=False,
     )
-    cuda_sources = sorted(glob.glob(os.path.join(CSRC, "cuda", "*.cu")))
+    cuda_sources = relative_sources(os.path.join("cuda", "*.cu"))
     if want_cuda() and cuda_sources:
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "8.0;9.0")
         return CUDAExtension(

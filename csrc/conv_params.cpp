@@ -51,9 +51,16 @@ void check_groups(const char* op, int64_t groups, int64_t in_channels, int64_t o
               " must divide both channel counts, got ", in_channels, " and ", out_channels);
 }
 
-// Fills the spatial fields shared by all three ops, with 1-d and 2-d problems padded to 3-d.
-void fill_spatial(ConvGeometry& g, int64_t spatial, at::IntArrayRef in_size, at::IntArrayRef out_size,
-                  at::IntArrayRef kernel, at::IntArrayRef stride, at::IntArrayRef dilation, at::IntArrayRef pad_lo) {
+// The geometry of one problem, with 1-d and 2-d problems padded to 3-d.
+ConvGeometry make_geometry(int64_t batch, int64_t in_channels, int64_t out_channels, int64_t groups, PaddingMode mode,
+                           int64_t spatial, at::IntArrayRef in_size, at::IntArrayRef out_size, at::IntArrayRef kernel,
+                           at::IntArrayRef stride, at::IntArrayRef dilation, at::IntArrayRef pad_lo) {
+  ConvGeometry g;
+  g.batch = batch;
+  g.in_channels = in_channels;
+  g.out_channels = out_channels;
+  g.groups = groups;
+  g.mode = mode;
   const int64_t offset = kMaxSpatial - spatial;
   for (const auto i : c10::irange(spatial)) {
     g.in_size[offset + i] = in_size[i];
@@ -63,6 +70,7 @@ void fill_spatial(ConvGeometry& g, int64_t spatial, at::IntArrayRef in_size, at:
     g.dilation[offset + i] = dilation[i];
     g.pad_lo[offset + i] = pad_lo[i];
   }
+  return g;
 }
 
 // The padding modes other than zeros read real input positions, so they carry torch's limits:
@@ -131,14 +139,8 @@ ConvGeometry conv_geometry(const at::Tensor& input, const at::Tensor& weight, co
   }
   check_mode_pads(op, mode, spatial, in_size, pad_lo, pad_hi.vec());
 
-  ConvGeometry g;
-  g.batch = input.size(0);
-  g.in_channels = input.size(1);
-  g.out_channels = out_channels;
-  g.groups = groups;
-  g.mode = mode;
-  fill_spatial(g, spatial, in_size, out_size, kernel, stride, dilation, pad_lo);
-  return g;
+  return make_geometry(input.size(0), input.size(1), out_channels, groups, mode, spatial, in_size, out_size, kernel,
+                       stride, dilation, pad_lo);
 }
 
 ConvGeometry conv_transpose_geometry(const at::Tensor& input, const at::Tensor& weight,
@@ -169,14 +171,8 @@ ConvGeometry conv_transpose_geometry(const at::Tensor& input, const at::Tensor& 
   }
   check_mode_pads(op, mode, spatial, out_size, crop_lo, crop_hi);
 
-  ConvGeometry g;
-  g.batch = input.size(0);
-  g.in_channels = out_channels;
-  g.out_channels = input.size(1);
-  g.groups = groups;
-  g.mode = mode;
-  fill_spatial(g, spatial, out_size, scatter_size, kernel, stride, dilation, crop_lo);
-  return g;
+  return make_geometry(input.size(0), out_channels, input.size(1), groups, mode, spatial, out_size, scatter_size,
+                       kernel, stride, dilation, crop_lo);
 }
 
 ConvGeometry conv_weight_grad_geometry(const at::Tensor& input, const at::Tensor& grad_output,
@@ -212,14 +208,8 @@ ConvGeometry conv_weight_grad_geometry(const at::Tensor& input, const at::Tensor
   }
   check_mode_pads(op, mode, spatial, in_size, pad_lo, pad_hi);
 
-  ConvGeometry g;
-  g.batch = input.size(0);
-  g.in_channels = input.size(1);
-  g.out_channels = out_channels;
-  g.groups = groups;
-  g.mode = mode;
-  fill_spatial(g, spatial, in_size, out_size, kernel, stride, dilation, pad_lo);
-  return g;
+  return make_geometry(input.size(0), input.size(1), out_channels, groups, mode, spatial, in_size, out_size, kernel,
+                       stride, dilation, pad_lo);
 }
 
 at::MemoryFormat output_memory_format(const at::Tensor& input) {

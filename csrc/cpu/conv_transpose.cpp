@@ -2,6 +2,7 @@
 // (padding_mode zeros) or folded onto the position the mode reads p from (the adjoint of conv).
 // Layout: contiguous N,C,spatial or channels_last; the output keeps the input's memory format.
 // The crop is folded into col2im: positions outside the output are never written, no full-size output exists.
+// Depthwise problems go to the direct kernels of depthwise.cpp.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "conv_params.h"
+#include "cpu/depthwise.h"
 #include "cpu/gemm_tiles.h"
 #include "cpu/row_ops.h"
 
@@ -28,24 +30,20 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
                 y_per_group = g.in_channels_per_group(), taps = g.kernel_volume();
   const int64_t spread = y_per_group * taps;
   const int64_t y_h = g.in_size[1], y_w = g.in_size[2];
-  const int64_t x_h = g.out_size[1], x_w = g.out_size[2], x_pixels = g.out_volume();
+  const int64_t x_h = g.out_size[1], x_w = g.out_size[2];
   const auto w_acc = channels_last ? weight.to(acc_dtype)
                                          .reshape({groups, x_per_group, y_per_group, taps})
                                          .permute({0, 1, 3, 2})
                                          .contiguous()
                                          .view({groups, x_per_group, spread})
                                    : weight.to(acc_dtype).contiguous().view({groups, x_per_group, spread});
-  const auto x_flat = channels_last ? x.movedim(1, -1).reshape({g.batch, x_pixels, g.out_channels})
-                                    : x.view({g.batch, g.out_channels, x_pixels});
-  const int64_t unit_len = channels_last ? 1 : x_w;
-  const int64_t total_units = x_pixels / unit_len;
-  const int64_t units = units_per_tile(spread * unit_len * static_cast<int64_t>(sizeof(acc_t)), total_units);
+  const auto x_flat = flatten_positions(x, channels_last);
+  const TilePlan plan(g, channels_last, spread * static_cast<int64_t>(sizeof(acc_t)));
   acc_t* y_data = y_acc.mutable_data_ptr<acc_t>();
 
   const auto run_item = [&](int64_t n, int64_t group, std::vector<acc_t>& cols) {
-    for (int64_t unit_begin = 0; unit_begin < total_units; unit_begin += units) {
-      const int64_t unit_end = std::min(unit_begin + units, total_units);
-      const int64_t pixel_begin = unit_begin * unit_len, tile_pixels = (unit_end - unit_begin) * unit_len;
+    for (int64_t tile = 0; tile < plan.tiles; ++tile) {
+      const auto [unit_begin, unit_end, pixel_begin, tile_pixels] = plan.tile(tile);
       if (channels_last) {
         const auto x_tile = x_flat[n].narrow(0, pixel_begin, tile_pixels).narrow(1, group * x_per_group, x_per_group);
         auto cols_view = wrap_buffer(cols.data(), {tile_pixels, spread});
@@ -99,7 +97,7 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
   };
 
   const int64_t items = g.batch * groups;
-  const int64_t cols_size = spread * units * unit_len;
+  const int64_t cols_size = spread * plan.buffer_positions();
   if (items >= at::get_num_threads()) {
     // Enough independent (image, group) slices of y to keep every thread busy.
     at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) {
@@ -140,7 +138,11 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     } else {
       y_acc.zero_();
     }
-    if (g.batch > 0 && g.out_volume() > 0) transpose_gemm<scalar_t>(g, x, weight, y_acc, channels_last);
+    if (depthwise_supported(g, channels_last)) {
+      depthwise_conv_transpose(g, x, weight, y_acc, channels_last);
+    } else {
+      transpose_gemm<scalar_t>(g, x, weight, y_acc, channels_last);
+    }
     if (!y_acc.is_same(y)) y.copy_(y_acc);
   });
   return y;

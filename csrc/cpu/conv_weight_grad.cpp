@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "conv_params.h"
+#include "cpu/depthwise.h"
 #include "cpu/gemm_tiles.h"
 
 namespace fastpad::cpu {
@@ -26,27 +27,21 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
   const int64_t groups = g.groups, in_per_group = g.in_channels_per_group(),
                 out_per_group = g.out_channels_per_group(), taps = g.kernel_volume();
   const int64_t reduce = in_per_group * taps;
-  const int64_t out_w = g.out_size[2], pixels = g.out_volume();
-  const auto gy_flat = channels_last ? grad_output.movedim(1, -1).reshape({g.batch, pixels, g.out_channels})
-                                     : grad_output.view({g.batch, g.out_channels, pixels});
-  const int64_t unit_len = channels_last ? 1 : out_w;
-  const int64_t total_units = pixels / unit_len;
-  const int64_t units = units_per_tile(reduce * unit_len * static_cast<int64_t>(sizeof(acc_t)), total_units);
-  const int64_t tiles = (total_units + units - 1) / units;
-  const int64_t work = g.batch * tiles;  // (image, tile) pairs to reduce over
+  const auto gy_flat = flatten_positions(grad_output, channels_last);
+  const TilePlan plan(g, channels_last, reduce * static_cast<int64_t>(sizeof(acc_t)));
+  const int64_t work = g.batch * plan.tiles;  // (image, tile) pairs to reduce over
   const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), work));
   auto partial = at::zeros({chunks, groups, out_per_group, reduce}, x.options().dtype(acc_dtype));
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
 
   at::parallel_for(0, chunks * groups, 1, [&](int64_t begin, int64_t end) {
-    std::vector<acc_t> cols(reduce * units * unit_len);
+    std::vector<acc_t> cols(reduce * plan.buffer_positions());
     for (int64_t item = begin; item < end; ++item) {
       const int64_t chunk = item / groups, group = item % groups;
       auto acc = partial[chunk][group];
       for (int64_t job = chunk * work / chunks; job < (chunk + 1) * work / chunks; ++job) {
-        const int64_t n = job / tiles, tile = job % tiles;
-        const int64_t unit_begin = tile * units, unit_end = std::min(unit_begin + units, total_units);
-        const int64_t pixel_begin = unit_begin * unit_len, tile_pixels = (unit_end - unit_begin) * unit_len;
+        const int64_t n = job / plan.tiles;
+        const auto [unit_begin, unit_end, pixel_begin, tile_pixels] = plan.tile(job % plan.tiles);
         if (channels_last) {
           im2col_nhwc(g, x_data + n * g.in_volume() * g.in_channels, group, unit_begin, unit_end, cols.data());
           const auto gy = gy_flat[n].narrow(0, pixel_begin, tile_pixels).narrow(1, group * out_per_group, out_per_group);
@@ -83,7 +78,8 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
   const auto gy = grad_output.contiguous(format);
   at::Tensor grad;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_weight_grad_cpu", [&] {
-    grad = weight_grad_gemm<scalar_t>(g, x, gy, channels_last);
+    grad = depthwise_supported(g, channels_last) ? depthwise_weight_grad(g, x, gy, channels_last)
+                                                 : weight_grad_gemm<scalar_t>(g, x, gy, channels_last);
   });
   // A fresh tensor, so the strides are the canonical contiguous ones even where a dim has size 1.
   auto result = at::empty(weight_shape, input.options());

@@ -16,10 +16,33 @@ namespace fastpad::cpu {
 // Target size of one thread's column buffer: small enough to stay in L2.
 constexpr int64_t kColumnBufferBytes = 512 * 1024;
 
-// How many tile units (output rows, or output pixels) of `bytes_per_unit` fit in one column buffer.
-inline int64_t units_per_tile(int64_t bytes_per_unit, int64_t total_units) {
-  return std::clamp<int64_t>(kColumnBufferBytes / std::max<int64_t>(bytes_per_unit, 1), 1,
-                             std::max<int64_t>(total_units, 1));
+// Splits the output positions of one image into tiles whose column buffer stays cache-sized. A tile is a run
+// of whole output rows (NCHW, so im2col gathers rows) or of output pixels (channels-last).
+struct TilePlan {
+  struct Tile {
+    int64_t unit_begin, unit_end;    // rows (NCHW) or pixels (channels-last)
+    int64_t pixel_begin, pixels;     // the same span in output positions
+  };
+
+  TilePlan(const ConvGeometry& g, bool channels_last, int64_t bytes_per_position)
+      : unit_len(channels_last ? 1 : g.out_size[2]), total_units(g.out_volume() / unit_len) {
+    units = std::clamp<int64_t>(kColumnBufferBytes / std::max<int64_t>(bytes_per_position * unit_len, 1), 1,
+                                std::max<int64_t>(total_units, 1));
+    tiles = (total_units + units - 1) / units;
+  }
+
+  Tile tile(int64_t index) const {
+    const int64_t begin = index * units, end = std::min(begin + units, total_units);
+    return {begin, end, begin * unit_len, (end - begin) * unit_len};
+  }
+  int64_t buffer_positions() const { return units * unit_len; }
+
+  int64_t unit_len, total_units, units = 1, tiles = 1;
+};
+
+// [N, C, positions] (NCHW) or [N, positions, C] (channels-last) view of a tensor stored in that layout.
+inline at::Tensor flatten_positions(const at::Tensor& t, bool channels_last) {
+  return channels_last ? t.movedim(1, -1).reshape({t.size(0), -1, t.size(1)}) : t.reshape({t.size(0), t.size(1), -1});
 }
 
 // NCHW: cols[(c, kd, kh, kw), t] for output rows [row_begin, row_end) (row = od * OH + oh) and every ow,
