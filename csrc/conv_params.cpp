@@ -45,6 +45,12 @@ void check_list(const char* op, const char* name, at::IntArrayRef values, int64_
   }
 }
 
+void check_spatial_sizes(const char* op, const char* name, at::IntArrayRef shape) {
+  for (const auto size : shape.slice(2)) {
+    TORCH_CHECK(size >= 1, op, ": ", name, " has an empty spatial dim, shape ", shape_str(shape));
+  }
+}
+
 void check_groups(const char* op, int64_t groups, int64_t in_channels, int64_t out_channels) {
   TORCH_CHECK(groups > 0, op, ": groups must be positive, got ", groups);
   TORCH_CHECK(in_channels % groups == 0 && out_channels % groups == 0, op, ": groups=", groups,
@@ -129,9 +135,9 @@ ConvGeometry conv_geometry(const at::Tensor& input, const at::Tensor& weight, co
   const auto in_size = input.sizes().slice(2);
   const auto kernel = weight.sizes().slice(2);
   std::vector<int64_t> out_size(spatial);
+  check_spatial_sizes(op, "weight", weight.sizes());
+  check_spatial_sizes(op, "input", input.sizes());
   for (const auto i : c10::irange(spatial)) {
-    TORCH_CHECK(kernel[i] >= 1, op, ": weight has an empty spatial dim, shape ", shape_str(weight.sizes()));
-    TORCH_CHECK(in_size[i] >= 1, op, ": input has an empty spatial dim, shape ", shape_str(input.sizes()));
     out_size[i] = conv_out_size(in_size[i], pad_lo[i], pad_hi[i], kernel[i], stride[i], dilation[i]);
     TORCH_CHECK(out_size[i] >= 1, op, ": the kernel (effective size ", effective_kernel(kernel[i], dilation[i]),
                 ") is larger than the padded input (", in_size[i], " + ", pad_lo[i], " + ", pad_hi[i],
@@ -164,9 +170,9 @@ ConvGeometry conv_transpose_geometry(const at::Tensor& input, const at::Tensor& 
   const auto scatter_size = input.sizes().slice(2);
   const auto kernel = weight.sizes().slice(2);
   std::vector<int64_t> crop_hi(spatial);
+  check_spatial_sizes(op, "weight", weight.sizes());
+  check_spatial_sizes(op, "input", input.sizes());
   for (const auto i : c10::irange(spatial)) {
-    TORCH_CHECK(kernel[i] >= 1, op, ": weight has an empty spatial dim, shape ", shape_str(weight.sizes()));
-    TORCH_CHECK(scatter_size[i] >= 1, op, ": input has an empty spatial dim, shape ", shape_str(input.sizes()));
     crop_hi[i] = transposed_full_size(scatter_size[i], kernel[i], stride[i], dilation[i]) - crop_lo[i] - out_size[i];
   }
   check_mode_pads(op, mode, spatial, out_size, crop_lo, crop_hi);
@@ -201,9 +207,9 @@ ConvGeometry conv_weight_grad_geometry(const at::Tensor& input, const at::Tensor
   const auto out_size = grad_output.sizes().slice(2);
   const auto kernel = weight_shape.slice(2);
   std::vector<int64_t> pad_hi(spatial);
+  check_spatial_sizes(op, "input", input.sizes());
+  check_spatial_sizes(op, "grad_output", grad_output.sizes());
   for (const auto i : c10::irange(spatial)) {
-    TORCH_CHECK(in_size[i] >= 1 && out_size[i] >= 1, op, ": empty spatial dim in input ",
-                shape_str(input.sizes()), " or grad_output ", shape_str(grad_output.sizes()));
     pad_hi[i] = (out_size[i] - 1) * stride[i] + effective_kernel(kernel[i], dilation[i]) - pad_lo[i] - in_size[i];
   }
   check_mode_pads(op, mode, spatial, in_size, pad_lo, pad_hi);

@@ -99,6 +99,13 @@ void for_each_tap_pixel(const ConvGeometry& g, int64_t od, int64_t oh, int64_t o
   });
 }
 
+// The taps of output-side channel c, converted to the accumulation type.
+template <typename scalar_t, typename acc_t>
+void load_taps(const scalar_t* w, int64_t c, std::vector<acc_t>& taps) {
+  const int64_t count = static_cast<int64_t>(taps.size());
+  std::transform(w + c * count, w + (c + 1) * count, taps.begin(), [](scalar_t v) { return static_cast<acc_t>(v); });
+}
+
 // Channel blocks for the channels-last kernels: one per thread, a whole number of vectors each.
 template <typename acc_t>
 int64_t channel_block(int64_t channels) {
@@ -120,7 +127,7 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
     for (int64_t plane = begin; plane < end; ++plane) {
       const int64_t c = plane % g.out_channels, n = plane / g.out_channels;
       const scalar_t* x_plane = x + (n * g.in_channels + c / multiplier) * g.in_volume();
-      std::transform(w + c * taps, w + (c + 1) * taps, weights.begin(), [](scalar_t v) { return acc_t(v); });
+      load_taps(w, c, weights);
       for (int64_t row = 0; row < g.out_size[0] * out_h; ++row) {
         std::fill(acc.begin(), acc.end(), bias ? acc_t(bias[c]) : acc_t(0));
         for_each_tap_row(g, row / out_h, row % out_h, [&](int64_t kd, int64_t kh, int64_t in_row) {
@@ -151,7 +158,7 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
       for (int64_t j = 0; j < multiplier; ++j) {
         const int64_t c_out = c * multiplier + j;
         const scalar_t* x_plane = x + (n * g.out_channels + c_out) * g.out_volume();
-        std::transform(w + c_out * taps, w + (c_out + 1) * taps, weights.begin(), [](scalar_t v) { return acc_t(v); });
+        load_taps(w, c_out, weights);
         for (int64_t row = 0; row < g.out_size[0] * out_h; ++row) {
           at::vec::convert(x_plane + row * out_w, x_row.data(), out_w);
           for_each_tap_row(g, row / out_h, row % out_h, [&](int64_t kd, int64_t kh, int64_t in_row) {
