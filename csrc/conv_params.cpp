@@ -228,10 +228,8 @@ at::MemoryFormat output_memory_format(const at::Tensor& input) {
   return at::MemoryFormat::Contiguous;
 }
 
-std::vector<int64_t> spatial_shape(int64_t batch, int64_t channels, const ConvGeometry& g, int64_t spatial_dims,
-                                   bool which_in) {
+std::vector<int64_t> tensor_shape(int64_t batch, int64_t channels, const int64_t* sizes, int64_t spatial_dims) {
   std::vector<int64_t> shape = {batch, channels};
-  const int64_t* sizes = which_in ? g.in_size : g.out_size;
   for (int64_t i = kMaxSpatial - spatial_dims; i < kMaxSpatial; ++i) shape.push_back(sizes[i]);
   return shape;
 }

@@ -36,8 +36,8 @@ ConvGeometry conv_weight_grad_geometry(const at::Tensor& input, const at::Tensor
 // plain contiguous), else contiguous. The fake kernels in fastpad/_ops.py follow the same rule.
 at::MemoryFormat output_memory_format(const at::Tensor& input);
 
-// [N, C, *spatial] sizes for a geometry's `out_size` (which_in=false) or `in_size` (which_in=true).
-std::vector<int64_t> spatial_shape(int64_t batch, int64_t channels, const ConvGeometry& g, int64_t spatial_dims,
-                                   bool which_in);
+// The shape [batch, channels, *sizes] of a tensor with `spatial_dims` spatial dims, where `sizes` is one of a
+// geometry's padded-to-3-d size arrays (its last `spatial_dims` entries are the real ones).
+std::vector<int64_t> tensor_shape(int64_t batch, int64_t channels, const int64_t* sizes, int64_t spatial_dims);
 
 }  // namespace fastpad

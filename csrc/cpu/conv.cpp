@@ -70,7 +70,7 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
   const auto format = output_memory_format(input);
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   const auto x = input.contiguous(format);
-  auto y = at::empty(spatial_shape(g.batch, g.out_channels, g, input.dim() - 2, /*which_in=*/false),
+  auto y = at::empty(tensor_shape(g.batch, g.out_channels, g.out_size, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return y;
   const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();

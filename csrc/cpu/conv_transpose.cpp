@@ -121,7 +121,7 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
   const auto format = output_memory_format(input);
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   const int64_t spatial = input.dim() - 2;
-  auto y = at::empty(spatial_shape(g.batch, g.in_channels, g, spatial, /*which_in=*/true),
+  auto y = at::empty(tensor_shape(g.batch, g.in_channels, g.in_size, spatial),
                      input.options().memory_format(format));
   if (y.numel() == 0) return y;
   const auto x = input.contiguous(format);
