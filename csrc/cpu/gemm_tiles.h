@@ -40,9 +40,12 @@ struct TilePlan {
   int64_t unit_len, total_units, units = 1, tiles = 1;
 };
 
-// [N, C, positions] (NCHW) or [N, positions, C] (channels-last) view of a tensor stored in that layout.
+// [N, C, positions] (NCHW) or [N, positions, C] (channels-last) view of a tensor stored in that layout. A view,
+// never a copy: the kernels write their output through it, so a layout mismatch must raise, not drop the writes.
 inline at::Tensor flatten_positions(const at::Tensor& t, bool channels_last) {
-  return channels_last ? t.movedim(1, -1).reshape({t.size(0), -1, t.size(1)}) : t.reshape({t.size(0), t.size(1), -1});
+  const int64_t positions = t.numel() / std::max<int64_t>(t.size(0) * t.size(1), 1);
+  return channels_last ? t.movedim(1, -1).view({t.size(0), positions, t.size(1)})
+                       : t.view({t.size(0), t.size(1), positions});
 }
 
 // NCHW: cols[(c, kd, kh, kw), t] for output rows [row_begin, row_end) (row = od * OH + oh) and every ow,
