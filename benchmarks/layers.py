@@ -60,22 +60,54 @@ class Layer:
         return f"{shape}->{self.out_channels} k{self.kernel} s{self.stride} {self.padding}{mode}{groups}"
 
 
+
+def efficientnet_depthwise(model: str, channels: int, kernel: int, stride: int, size: int, batch: int) -> Layer:
+    """A depthwise conv of a TF-ported EfficientNet/MobileNet: timm's Conv2dSame pads it with F.pad ('SAME')."""
+    return Layer(f"{model}.dw_k{kernel}s{stride}_c{channels}", model, "conv", 2, channels, channels, kernel, stride,
+                 "same", size, batch=batch, groups=channels, bias=False)
+
+
+def tf_stem(model: str, out_channels: int, size: int, batch: int) -> Layer:
+    return Layer(f"{model}.stem_k3s2", model, "conv", 2, 3, out_channels, 3, 2, "same", size, batch=batch,
+                 bias=False)
+
+
 SUITE = [
-    # tf_efficientnet_b0 @224: timm's Conv2dSame pads every stride-2 layer with F.pad (TF 'SAME' is asymmetric).
-    Layer("tf_efficientnet_b0.stem", "tf_efficientnet_b0", "conv", 2, 3, 32, 3, 2, "same", 224, batch=8,
+    # tf_efficientnet_b0 @224 (timm): every stride-2 layer is TF 'SAME', i.e. asymmetric pads (0, 1) or (1, 2).
+    tf_stem("tf_efficientnet_b0", 32, 224, batch=8),
+    efficientnet_depthwise("tf_efficientnet_b0", 96, 3, 2, 112, batch=8),
+    efficientnet_depthwise("tf_efficientnet_b0", 144, 5, 2, 56, batch=8),
+    efficientnet_depthwise("tf_efficientnet_b0", 240, 3, 2, 28, batch=16),
+    efficientnet_depthwise("tf_efficientnet_b0", 672, 5, 2, 14, batch=16),
+    # Control: stride 1, odd kernel, so 'same' is symmetric (2, 2) and torch's padding='same' needs no F.pad.
+    efficientnet_depthwise("tf_efficientnet_b0", 480, 5, 1, 14, batch=16),
+    # tf_efficientnet_b4 @380.
+    tf_stem("tf_efficientnet_b4", 48, 380, batch=4),
+    efficientnet_depthwise("tf_efficientnet_b4", 144, 3, 2, 190, batch=4),
+    efficientnet_depthwise("tf_efficientnet_b4", 192, 5, 2, 95, batch=4),
+    efficientnet_depthwise("tf_efficientnet_b4", 960, 5, 2, 24, batch=8),
+    # tf_mobilenetv3_large_100 @224.
+    efficientnet_depthwise("tf_mobilenetv3_large_100", 64, 3, 2, 112, batch=8),
+    efficientnet_depthwise("tf_mobilenetv3_large_100", 72, 5, 2, 56, batch=8),
+    efficientnet_depthwise("tf_mobilenetv3_large_100", 672, 5, 2, 14, batch=16),
+    # ResNet-50 (TF port): the 7x7 stride-2 stem with SAME pads (2, 3), and a dense strided 3x3 (pads (0, 1)).
+    Layer("resnet50.stem_k7s2", "ResNet-50 (TF port)", "conv", 2, 3, 64, 7, 2, "same", 224, batch=4, bias=False),
+    Layer("resnet50.dense_k3s2_c128", "ResNet-50 (TF port)", "conv", 2, 128, 128, 3, 2, "same", 56, batch=4,
           bias=False),
-    Layer("tf_efficientnet_b0.dw_k3s2_c96", "tf_efficientnet_b0", "conv", 2, 96, 96, 3, 2, "same", 112, batch=8,
-          groups=96, bias=False),
-    Layer("tf_efficientnet_b0.dw_k5s2_c144", "tf_efficientnet_b0", "conv", 2, 144, 144, 5, 2, "same", 56, batch=8,
-          groups=144, bias=False),
-    # A dense strided 3x3 with TF 'SAME' (pads (0, 1)), as in TF ports of ResNet-style backbones.
-    Layer("resnet50.dense_k3s2_c128", "ResNet-50 (TF port)", "conv", 2, 128, 128, 3, 2, "same", 56, batch=8,
-          bias=False),
-    # UNet decoder upsampling with TF/Keras Conv2DTranspose(padding='same').
+    # Control: a dense stride-1 3x3, symmetric (1, 1).
+    Layer("resnet50.dense_k3s1_c64", "ResNet-50", "conv", 2, 64, 64, 3, 1, "same", 56, batch=4, bias=False),
+    # An even kernel: stride-1 'same' with k=4 pads (1, 2), which torch's padding='same' does with an F.pad copy.
+    Layer("even_kernel.k4s1_c64", "even kernel", "conv", 2, 64, 64, 4, 1, "same", 56, batch=4),
+    # UNet decoder upsampling: the classic k2 s2 (no crop), and Keras Conv2DTranspose(padding='same') k4 s2.
+    Layer("unet_decoder.convT_k2s2_c512", "UNet decoder", "conv_transpose", 2, 512, 256, 2, 2, "same", 32, batch=2),
     Layer("unet_decoder.convT_k4s2_c128", "UNet decoder", "conv_transpose", 2, 128, 64, 4, 2, "same", 64, batch=2),
-    # Mamba's short causal depthwise conv1d over the sequence.
-    Layer("mamba.causal_dw_k4_c1536", "Mamba", "conv", 1, 1536, 1536, 4, 1, "causal", 4096, batch=2, groups=1536),
+    # HiFi-GAN generator upsampling: ConvTranspose1d with 'same' crops.
+    Layer("hifigan.convT1d_k16s8_c512", "HiFi-GAN", "conv_transpose", 1, 512, 256, 16, 8, "same", 32, batch=16),
+    Layer("hifigan.convT1d_k4s2_c128", "HiFi-GAN", "conv_transpose", 1, 128, 64, 4, 2, "same", 2048, batch=16),
     # EnCodec's SConv1d: reflect padding, here (2, 2) for L=24000, k8, s4, which is what 'same' gives.
-    Layer("encodec.conv_k8s4_reflect", "EnCodec", "conv", 1, 64, 128, 8, 4, "same", 24000, batch=2,
+    Layer("encodec.conv1d_k8s4_reflect", "EnCodec", "conv", 1, 64, 128, 8, 4, "same", 24000, batch=2,
           padding_mode="reflect"),
+    # Mamba's short causal depthwise conv1d over the sequence: pads (3, 0).
+    Layer("mamba.causal_dw1d_k4_c1536", "Mamba", "conv", 1, 1536, 1536, 4, 1, "causal", 4096, batch=2,
+          groups=1536),
 ]

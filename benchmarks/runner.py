@@ -46,7 +46,7 @@ class Effort:
     max_repeats: int
 
 
-FULL_EFFORT = Effort(warmup_rounds=2, budget_seconds=4.0, min_repeats=7, max_repeats=200)
+FULL_EFFORT = Effort(warmup_rounds=2, budget_seconds=2.0, min_repeats=7, max_repeats=200)
 QUICK_EFFORT = Effort(warmup_rounds=1, budget_seconds=0.8, min_repeats=3, max_repeats=20)
 
 

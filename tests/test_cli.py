@@ -24,10 +24,10 @@ def test_bench_times_one_layer_and_writes_json_and_markdown(tmp_path):
     result = run_fastpad("bench", "--quick", "--batch", "1", "--layers", "encodec*", "--json", str(json_path),
                          "--markdown", str(markdown_path))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "encodec.conv_k8s4_reflect" in markdown_path.read_text()
+    assert "encodec.conv1d_k8s4_reflect" in markdown_path.read_text()
     rows = json.loads(json_path.read_text())
     text = json.dumps(rows)
-    assert "encodec.conv_k8s4_reflect" in text and "fwd+bwd" in text
+    assert "encodec.conv1d_k8s4_reflect" in text and "fwd+bwd" in text
 
 
 def test_unknown_command_fails():

@@ -8,71 +8,15 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
+#include "cpu/phase_planes.h"
 #include "cpu/row_ops.h"
 
 namespace fastpad::cpu {
 namespace {
-
-// The padded window of one input-side row split into `stride` phase rows: phase r holds padded positions
-// r, r + s, r + 2s, ... so that tap kw (offset q = kw * d) of all output positions of a row is the contiguous
-// run phase[q % s][q / s, q / s + out_w). Forward and weight gradient gather into it; the transposed op
-// accumulates into it and scatters it back (the adjoint).
-template <typename acc_t>
-class PhaseRows {
- public:
-  explicit PhaseRows(const ConvGeometry& g)
-      : g_(g),
-        stride_(g.stride[2]),
-        length_(g.out_size[2] + ((g.kernel[2] - 1) * g.dilation[2]) / g.stride[2]),
-        used_(stride_, false),
-        data_(stride_ * length_) {
-    for (int64_t kw = 0; kw < g.kernel[2]; ++kw) used_[(kw * g.dilation[2]) % stride_] = true;
-  }
-
-  template <typename scalar_t>
-  void gather(const scalar_t* row) {
-    for (int64_t r = 0; r < stride_; ++r) {
-      if (used_[r]) gather_row(phase(r), row, g_.in_size[2], r - g_.pad_lo[2], stride_, length_, g_.mode);
-    }
-  }
-
-  void zero() { std::fill(data_.begin(), data_.end(), acc_t(0)); }
-
-  void scatter_add(acc_t* row) {
-    for (int64_t r = 0; r < stride_; ++r) {
-      if (used_[r]) scatter_add_row(row, g_.in_size[2], phase(r), r - g_.pad_lo[2], stride_, length_, g_.mode);
-    }
-  }
-
-  acc_t* tap(int64_t kw) {
-    const int64_t offset = kw * g_.dilation[2];
-    return phase(offset % stride_) + offset / stride_;
-  }
-
- private:
-  acc_t* phase(int64_t r) { return data_.data() + r * length_; }
-
-  const ConvGeometry& g_;
-  int64_t stride_, length_;
-  std::vector<bool> used_;
-  std::vector<acc_t> data_;
-};
-
-template <typename acc_t>
-acc_t dot(const acc_t* a, const acc_t* b, int64_t n) {
-  using Vec = at::vec::Vectorized<acc_t>;
-  Vec sum(acc_t(0));
-  int64_t i = 0;
-  for (; i + Vec::size() <= n; i += Vec::size()) sum = at::vec::fmadd(Vec::loadu(a + i), Vec::loadu(b + i), sum);
-  acc_t lanes[Vec::size()];
-  sum.store(lanes);
-  acc_t total = std::accumulate(lanes, lanes + Vec::size(), acc_t(0));
-  for (; i < n; ++i) total += a[i] * b[i];
-  return total;
-}
 
 // Calls body(kd, kh, in_row) for every tap row of output row (od, oh) that reads the input side
 // (rows in zero padding are skipped; the other modes resolve to a real row).
@@ -99,13 +43,6 @@ void for_each_tap_pixel(const ConvGeometry& g, int64_t od, int64_t oh, int64_t o
   });
 }
 
-// The taps of output-side channel c, converted to the accumulation type.
-template <typename scalar_t, typename acc_t>
-void load_taps(const scalar_t* w, int64_t c, std::vector<acc_t>& taps) {
-  const int64_t count = static_cast<int64_t>(taps.size());
-  std::transform(w + c * count, w + (c + 1) * count, taps.begin(), [](scalar_t v) { return static_cast<acc_t>(v); });
-}
-
 // Channel blocks for the channels-last kernels: one per thread, a whole number of vectors each.
 template <typename acc_t>
 int64_t channel_block(int64_t channels) {
@@ -114,60 +51,187 @@ int64_t channel_block(int64_t channels) {
   return std::max<int64_t>(lanes, (per_thread + lanes - 1) / lanes * lanes);
 }
 
-// ---- NCHW -------------------------------------------------------------------------------------------------
+// ---- NCHW: phase planes (cpu/phase_planes.h) ---------------------------------------------------------------
+// Every kernel walks (output depth od, band of output rows, kernel depth kd): the band's phase planes come from
+// input depth slice tap_source(0, od, kd), and each tap of the (H, W) kernel is one vector loop over the band's
+// flattened output positions. Vector loops cover kVecBlock vectors at a time, in registers.
 
+constexpr int64_t kVecBlock = 4;
+
+// Pointers to each (kh, kw) tap of the phase planes, in kernel order.
+template <typename acc_t>
+std::vector<acc_t*> tap_pointers(const ConvGeometry& g, PhasePlanes<acc_t>& planes) {
+  std::vector<acc_t*> taps;
+  for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+    for (int64_t kw = 0; kw < g.kernel[2]; ++kw) taps.push_back(planes.tap(kh, kw));
+  }
+  return taps;
+}
+
+// out[t] += sum over taps of w[tap] * tap[tap][t], for t in [0, n), n a multiple of the vector size.
+template <typename acc_t>
+void add_taps(acc_t* out, const std::vector<acc_t*>& taps, const acc_t* w, int64_t n) {
+  using Vec = at::vec::Vectorized<acc_t>;
+  constexpr int64_t V = Vec::size();
+  const int64_t count = static_cast<int64_t>(taps.size());
+  int64_t t = 0;
+  for (; t + kVecBlock * V <= n; t += kVecBlock * V) {
+    Vec acc[kVecBlock];
+    for (int64_t u = 0; u < kVecBlock; ++u) acc[u] = Vec::loadu(out + t + u * V);
+    for (int64_t k = 0; k < count; ++k) {
+      const Vec wk(w[k]);
+      for (int64_t u = 0; u < kVecBlock; ++u) acc[u] = at::vec::fmadd(wk, Vec::loadu(taps[k] + t + u * V), acc[u]);
+    }
+    for (int64_t u = 0; u < kVecBlock; ++u) acc[u].store(out + t + u * V);
+  }
+  for (; t < n; t += V) {
+    Vec acc = Vec::loadu(out + t);
+    for (int64_t k = 0; k < count; ++k) acc = at::vec::fmadd(Vec(w[k]), Vec::loadu(taps[k] + t), acc);
+    acc.store(out + t);
+  }
+}
+
+// Adjoint of add_taps: tap[tap][t] += w[tap] * x[t] where keep[t], for t in [0, n). The mask (all bits set or
+// clear) makes the discarded columns add exactly nothing, even when a weight is inf or nan.
+template <typename acc_t>
+void scatter_taps(const std::vector<acc_t*>& taps, const acc_t* w, const acc_t* x, const acc_t* keep, int64_t n) {
+  using Vec = at::vec::Vectorized<acc_t>;
+  constexpr int64_t V = Vec::size();
+  for (int64_t t = 0; t < n; t += V) {
+    const Vec xv = Vec::loadu(x + t), kv = Vec::loadu(keep + t);
+    for (size_t k = 0; k < taps.size(); ++k) {
+      acc_t* p = taps[k] + t;
+      (Vec::loadu(p) + ((Vec(w[k]) * xv) & kv)).store(p);
+    }
+  }
+}
+
+// sums[tap] += sum over t in [0, n) of (y[t] * tap[tap][t]) where keep[t]: one tap at a time, kVecBlock
+// partial sums, in a fixed order.
+template <typename acc_t>
+void dot_taps(acc_t* sums, const std::vector<acc_t*>& taps, const acc_t* y, const acc_t* keep, int64_t n) {
+  using Vec = at::vec::Vectorized<acc_t>;
+  constexpr int64_t V = Vec::size();
+  for (size_t k = 0; k < taps.size(); ++k) {
+    Vec partial[kVecBlock];
+    std::fill_n(partial, kVecBlock, Vec(acc_t(0)));
+    int64_t t = 0;
+    for (; t + kVecBlock * V <= n; t += kVecBlock * V) {
+      for (int64_t u = 0; u < kVecBlock; ++u) {
+        const int64_t i = t + u * V;
+        partial[u] = partial[u] + ((Vec::loadu(y + i) * Vec::loadu(taps[k] + i)) & Vec::loadu(keep + i));
+      }
+    }
+    for (; t < n; t += V) partial[0] = partial[0] + ((Vec::loadu(y + t) * Vec::loadu(taps[k] + t)) & Vec::loadu(keep + t));
+    acc_t lanes[V];
+    ((partial[0] + partial[1]) + (partial[2] + partial[3])).store(lanes);
+    sums[k] += std::accumulate(lanes, lanes + V, acc_t(0));
+  }
+}
+
+// keep[t]: all bits set where flattened position t of a band of `rows` rows is a real output, clear elsewhere.
+template <typename acc_t>
+void fill_keep_mask(std::vector<acc_t>& keep, int64_t rows, int64_t pitch, int64_t out_w) {
+  std::memset(keep.data(), 0, keep.size() * sizeof(acc_t));
+  for (int64_t r = 0; r < rows; ++r) std::memset(keep.data() + r * pitch, 0xff, out_w * sizeof(acc_t));
+}
+
+// Copies output rows [begin, begin + rows) of one (H, W) slice into a band buffer at the phase planes' pitch
+// (load) or back (store).
+template <typename scalar_t, typename acc_t>
+void load_band(acc_t* band, const scalar_t* slice, int64_t begin, int64_t rows, int64_t pitch, int64_t out_w) {
+  for (int64_t r = 0; r < rows; ++r) at::vec::convert(slice + (begin + r) * out_w, band + r * pitch, out_w);
+}
+
+template <typename scalar_t, typename acc_t>
+void store_band(scalar_t* slice, const acc_t* band, int64_t begin, int64_t rows, int64_t pitch, int64_t out_w) {
+  for (int64_t r = 0; r < rows; ++r) at::vec::convert(band + r * pitch, slice + (begin + r) * out_w, out_w);
+}
+
+// The taps of output-side channel c at kernel depth kd, [kh, kw], in the accumulation type.
+template <typename scalar_t, typename acc_t>
+void load_taps(const ConvGeometry& g, const scalar_t* w, int64_t c, int64_t kd, acc_t* taps) {
+  const int64_t count = g.kernel[1] * g.kernel[2];
+  const scalar_t* src = w + c * g.kernel_volume() + kd * count;
+  std::transform(src, src + count, taps, [](scalar_t v) { return static_cast<acc_t>(v); });
+}
+
+// Parallel over input-side planes (image, channel); the m output channels of a plane share its phase planes.
 template <typename scalar_t>
 void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, const scalar_t* bias, scalar_t* y) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t out_h = g.out_size[1], out_w = g.out_size[2], taps = g.kernel_volume();
-  const int64_t multiplier = g.out_channels_per_group();
-  at::parallel_for(0, g.batch * g.out_channels, 1, [&](int64_t begin, int64_t end) {
-    PhaseRows<acc_t> phases(g);
-    std::vector<acc_t> acc(out_w), weights(taps);
+  const int64_t m = g.out_channels_per_group(), out_w = g.out_size[2], slice = g.in_size[1] * g.in_size[2];
+  const int64_t taps_2d = g.kernel[1] * g.kernel[2], out_slice = g.out_size[1] * out_w;
+  at::parallel_for(0, g.batch * g.in_channels, 1, [&](int64_t begin, int64_t end) {
+    PhasePlanes<acc_t> planes(g);
+    const auto taps = tap_pointers(g, planes);
+    const int64_t band_size = planes.band_buffer_size();
+    std::vector<acc_t> out(m * band_size), weights(m * g.kernel_volume());
     for (int64_t plane = begin; plane < end; ++plane) {
-      const int64_t c = plane % g.out_channels, n = plane / g.out_channels;
-      const scalar_t* x_plane = x + (n * g.in_channels + c / multiplier) * g.in_volume();
-      load_taps(w, c, weights);
-      for (int64_t row = 0; row < g.out_size[0] * out_h; ++row) {
-        std::fill(acc.begin(), acc.end(), bias ? acc_t(bias[c]) : acc_t(0));
-        for_each_tap_row(g, row / out_h, row % out_h, [&](int64_t kd, int64_t kh, int64_t in_row) {
-          phases.gather(x_plane + in_row * g.in_size[2]);
-          for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-            axpy(acc.data(), weights[(kd * g.kernel[1] + kh) * g.kernel[2] + kw], phases.tap(kw), out_w);
+      const int64_t c_in = plane % g.in_channels, n = plane / g.in_channels;
+      for (int64_t j = 0; j < m; ++j) {
+        for (int64_t kd = 0; kd < g.kernel[0]; ++kd) load_taps(g, w, c_in * m + j, kd, &weights[(j * g.kernel[0] + kd) * taps_2d]);
+      }
+      for (int64_t od = 0; od < g.out_size[0]; ++od) {
+        for (int64_t b = 0; b < planes.bands(); ++b) {
+          const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, n_pos = planes.positions(rows);
+          for (int64_t j = 0; j < m; ++j) {
+            std::fill_n(out.data() + j * band_size, n_pos, bias ? acc_t(bias[c_in * m + j]) : acc_t(0));
           }
-        });
-        at::vec::convert(acc.data(), y + (plane * g.out_size[0] * out_h + row) * out_w, out_w);
+          for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+            const int64_t id = g.tap_source(0, od, kd);
+            if (id < 0) continue;
+            planes.gather(x + plane * g.in_volume() + id * slice, row0, rows);
+            for (int64_t j = 0; j < m; ++j) {
+              add_taps(out.data() + j * band_size, taps, &weights[(j * g.kernel[0] + kd) * taps_2d], n_pos);
+            }
+          }
+          for (int64_t j = 0; j < m; ++j) {
+            scalar_t* y_slice = y + ((n * g.out_channels + c_in * m + j) * g.out_size[0] + od) * out_slice;
+            store_band(y_slice, out.data() + j * band_size, row0, rows, planes.pitch(), out_w);
+          }
+        }
       }
     }
   });
 }
 
-// y_acc (input side) += scatter of x (output side): per x row and tap row, the taps accumulate into phase rows,
-// which are then added into the target row. Parallel over y planes, each written by one thread.
+// y_acc (input side) += the adjoint of conv_nchw applied to x (output side). Parallel over y planes, each
+// written by one thread: per band, the taps scatter into zeroed phase planes, which scatter_add folds back.
 template <typename scalar_t>
 void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, acc_type<scalar_t>* y_acc) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t out_h = g.out_size[1], out_w = g.out_size[2], taps = g.kernel_volume();
-  const int64_t multiplier = g.out_channels_per_group();
+  const int64_t m = g.out_channels_per_group(), out_w = g.out_size[2], slice = g.in_size[1] * g.in_size[2];
+  const int64_t taps_2d = g.kernel[1] * g.kernel[2], out_slice = g.out_size[1] * out_w;
   at::parallel_for(0, g.batch * g.in_channels, 1, [&](int64_t begin, int64_t end) {
-    PhaseRows<acc_t> phases(g);
-    std::vector<acc_t> x_row(out_w), weights(taps);
+    PhasePlanes<acc_t> planes(g);
+    const auto taps = tap_pointers(g, planes);
+    const int64_t band_size = planes.band_buffer_size();
+    std::vector<acc_t> x_band(m * band_size, acc_t(0)), keep(band_size), weights(m * g.kernel_volume());
+    int64_t keep_rows = -1;
     for (int64_t plane = begin; plane < end; ++plane) {
-      const int64_t c = plane % g.in_channels, n = plane / g.in_channels;
-      acc_t* y_plane = y_acc + plane * g.in_volume();
-      for (int64_t j = 0; j < multiplier; ++j) {
-        const int64_t c_out = c * multiplier + j;
-        const scalar_t* x_plane = x + (n * g.out_channels + c_out) * g.out_volume();
-        load_taps(w, c_out, weights);
-        for (int64_t row = 0; row < g.out_size[0] * out_h; ++row) {
-          at::vec::convert(x_plane + row * out_w, x_row.data(), out_w);
-          for_each_tap_row(g, row / out_h, row % out_h, [&](int64_t kd, int64_t kh, int64_t in_row) {
-            phases.zero();
-            for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-              axpy(phases.tap(kw), weights[(kd * g.kernel[1] + kh) * g.kernel[2] + kw], x_row.data(), out_w);
+      const int64_t c_in = plane % g.in_channels, n = plane / g.in_channels;
+      for (int64_t j = 0; j < m; ++j) {
+        for (int64_t kd = 0; kd < g.kernel[0]; ++kd) load_taps(g, w, c_in * m + j, kd, &weights[(j * g.kernel[0] + kd) * taps_2d]);
+      }
+      for (int64_t od = 0; od < g.out_size[0]; ++od) {
+        for (int64_t b = 0; b < planes.bands(); ++b) {
+          const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, n_pos = planes.positions(rows);
+          if (rows != keep_rows) fill_keep_mask(keep, keep_rows = rows, planes.pitch(), out_w);
+          for (int64_t j = 0; j < m; ++j) {
+            const scalar_t* x_slice = x + ((n * g.out_channels + c_in * m + j) * g.out_size[0] + od) * out_slice;
+            load_band(x_band.data() + j * band_size, x_slice, row0, rows, planes.pitch(), out_w);
+          }
+          for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+            const int64_t id = g.tap_source(0, od, kd);
+            if (id < 0) continue;
+            planes.zero();
+            for (int64_t j = 0; j < m; ++j) {
+              scatter_taps(taps, &weights[(j * g.kernel[0] + kd) * taps_2d], x_band.data() + j * band_size,
+                           keep.data(), n_pos);
             }
-            phases.scatter_add(y_plane + in_row * g.in_size[2]);
-          });
+            planes.scatter_add(y_acc + plane * g.in_volume() + id * slice, row0, rows);
+          }
         }
       }
     }
@@ -175,29 +239,35 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
 }
 
 // gw[c, tap] = sum over images and output positions of gy * the tap's padded input. Parallel over channels, each
-// summed by one thread in a fixed order.
+// summed by one thread in an order fixed by the geometry alone, so the result does not depend on the thread count.
 template <typename scalar_t>
 void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* gy, acc_type<scalar_t>* gw) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t out_h = g.out_size[1], out_w = g.out_size[2], taps = g.kernel_volume();
-  const int64_t multiplier = g.out_channels_per_group();
+  const int64_t m = g.out_channels_per_group(), out_w = g.out_size[2], slice = g.in_size[1] * g.in_size[2];
+  const int64_t taps_2d = g.kernel[1] * g.kernel[2], out_slice = g.out_size[1] * out_w;
   at::parallel_for(0, g.out_channels, 1, [&](int64_t begin, int64_t end) {
-    PhaseRows<acc_t> phases(g);
-    std::vector<acc_t> gy_row(out_w);
+    PhasePlanes<acc_t> planes(g);
+    const auto taps = tap_pointers(g, planes);
+    std::vector<acc_t> gy_band(planes.band_buffer_size(), acc_t(0)), keep(planes.band_buffer_size());
+    int64_t keep_rows = -1;
     for (int64_t c = begin; c < end; ++c) {
-      acc_t* acc = gw + c * taps;
-      std::fill(acc, acc + taps, acc_t(0));
+      acc_t* sums = gw + c * g.kernel_volume();
+      std::fill_n(sums, g.kernel_volume(), acc_t(0));
       for (int64_t n = 0; n < g.batch; ++n) {
-        const scalar_t* x_plane = x + (n * g.in_channels + c / multiplier) * g.in_volume();
-        const scalar_t* gy_plane = gy + (n * g.out_channels + c) * g.out_volume();
-        for (int64_t row = 0; row < g.out_size[0] * out_h; ++row) {
-          at::vec::convert(gy_plane + row * out_w, gy_row.data(), out_w);
-          for_each_tap_row(g, row / out_h, row % out_h, [&](int64_t kd, int64_t kh, int64_t in_row) {
-            phases.gather(x_plane + in_row * g.in_size[2]);
-            for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-              acc[(kd * g.kernel[1] + kh) * g.kernel[2] + kw] += dot(gy_row.data(), phases.tap(kw), out_w);
+        const scalar_t* x_plane = x + (n * g.in_channels + c / m) * g.in_volume();
+        for (int64_t od = 0; od < g.out_size[0]; ++od) {
+          const scalar_t* gy_slice = gy + ((n * g.out_channels + c) * g.out_size[0] + od) * out_slice;
+          for (int64_t b = 0; b < planes.bands(); ++b) {
+            const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0;
+            if (rows != keep_rows) fill_keep_mask(keep, keep_rows = rows, planes.pitch(), out_w);
+            load_band(gy_band.data(), gy_slice, row0, rows, planes.pitch(), out_w);
+            for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+              const int64_t id = g.tap_source(0, od, kd);
+              if (id < 0) continue;
+              planes.gather(x_plane + id * slice, row0, rows);
+              dot_taps(sums + kd * taps_2d, taps, gy_band.data(), keep.data(), planes.positions(rows));
             }
-          });
+          }
         }
       }
     }
