@@ -8,6 +8,12 @@ For each layer of benchmarks/layers.py it times three variants on the same input
 The variants are interleaved (ABCABC...) after warm-up, and the median of the repeats is reported, for forward and
 for forward+backward. CUDA times come from CUDA events. The error column is fastpad's relative error (by norm)
 against the float64 reference on the same input: the output for forward, output and all gradients for fwd+bwd.
+
+While the suite runs, a progress line on stderr shows the layer and mode, the elapsed time and an ETA (redrawn in
+place on a terminal; one plain line per finished layer in CI logs and pipes). The results are printed as a table and
+written as JSON, a markdown table and a PNG bar chart of the ratios (the chart needs matplotlib, an optional
+dependency: `pip install matplotlib`); by default all three go to benchmarks/out/bench-<device>-<dtype>-<memory
+format>.{json,md,png}.
 """
 import datetime
 import fnmatch
@@ -16,13 +22,14 @@ import math
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 import torch
 
@@ -33,6 +40,7 @@ from fastpad.reference import CONV_BY_DIMS, CONV_TRANSPOSE_BY_DIMS, output_and_g
 from benchmarks.layers import SUITE, Layer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT_DIR = REPO_ROOT / "benchmarks" / "out"
 MODES = ("forward", "fwd+bwd")
 BUSY_LOAD_AVERAGE = 0.5  # above this 1-minute load average, CPU timings are flagged as unreliable
 
@@ -202,13 +210,17 @@ def errors_against_reference(layer: Layer, inputs: List[torch.Tensor]) -> Dict[s
     return {"forward": output_error, "fwd+bwd": max([output_error] + grad_errors)}
 
 
-def measure_layer(layer: Layer, settings: Settings) -> List[Measurement]:
+def measure_layer(layer: Layer, settings: Settings, on_phase: Callable[[str], None]) -> List[Measurement]:
+    """Forward and fwd+bwd timings of the three variants, with fastpad's error. on_phase(name) is called as each phase
+    starts: 'error check', then each mode."""
     inputs = layer_inputs(layer, settings)
     functions = {name: with_optional_bias(function, layer) for name, function in variant_functions(layer).items()}
+    on_phase("error check")
     errors = errors_against_reference(layer, inputs)
     make_step = {"forward": forward_step, "fwd+bwd": forward_backward_step}
     measurements = []
     for mode in MODES:
+        on_phase(mode)
         steps = {name: make_step[mode](function, inputs) for name, function in functions.items()}
         medians, repeats = median_times_interleaved(steps, settings.device, settings.effort)
         measurements.append(Measurement(
@@ -219,7 +231,69 @@ def measure_layer(layer: Layer, settings: Settings) -> List[Measurement]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The run: selection, context, tables.
+# Progress.
+
+
+def minutes_seconds(seconds: float) -> str:
+    """e.g. '2:05'"""
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes}:{seconds:02d}"
+
+
+class Progress:
+    """The suite's progress on `stream`. On a terminal, one line redrawn in place at the start of each phase of a layer
+    (error check, each mode; never inside a timed loop): [k/N], a bar, the layer, the phase, the elapsed time and an
+    ETA from the layers done. Elsewhere (CI logs, pipes), one plain line per layer: '[k/N] name ... 4.1 s'."""
+    BAR_WIDTH = 20
+
+    def __init__(self, total: int, stream: TextIO):
+        self.total, self.stream = total, stream
+        self.in_place = stream.isatty()
+        self.started = self.layer_started = time.perf_counter()
+        self.index, self.finished, self.name = 0, 0, ""
+        self.drawn_width = 0  # of the line now on the terminal, which the next draw must cover
+
+    def start_layer(self, index: int, name: str) -> None:
+        self.index, self.name, self.layer_started = index, name, time.perf_counter()
+        if not self.in_place:
+            self.write(f"[{index}/{self.total}] {name} ... ")
+
+    def start_phase(self, phase: str) -> None:
+        if self.in_place:
+            self.draw(phase)
+
+    def finish_layer(self, failure: Optional[str] = None) -> None:
+        self.finished += 1
+        outcome = f"FAILED: {failure}" if failure else f"{time.perf_counter() - self.layer_started:.1f} s"
+        if not self.in_place:
+            self.write(outcome + "\n")
+        elif failure:  # failures stay on the terminal, above the progress line
+            self.replace_line(f"[{self.index}/{self.total}] {self.name} {outcome}", end="\n")
+
+    def close(self) -> None:
+        if self.in_place:
+            elapsed = minutes_seconds(time.perf_counter() - self.started)
+            self.replace_line(f"[{self.finished}/{self.total}] done in {elapsed}", end="\n")
+
+    def draw(self, phase: str) -> None:
+        elapsed = time.perf_counter() - self.started
+        eta = minutes_seconds(elapsed / self.finished * (self.total - self.finished)) if self.finished else "?"
+        filled = round(self.BAR_WIDTH * self.finished / self.total)
+        bar = "#" * filled + "." * (self.BAR_WIDTH - filled)
+        line = f"[{self.index}/{self.total}] [{bar}] {self.name} {phase}  {minutes_seconds(elapsed)}, ETA {eta}"
+        self.replace_line(line[:shutil.get_terminal_size().columns - 1])  # a wrapped line could not be redrawn
+
+    def replace_line(self, text: str, end: str = "") -> None:
+        self.write("\r" + text.ljust(self.drawn_width) + end)
+        self.drawn_width = 0 if end else len(text)
+
+    def write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The run: selection, context, tables, output files.
 
 
 def select_layers(pattern: Optional[str]) -> List[Layer]:
@@ -302,30 +376,98 @@ def summary_lines(measurements: Sequence[Measurement]) -> List[str]:
     return lines
 
 
-def write_json(path: str, context: Dict[str, str], measurements: Sequence[Measurement]) -> None:
+def write_json(path: Path, context: Dict[str, str], measurements: Sequence[Measurement]) -> None:
     rows = [dict(asdict(m), ratio_to_pad_conv=m.ratio_to_pad_conv, ratio_to_floor=m.ratio_to_floor)
             for m in measurements]
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps({"context": context, "results": rows}, indent=2) + "\n")
+    path.write_text(json.dumps({"context": context, "results": rows}, indent=2) + "\n")
 
 
-def write_markdown(path: str, context: Dict[str, str], measurements: Sequence[Measurement]) -> None:
+def write_markdown(path: Path, context: Dict[str, str], measurements: Sequence[Measurement]) -> None:
     title = f"### {context['device']}, {context['dtype']}, {context['memory_format']}, {context['date']}"
     details = "\n".join(f"- {key}: {value}" for key, value in context.items())
     summary = "\n".join(f"- {line}" for line in summary_lines(measurements))
     text = "\n\n".join([title, details, markdown_table(TABLE_HEADERS, table_rows(measurements)), summary])
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(text + "\n")
+    path.write_text(text + "\n")
+
+
+def write_png(path: Path, context: Dict[str, str], measurements: Sequence[Measurement]) -> None:
+    """A bar chart of fastpad/(pad+conv) and fastpad/floor per layer, one panel per mode, on a log scale: the bars
+    start at 1.0 and go down where fastpad is faster. Raises ImportError without matplotlib (an optional dependency)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    layers = list(dict.fromkeys(m.layer for m in measurements))
+    positions = range(len(layers))
+    figure = Figure(figsize=(max(8.0, 3.0 + 0.6 * len(layers)), 10.0), layout="constrained")
+    FigureCanvasAgg(figure)  # the non-interactive Agg backend: a file, never a window
+    panels = figure.subplots(len(MODES), 1, sharex=True)
+    bar_width = 0.4
+    ratios = (("fastpad / (pad+conv)", lambda m: m.ratio_to_pad_conv), ("fastpad / floor", lambda m: m.ratio_to_floor))
+    # The same y range in both panels, symmetric around 1.0 (2x faster looks as big as 2x slower), at least 0.5 to 2.
+    extent = 1.25 * max([2.0] + [max(ratio(m), 1 / ratio(m)) for m in measurements for _, ratio in ratios])
+    for axes, mode in zip(panels, MODES):
+        by_layer = {m.layer: m for m in measurements if m.mode == mode}
+        for offset, (label, ratio) in zip((-bar_width / 2, bar_width / 2), ratios):
+            values = [ratio(by_layer[name]) for name in layers]
+            bars = axes.bar([p + offset for p in positions], [v - 1.0 for v in values], bar_width, bottom=1.0,
+                            label=label)
+            axes.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7)
+        axes.axhline(1.0, color="black", linewidth=0.8)
+        axes.set_yscale("log")
+        axes.set_ylim(1 / extent, extent)
+        axes.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+        axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))  # 0.5, not 5e-01
+        axes.yaxis.set_minor_formatter(NullFormatter())
+        axes.set_ylabel("time ratio (below 1: fastpad faster)")
+        axes.set_title(mode)
+    panels[0].legend()
+    panels[-1].set_xticks(positions, layers, rotation=45, ha="right")
+    figure.suptitle(f"fastpad bench: {context['device']}, {context['dtype']}, {context['memory_format']}\n"
+                    f"{context['date']}, commit {context['commit']}\n{context['machine']}")
+    figure.savefig(path, dpi=100)
+
+
+WRITERS = {"json": write_json, "md": write_markdown, "png": write_png}
+
+
+def output_paths(context: Dict[str, str], requested: Dict[str, Optional[str]],
+                 out_dir: Optional[str]) -> Dict[str, Path]:
+    """The outputs to write, by suffix: those requested; with none requested, all three in out_dir (default
+    benchmarks/out), named after the run, e.g. bench-cpu-float32-contiguous.png."""
+    if any(requested.values()):
+        return {suffix: Path(path) for suffix, path in requested.items() if path}
+    stem = f"bench-{context['device'].replace(':', '')}-{context['dtype']}-{context['memory_format']}"
+    return {suffix: Path(out_dir or DEFAULT_OUT_DIR) / f"{stem}.{suffix}" for suffix in WRITERS}
+
+
+def write_outputs(paths: Dict[str, Path], context: Dict[str, str], measurements: Sequence[Measurement]) -> None:
+    """Writes each output and prints its path; without matplotlib, warns that the chart is missing and goes on."""
+    for suffix, path in paths.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            WRITERS[suffix](path, context, measurements)
+        except ImportError as error:  # only the chart has an optional dependency
+            print(f"warning: {path} not written: the chart needs matplotlib ({error}); run `pip install matplotlib` "
+                  "(or `pip install -e '.[bench]'`) to get it", file=sys.stderr)
+        else:
+            print(f"wrote {path}")
 
 
 def main(device: Optional[str], dtype: str, batch: Optional[int], layers: Optional[str], channels_last: bool,
-         quick: bool, json_path: Optional[str], markdown_path: Optional[str]) -> int:
+         quick: bool, json_path: Optional[str], markdown_path: Optional[str], png_path: Optional[str],
+         out_dir: Optional[str]) -> int:
     resolved_device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     settings = Settings(resolved_device, getattr(torch, dtype), batch, channels_last,
                         QUICK_EFFORT if quick else FULL_EFFORT)
     chosen = select_layers(layers)
     if not chosen:
         print(f"no layer matches {layers!r}; the suite has: {', '.join(layer.name for layer in SUITE)}",
+              file=sys.stderr)
+        return 2
+    requested = {"json": json_path, "md": markdown_path, "png": png_path}
+    if out_dir and any(requested.values()):
+        print("--out-dir is the folder of the default outputs; it does not combine with --json, --markdown or --png",
               file=sys.stderr)
         return 2
     context = run_context(settings)
@@ -335,15 +477,17 @@ def main(device: Optional[str], dtype: str, batch: Optional[int], layers: Option
         print(f"warning: load average {context['load_average']}: other processes are using the CPU, so these "
               "timings are unreliable; measure on an idle machine", file=sys.stderr)
     measurements, failed = [], []
+    progress = Progress(len(chosen), sys.stderr)
     for index, layer in enumerate(chosen, start=1):
-        started = time.perf_counter()
-        print(f"[{index}/{len(chosen)}] {layer.name} ...", end=" ", file=sys.stderr, flush=True)
+        progress.start_layer(index, layer.name)
         try:
-            measurements += measure_layer(layer, settings)
-            print(f"{time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+            measurements += measure_layer(layer, settings, progress.start_phase)
         except Exception as exception:  # report the layer and go on with the rest of the suite
-            print(f"FAILED: {type(exception).__name__}: {exception}", file=sys.stderr, flush=True)
+            progress.finish_layer(failure=f"{type(exception).__name__}: {exception}")
             failed.append(layer.name)
+        else:
+            progress.finish_layer()
+    progress.close()
     print(text_table(TABLE_HEADERS, table_rows(measurements)))
     print("\n".join(summary_lines(measurements)))
     limit = tolerance(str(settings.device), settings.dtype)
@@ -352,8 +496,5 @@ def main(device: Optional[str], dtype: str, batch: Optional[int], layers: Option
         if names:
             print(f"{len(names)} layer(s) {problem}: {', '.join(names)}")
     context["load_average_at_end"] = current_load_average()
-    if json_path:
-        write_json(json_path, context, measurements)
-    if markdown_path:
-        write_markdown(markdown_path, context, measurements)
+    write_outputs(output_paths(context, requested, out_dir), context, measurements)
     return 1 if failed or inaccurate else 0

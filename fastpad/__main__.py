@@ -31,7 +31,8 @@ def run_check(args: argparse.Namespace) -> int:
 def run_bench(args: argparse.Namespace) -> int:
     return load_benchmark_runner().main(
         device=args.device, dtype=args.dtype, batch=args.batch, layers=args.layers,
-        channels_last=args.channels_last, quick=args.quick, json_path=args.json, markdown_path=args.markdown)
+        channels_last=args.channels_last, quick=args.quick, json_path=args.json, markdown_path=args.markdown,
+        png_path=args.png, out_dir=args.out_dir)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,7 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="one grouping (groups=1, groups=2 or depthwise) per configuration instead of all three")
     check.set_defaults(run=run_check)
 
-    bench = commands.add_parser("bench", help="time fastpad against F.pad + conv and torch's symmetric-padded conv")
+    bench = commands.add_parser(
+        "bench", help="time fastpad against F.pad + conv and torch's symmetric-padded conv",
+        epilog="Without --json, --markdown or --png, all three are written to "
+               "OUT_DIR/bench-<device>-<dtype>-<contiguous|channels_last>.{json,md,png}.")
     bench.add_argument("--device", help=DEVICE_HELP)
     bench.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float64"])
     bench.add_argument("--batch", type=int, help="batch size for every layer (default: each layer's own)")
@@ -53,8 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
                             "(e.g. 'dw_k3*|stem'), or 're:REGEX'")
     bench.add_argument("--channels-last", action="store_true", help="channels_last inputs and weights (2-d, 3-d)")
     bench.add_argument("--quick", action="store_true", help="fewer repeats")
-    bench.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    bench.add_argument("--markdown", metavar="PATH", help="also write the results as a markdown table")
+    bench.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    bench.add_argument("--markdown", metavar="PATH", help="write the results as a markdown table")
+    bench.add_argument("--png", metavar="PATH",
+                       help="write a bar chart of the time ratios (needs matplotlib: pip install matplotlib)")
+    bench.add_argument("--out-dir", metavar="DIR",
+                       help="folder of the default outputs, written when none of --json, --markdown and --png is "
+                            "given (default: benchmarks/out)")
     bench.set_defaults(run=run_bench)
     return parser
 

@@ -1,15 +1,22 @@
 """The README's command-line tools run end to end: `python -m fastpad check` and `python -m fastpad bench`."""
+import io
 import json
 import os
 import subprocess
 import sys
 
+import pytest
+
+from fastpad.__main__ import load_benchmark_runner
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ONE_SMALL_LAYER = ("--quick", "--batch", "1", "--layers", "encodec*", "--device", "cpu")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def run_fastpad(*args):
+def run_fastpad(*args, env=None):
     return subprocess.run([sys.executable, "-m", "fastpad", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, env=env)
 
 
 def test_check_quick_passes_and_prints_its_table():
@@ -21,13 +28,64 @@ def test_check_quick_passes_and_prints_its_table():
 
 def test_bench_times_one_layer_and_writes_json_and_markdown(tmp_path):
     json_path, markdown_path = tmp_path / "run.json", tmp_path / "run.md"
-    result = run_fastpad("bench", "--quick", "--batch", "1", "--layers", "encodec*", "--json", str(json_path),
-                         "--markdown", str(markdown_path))
+    result = run_fastpad("bench", *ONE_SMALL_LAYER, "--json", str(json_path), "--markdown", str(markdown_path))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "encodec.conv1d_k8s4_reflect" in markdown_path.read_text()
     rows = json.loads(json_path.read_text())
     text = json.dumps(rows)
     assert "encodec.conv1d_k8s4_reflect" in text and "fwd+bwd" in text
+    assert sorted(tmp_path.iterdir()) == [json_path, markdown_path]  # only the outputs asked for
+    assert "[1/1] encodec.conv1d_k8s4_reflect ... " in result.stderr  # the plain progress line, outside a terminal
+
+
+def test_bench_writes_json_markdown_and_png_chart_to_out_dir_by_default(tmp_path):
+    pytest.importorskip("matplotlib")
+    result = run_fastpad("bench", *ONE_SMALL_LAYER, "--out-dir", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    for suffix in ("json", "md", "png"):
+        path = tmp_path / f"bench-cpu-float32-contiguous.{suffix}"
+        assert path.is_file() and f"wrote {path}" in result.stdout
+    png = (tmp_path / "bench-cpu-float32-contiguous.png").read_bytes()
+    assert png.startswith(PNG_SIGNATURE) and len(png) > 10_000
+
+
+def test_bench_without_matplotlib_warns_and_writes_the_other_outputs(tmp_path):
+    hidden = tmp_path / "hide_matplotlib" / "matplotlib"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(hidden.parent), os.environ.get("PYTHONPATH")])))
+    outputs = tmp_path / "out"
+    result = run_fastpad("bench", *ONE_SMALL_LAYER, "--json", str(outputs / "run.json"), "--png",
+                         str(outputs / "run.png"), env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "pip install matplotlib" in result.stderr
+    assert sorted(path.name for path in outputs.iterdir()) == ["run.json"]
+
+
+def test_bench_refuses_out_dir_with_explicit_outputs(tmp_path):
+    result = run_fastpad("bench", *ONE_SMALL_LAYER, "--out-dir", str(tmp_path), "--json", str(tmp_path / "run.json"))
+    assert result.returncode == 2 and "--out-dir" in result.stderr
+    assert not any(tmp_path.iterdir())
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_redraws_one_line_on_a_terminal():
+    stream = Terminal()
+    progress = load_benchmark_runner().Progress(2, stream)
+    for index, name in enumerate(["first", "second"], start=1):
+        progress.start_layer(index, name)
+        for phase in ("error check", "forward", "fwd+bwd"):
+            progress.start_phase(phase)
+        progress.finish_layer(failure="RuntimeError: boom" if name == "second" else None)
+    progress.close()
+    text = stream.getvalue()
+    assert text.count("\n") == 2  # the failure and the closing line; everything else was redrawn in place
+    assert "[1/2] [" in text and "first fwd+bwd" in text and "ETA ?" in text and "ETA 0:" in text
+    assert "[2/2] second FAILED: RuntimeError: boom" in text and text.endswith("[2/2] done in 0:00\n")
 
 
 def test_unknown_command_fails():
