@@ -136,18 +136,6 @@ void fill_keep_mask(std::vector<acc_t>& keep, int64_t rows, int64_t pitch, int64
   for (int64_t r = 0; r < rows; ++r) std::memset(keep.data() + r * pitch, 0xff, out_w * sizeof(acc_t));
 }
 
-// Copies output rows [begin, begin + rows) of one (H, W) slice into a band buffer at the phase planes' pitch
-// (load) or back (store).
-template <typename scalar_t, typename acc_t>
-void load_band(acc_t* band, const scalar_t* slice, int64_t begin, int64_t rows, int64_t pitch, int64_t out_w) {
-  for (int64_t r = 0; r < rows; ++r) at::vec::convert(slice + (begin + r) * out_w, band + r * pitch, out_w);
-}
-
-template <typename scalar_t, typename acc_t>
-void store_band(scalar_t* slice, const acc_t* band, int64_t begin, int64_t rows, int64_t pitch, int64_t out_w) {
-  for (int64_t r = 0; r < rows; ++r) at::vec::convert(band + r * pitch, slice + (begin + r) * out_w, out_w);
-}
-
 // The taps of output-side channel c at kernel depth kd, [kh, kw], in the accumulation type.
 template <typename scalar_t, typename acc_t>
 void load_taps(const ConvGeometry& g, const scalar_t* w, int64_t c, int64_t kd, acc_t* taps) {

@@ -8,13 +8,14 @@
 // vector loops with no index math and no predicate. Columns ow >= out_w of the flattened band are computed and
 // discarded (pitch - out_w extra columns per row, a few percent on typical layers).
 //
-// Only this cache-sized band buffer is ever padded; the padding mode is resolved by gather_row (rows) and
-// source_index (columns) while filling it, and scatter_add is its exact adjoint.
+// Only this cache-sized band buffer is ever padded. The padding mode is resolved once per column phase (which
+// input column each border position reads) and once per phase row; scatter_add is gather's exact adjoint.
 #pragma once
 
 #include <ATen/cpu/vec/vec.h>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "cpu/row_ops.h"
@@ -30,7 +31,8 @@ class PhasePlanes {
  public:
   using Vec = at::vec::Vectorized<acc_t>;
 
-  explicit PhasePlanes(const ConvGeometry& g)
+  // Planes for `channels` input channels at once (the channels of one group), each its own set of phases.
+  explicit PhasePlanes(const ConvGeometry& g, int64_t channels = 1, int64_t budget_bytes = kPhasePlaneBytes)
       : g_(g),
         stride_h_(g.stride[1]),
         stride_w_(g.stride[2]),
@@ -38,16 +40,18 @@ class PhasePlanes {
         pitch_(g.out_size[2] + ((g.kernel[2] - 1) * g.dilation[2]) / g.stride[2]),
         used_(stride_h_ * stride_w_, false) {
     const int64_t phases = stride_h_ * stride_w_;
-    const int64_t row_bytes = phases * pitch_ * static_cast<int64_t>(sizeof(acc_t));
-    band_rows_ = std::clamp<int64_t>(kPhasePlaneBytes / row_bytes - extra_rows_, 1, g.out_size[1]);
+    const int64_t row_bytes = channels * phases * pitch_ * static_cast<int64_t>(sizeof(acc_t));
+    band_rows_ = std::clamp<int64_t>(budget_bytes / row_bytes - extra_rows_, 1, std::max<int64_t>(g.out_size[1], 1));
     plane_rows_ = band_rows_ + extra_rows_;
     // Vector loops run over a whole number of vectors, so every buffer has one vector (plus the widest tap
     // offset past the last phase row) of zeroed slack; those lanes land in discarded columns.
     plane_size_ = plane_rows_ * pitch_ + ((g.kernel[2] - 1) * g.dilation[2]) / g.stride[2] + Vec::size();
-    data_.assign(phases * plane_size_, acc_t(0));
+    channel_stride_ = phases * plane_size_;
+    data_.assign(channels * channel_stride_, acc_t(0));
     for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
       for (int64_t kw = 0; kw < g.kernel[2]; ++kw) used_[phase_index(kh, kw)] = true;
     }
+    for (int64_t pw = 0; pw < stride_w_; ++pw) columns_.push_back(columns_of_phase(pw));
   }
 
   int64_t pitch() const { return pitch_; }
@@ -61,12 +65,29 @@ class PhasePlanes {
   // Buffer size for a flattened band of outputs at this pitch, slack included.
   int64_t band_buffer_size() const { return positions(band_rows_); }
 
-  // Fills the phase planes for output rows starting at `band_begin` from one (H, W) input slice.
+  // Elements between the planes of consecutive channels.
+  int64_t channel_stride() const { return channel_stride_; }
+
+  // Fills the phase planes of `channel` for output rows starting at `band_begin` from one (H, W) input slice.
   template <typename scalar_t>
-  void gather(const scalar_t* slice, int64_t band_begin, int64_t rows) {
-    for_each_phase_row(band_begin, rows, [&](acc_t* dst, int64_t in_row, int64_t column_start) {
-      gather_row(dst, in_row < 0 ? static_cast<const scalar_t*>(nullptr) : slice + in_row * g_.in_size[2],
-                 g_.in_size[2], column_start, stride_w_, pitch_, g_.mode);
+  void gather(const scalar_t* slice, int64_t band_begin, int64_t rows, int64_t channel = 0) {
+    for_each_phase_row(channel, band_begin, rows, [&](acc_t* dst, int64_t in_row, const Columns& columns) {
+      if (in_row < 0) {
+        std::fill_n(dst, pitch_, acc_t(0));
+        return;
+      }
+      const scalar_t* src = slice + in_row * g_.in_size[2];
+      for (const auto& [t, source] : columns.borders) dst[t] = source < 0 ? acc_t(0) : static_cast<acc_t>(src[source]);
+      const scalar_t* first = src + columns.interior_source;
+      acc_t* out = dst + columns.interior_begin;
+      const int64_t count = columns.interior_count;
+      if (stride_w_ == 1) {
+        at::vec::convert(first, out, count);
+      } else if (stride_w_ == 2) {  // the common strided case, with a constant step the compiler vectorises
+        for (int64_t t = 0; t < count; ++t) out[t] = static_cast<acc_t>(first[2 * t]);
+      } else {
+        for (int64_t t = 0; t < count; ++t) out[t] = static_cast<acc_t>(first[t * stride_w_]);
+      }
     });
   }
 
@@ -74,15 +95,25 @@ class PhasePlanes {
 
   // Adjoint of gather: adds every phase position of the band back onto the input slice position it was read
   // from (dropped where the mode reads zero).
-  void scatter_add(acc_t* slice, int64_t band_begin, int64_t rows) {
-    for_each_phase_row(band_begin, rows, [&](acc_t* src, int64_t in_row, int64_t column_start) {
-      if (in_row >= 0) {
-        scatter_add_row(slice + in_row * g_.in_size[2], g_.in_size[2], src, column_start, stride_w_, pitch_, g_.mode);
+  void scatter_add(acc_t* slice, int64_t band_begin, int64_t rows, int64_t channel = 0) {
+    for_each_phase_row(channel, band_begin, rows, [&](const acc_t* src, int64_t in_row, const Columns& columns) {
+      if (in_row < 0) return;
+      acc_t* dst = slice + in_row * g_.in_size[2];
+      for (const auto& [t, source] : columns.borders) {
+        if (source >= 0) dst[source] += src[t];
+      }
+      acc_t* first = dst + columns.interior_source;
+      const acc_t* in = src + columns.interior_begin;
+      const int64_t count = columns.interior_count;
+      if (stride_w_ == 1) {
+        axpy(first, acc_t(1), in, count);
+      } else {
+        for (int64_t t = 0; t < count; ++t) first[t * stride_w_] += in[t];
       }
     });
   }
 
-  // Tap (kh, kw) of flattened output position t is tap(kh, kw)[t].
+  // Tap (kh, kw) of flattened output position t is tap(kh, kw)[t] (channel c: + c * channel_stride()).
   acc_t* tap(int64_t kh, int64_t kw) {
     return data_.data() + phase_index(kh, kw) * plane_size_ + ((kh * g_.dilation[1]) / stride_h_) * pitch_ +
            (kw * g_.dilation[2]) / stride_w_;
@@ -93,18 +124,40 @@ class PhasePlanes {
     return ((kh * g_.dilation[1]) % stride_h_) * stride_w_ + (kw * g_.dilation[2]) % stride_w_;
   }
 
-  // body(phase_row, input_row, column_start) for every phase row the band reads: input_row is the resolved
-  // source row (-1: zero padding), column_start the input column of the phase row's first element.
+  // Where the `pitch` elements of a phase row come from, the same for every row of a column phase: an interior
+  // run of input columns interior_source, +s, ... and border positions resolved by the padding mode (-1: zero).
+  struct Columns {
+    int64_t interior_begin = 0, interior_count = 0, interior_source = 0;
+    std::vector<std::pair<int64_t, int64_t>> borders;  // (t, source column or -1)
+  };
+
+  Columns columns_of_phase(int64_t pw) const {
+    const int64_t start = pw - g_.pad_lo[2];
+    const InteriorRange interior = interior_range(start, stride_w_, pitch_, g_.in_size[2]);
+    Columns columns;
+    columns.interior_begin = interior.first;
+    columns.interior_count = interior.last - interior.first;
+    columns.interior_source = start + interior.first * stride_w_;
+    for (int64_t t = 0; t < pitch_; ++t) {
+      if (t < interior.first || t >= interior.last) {
+        columns.borders.emplace_back(t, source_index(start + t * stride_w_, g_.in_size[2], g_.mode));
+      }
+    }
+    return columns;
+  }
+
+  // body(phase_row, input_row, columns) for every phase row the band reads: input_row is the resolved source
+  // row (-1: zero padding).
   template <typename Body>
-  void for_each_phase_row(int64_t band_begin, int64_t rows, const Body& body) {
+  void for_each_phase_row(int64_t channel, int64_t band_begin, int64_t rows, const Body& body) {
     for (int64_t ph = 0; ph < stride_h_; ++ph) {
       for (int64_t pw = 0; pw < stride_w_; ++pw) {
         if (!used_[ph * stride_w_ + pw]) continue;
-        acc_t* plane = data_.data() + (ph * stride_w_ + pw) * plane_size_;
+        acc_t* plane = data_.data() + channel * channel_stride_ + (ph * stride_w_ + pw) * plane_size_;
         for (int64_t i = 0; i < rows + extra_rows_; ++i) {
           const int64_t in_row =
               source_index((band_begin + i) * stride_h_ + ph - g_.pad_lo[1], g_.in_size[1], g_.mode);
-          body(plane + i * pitch_, in_row, pw - g_.pad_lo[2]);
+          body(plane + i * pitch_, in_row, columns_[pw]);
         }
       }
     }
@@ -112,9 +165,22 @@ class PhasePlanes {
 
   const ConvGeometry& g_;
   int64_t stride_h_, stride_w_, extra_rows_, pitch_;
-  int64_t band_rows_ = 1, plane_rows_ = 1, plane_size_ = 0;
+  int64_t band_rows_ = 1, plane_rows_ = 1, plane_size_ = 0, channel_stride_ = 0;
   std::vector<bool> used_;
+  std::vector<Columns> columns_;
   std::vector<acc_t> data_;
 };
+
+// Copies output rows [begin, begin + rows) of one (H, W) slice into a band buffer at the phase planes' pitch
+// (load) or back (store).
+template <typename scalar_t, typename acc_t>
+void load_band(acc_t* band, const scalar_t* slice, int64_t begin, int64_t rows, int64_t pitch, int64_t out_w) {
+  for (int64_t r = 0; r < rows; ++r) at::vec::convert(slice + (begin + r) * out_w, band + r * pitch, out_w);
+}
+
+template <typename scalar_t, typename acc_t>
+void store_band(scalar_t* slice, const acc_t* band, int64_t begin, int64_t rows, int64_t pitch, int64_t out_w) {
+  for (int64_t r = 0; r < rows; ++r) at::vec::convert(band + r * pitch, slice + (begin + r) * out_w, out_w);
+}
 
 }  // namespace fastpad::cpu
