@@ -51,11 +51,6 @@ void gemm_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
   });
 }
 
-// Below this many input channels per group (stems), a tap GEMM would reduce over too few values to run well.
-constexpr int64_t kTapGemmMinChannels = 16;
-// Phase planes of a whole group: larger bands than the depthwise kernels use, for wider GEMMs.
-constexpr int64_t kGemmPhasePlaneBytes = 1024 * 1024;
-
 // NCHW dense and grouped, per (image, group, band of output rows): the group's input channels become phase planes
 // (cpu/phase_planes.h), and out[Cg_out, band] accumulates one GEMM per (kh, kw) tap read straight off the planes,
 // W_tap[Cg_out, Cg_in] @ planes_tap[Cg_in, band]: no im2col at all. With few input channels the taps are copied
@@ -77,10 +72,12 @@ void phase_plane_conv_nchw(const ConvGeometry& g, const at::Tensor& x, const at:
   const acc_t* bias_data = bias_acc.defined() ? bias_acc.const_data_ptr<acc_t>() : nullptr;
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
   scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
-  const int64_t bands = PhasePlanes<acc_t>(g, c_in, kGemmPhasePlaneBytes).bands();
+  // The band's own buffers: out[Cg_out, band], plus the columns when they are used.
+  const int64_t bytes_per_position = (c_out + (tap_gemms ? 0 : c_in * taps_2d)) * static_cast<int64_t>(sizeof(acc_t));
+  const int64_t bands = PhasePlanes<acc_t>(g, c_in, kGemmPhasePlaneBytes, bytes_per_position).bands();
 
   at::parallel_for(0, g.batch * groups * bands, 1, [&](int64_t begin, int64_t end) {
-    PhasePlanes<acc_t> planes(g, c_in, kGemmPhasePlaneBytes);
+    PhasePlanes<acc_t> planes(g, c_in, kGemmPhasePlaneBytes, bytes_per_position);
     const int64_t band_size = planes.band_buffer_size();
     std::vector<acc_t> out(c_out * band_size), cols(tap_gemms ? 0 : c_in * taps_2d * band_size);
     for (int64_t item = begin; item < end; ++item) {

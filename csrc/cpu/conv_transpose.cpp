@@ -2,7 +2,8 @@
 // (padding_mode zeros) or folded onto the position the mode reads p from (the adjoint of conv).
 // Layout: contiguous N,C,spatial or channels_last; the output keeps the input's memory format.
 // The crop is folded into col2im: positions outside the output are never written, no full-size output exists.
-// Depthwise problems go to the direct kernels of depthwise.cpp.
+// Depthwise problems go to the direct kernels of depthwise.cpp; NCHW problems with enough channels to the adjoint of
+// conv's tap GEMMs over phase planes; the rest to a GEMM and col2im.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -13,6 +14,7 @@
 #include "conv_params.h"
 #include "cpu/depthwise.h"
 #include "cpu/gemm_tiles.h"
+#include "cpu/phase_planes.h"
 #include "cpu/row_ops.h"
 
 namespace fastpad::cpu {
@@ -111,6 +113,74 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
   }
 }
 
+// NCHW with enough channels on both sides, the adjoint of conv.cpp's tap GEMMs, per (image, group): for each band
+// of x rows, planes_tap[Cg_y, band] += W_tap^T[Cg_y, Cg_x] @ x_band[Cg_x, band] for every (kh, kw) tap into
+// zeroed phase planes, which scatter_add then folds into y. Bands of one y plane share halo rows, so one thread
+// owns each (image, group). x_band's discarded columns are zero, so they add exactly nothing as long as every
+// weight is finite; the caller checks that.
+template <typename scalar_t>
+void phase_plane_transpose_nchw(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
+                                at::Tensor& y_acc) {
+  using acc_t = acc_type<scalar_t>;
+  const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
+  const int64_t groups = g.groups, c_x = g.out_channels_per_group(), c_y = g.in_channels_per_group();
+  const int64_t taps_2d = g.kernel[1] * g.kernel[2], y_slice = g.in_size[1] * g.in_size[2];
+  const int64_t x_w = g.out_size[2], x_slice = g.out_size[1] * x_w;
+  // [groups, kd, kh*kw, Cg_y, Cg_x]
+  const at::Tensor w_acc = weight.to(acc_dtype)
+                               .reshape({groups, c_x, c_y, g.kernel[0], taps_2d})
+                               .permute({0, 3, 4, 2, 1})
+                               .contiguous();
+  const acc_t* w_data = w_acc.const_data_ptr<acc_t>();
+  const scalar_t* x_data = x.const_data_ptr<scalar_t>();
+  acc_t* y_data = y_acc.mutable_data_ptr<acc_t>();
+  const int64_t bytes_per_position = c_x * static_cast<int64_t>(sizeof(acc_t));
+  const auto options = at::TensorOptions(acc_dtype);
+
+  const auto run_item = [&](int64_t n, int64_t group) {
+    PhasePlanes<acc_t> planes(g, c_y, kGemmPhasePlaneBytes, bytes_per_position);
+    const int64_t band_size = planes.band_buffer_size();
+    std::vector<acc_t> x_band(c_x * band_size, acc_t(0));  // discarded columns stay zero
+    for (int64_t od = 0; od < g.out_size[0]; ++od) {
+      for (int64_t b = 0; b < planes.bands(); ++b) {
+        const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, n_pos = planes.positions(rows);
+        for (int64_t cx = 0; cx < c_x; ++cx) {
+          acc_t* band = x_band.data() + cx * band_size;
+          load_band(band, x_data + ((n * g.out_channels + group * c_x + cx) * g.out_size[0] + od) * x_slice, row0,
+                    rows, planes.pitch(), x_w);
+          std::fill(band + rows * planes.pitch(), band + n_pos, acc_t(0));  // a short last band's tail
+        }
+        const auto x_view = at::from_blob(x_band.data(), {c_x, n_pos}, {band_size, 1}, options);
+        for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+          const int64_t id = g.tap_source(0, od, kd);
+          if (id < 0) continue;
+          planes.zero();
+          const acc_t* w_kd = w_data + (group * g.kernel[0] + kd) * taps_2d * c_y * c_x;
+          for (int64_t tap = 0; tap < taps_2d; ++tap) {
+            at::from_blob(planes.tap(tap / g.kernel[2], tap % g.kernel[2]), {c_y, n_pos}, {planes.channel_stride(), 1},
+                          options)
+                .addmm_(wrap_buffer(const_cast<acc_t*>(w_kd) + tap * c_y * c_x, {c_y, c_x}), x_view);
+          }
+          for (int64_t cy = 0; cy < c_y; ++cy) {
+            planes.scatter_add(y_data + (n * g.in_channels + group * c_y + cy) * g.in_volume() + id * y_slice, row0,
+                               rows, cy);
+          }
+        }
+      }
+    }
+  };
+
+  const int64_t items = g.batch * groups;
+  if (items >= at::get_num_threads()) {
+    at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t item = begin; item < end; ++item) run_item(item / groups, item % groups);
+    });
+  } else {
+    // Few (image, group) slices: run them in turn, each GEMM using every thread.
+    for (int64_t item = 0; item < items; ++item) run_item(item / groups, item % groups);
+  }
+}
+
 at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                               at::IntArrayRef stride, at::IntArrayRef crop_lo, at::IntArrayRef out_size,
                               at::IntArrayRef dilation, int64_t groups, c10::string_view padding_mode) {
@@ -140,6 +210,9 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     }
     if (depthwise_supported(g, channels_last)) {
       depthwise_conv_transpose(g, x, weight, y_acc, channels_last);
+    } else if (!channels_last && g.in_channels_per_group() >= kTapGemmMinChannels &&
+               g.out_channels_per_group() >= kTapGemmMinChannels && at::isfinite(weight).all().item<bool>()) {
+      phase_plane_transpose_nchw<scalar_t>(g, x, weight, y_acc);
     } else {
       transpose_gemm<scalar_t>(g, x, weight, y_acc, channels_last);
     }

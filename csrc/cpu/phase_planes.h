@@ -25,14 +25,21 @@ namespace fastpad::cpu {
 
 // Target size of one thread's phase planes: a band of output rows is chosen to fit it (L2-resident).
 constexpr int64_t kPhasePlaneBytes = 256 * 1024;
+// For the GEMM kernels: the phase planes of a whole group plus the band's GEMM buffers, larger for wider GEMMs.
+constexpr int64_t kGemmPhasePlaneBytes = 1024 * 1024;
+// Below this many channels per group (stems), a GEMM per tap reduces over too few values to run well.
+constexpr int64_t kTapGemmMinChannels = 16;
 
 template <typename acc_t>
 class PhasePlanes {
  public:
   using Vec = at::vec::Vectorized<acc_t>;
 
-  // Planes for `channels` input channels at once (the channels of one group), each its own set of phases.
-  explicit PhasePlanes(const ConvGeometry& g, int64_t channels = 1, int64_t budget_bytes = kPhasePlaneBytes)
+  // Planes for `channels` input channels at once (the channels of one group), each its own set of phases. The
+  // band is sized so that the planes plus the caller's own buffers, `bytes_per_position` for each flattened
+  // output position, fit `budget_bytes`.
+  explicit PhasePlanes(const ConvGeometry& g, int64_t channels = 1, int64_t budget_bytes = kPhasePlaneBytes,
+                       int64_t bytes_per_position = 0)
       : g_(g),
         stride_h_(g.stride[1]),
         stride_w_(g.stride[2]),
@@ -40,7 +47,7 @@ class PhasePlanes {
         pitch_(g.out_size[2] + ((g.kernel[2] - 1) * g.dilation[2]) / g.stride[2]),
         used_(stride_h_ * stride_w_, false) {
     const int64_t phases = stride_h_ * stride_w_;
-    const int64_t row_bytes = channels * phases * pitch_ * static_cast<int64_t>(sizeof(acc_t));
+    const int64_t row_bytes = (channels * phases * static_cast<int64_t>(sizeof(acc_t)) + bytes_per_position) * pitch_;
     band_rows_ = std::clamp<int64_t>(budget_bytes / row_bytes - extra_rows_, 1, std::max<int64_t>(g.out_size[1], 1));
     plane_rows_ = band_rows_ + extra_rows_;
     // Vector loops run over a whole number of vectors, so every buffer has one vector (plus the widest tap
