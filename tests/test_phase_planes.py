@@ -52,11 +52,12 @@ def test_tap_gemms_every_mode(nd, stride, dilation, mode):
 
 
 @pytest.mark.parametrize("padding", ["same", "same_lower", "valid"])
-@pytest.mark.parametrize("kernel, stride", [(2, 2), (4, 2), (16, 8), (3, 1)])
-@pytest.mark.parametrize("nd", (1, 2, 3))
+@pytest.mark.parametrize("nd, kernel, stride", [(1, 16, 8), (1, 4, 2), (2, 2, 2), (2, 4, 2), (2, 3, 1), (3, 2, 2),
+                                                (3, 3, 2)])
 def test_transposed_tap_gemms(nd, kernel, stride, padding):
-    size = {1: (9,), 2: (5, 6), 3: (3, 4, 3)}[nd]
-    x, w, b = inputs(32, 16, size, kernel, groups=2, transposed=True)
+    """At least 256 positions per (H, W) slice of the transposed input, so the tap-GEMM adjoint runs."""
+    size = {1: (260,), 2: (16, 17), 3: (2, 16, 17)}[nd]
+    x, w, b = inputs(32, 16, size, kernel, groups=2, transposed=True, batch=1)
     check_output_and_grads(ConvCall(True, nd, (kernel,) * nd, stride, padding, 1, 2), x, w, b)
 
 
@@ -75,9 +76,9 @@ def test_several_bands(channels, groups, mode):
 @pytest.mark.parametrize("channels, groups", [(16, 1), (4, 4)], ids=["dense", "depthwise"])
 def test_non_finite_weight_poisons_only_what_it_reaches(channels, groups, padding, mode):
     """An inf weight gives the input gradient NaN/inf exactly where the reference has them. The discarded columns
-    of a band reach input columns that no output reads (width 14, k3, s2, 'valid': column 13) or, in reflect
+    of a band reach input columns that no output reads (width 30, k3, s2, 'valid': column 29) or, in reflect
     mode, fold back onto real ones; they must add nothing there."""
-    x, w, b = inputs(channels, channels, (9, 14), 3, groups, batch=1)
+    x, w, b = inputs(channels, channels, (40, 30), 3, groups, batch=1)
     w[0, 0, 1, 1] = float("inf")
     call = ConvCall(False, 2, (3, 3), 2, padding, 1, groups, mode)
     grads = []

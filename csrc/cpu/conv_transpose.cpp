@@ -2,8 +2,8 @@
 // (padding_mode zeros) or folded onto the position the mode reads p from (the adjoint of conv).
 // Layout: contiguous N,C,spatial or channels_last; the output keeps the input's memory format.
 // The crop is folded into col2im: positions outside the output are never written, no full-size output exists.
-// Depthwise problems go to the direct kernels of depthwise.cpp; NCHW problems with enough channels to the adjoint of
-// conv's tap GEMMs over phase planes; the rest to a GEMM and col2im.
+// Depthwise problems go to the direct kernels of depthwise.cpp; NCHW problems with enough channels and positions to
+// the adjoint of conv's tap GEMMs over phase planes; the rest to a GEMM and col2im.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -211,7 +211,8 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     if (depthwise_supported(g, channels_last)) {
       depthwise_conv_transpose(g, x, weight, y_acc, channels_last);
     } else if (!channels_last && g.in_channels_per_group() >= kTapGemmMinChannels &&
-               g.out_channels_per_group() >= kTapGemmMinChannels && at::isfinite(weight).all().item<bool>()) {
+               g.out_channels_per_group() >= kTapGemmMinChannels &&
+               g.out_size[1] * g.out_size[2] >= kTapGemmMinPositions && at::isfinite(weight).all().item<bool>()) {
       phase_plane_transpose_nchw<scalar_t>(g, x, weight, y_acc);
     } else {
       transpose_gemm<scalar_t>(g, x, weight, y_acc, channels_last);
