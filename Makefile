@@ -23,6 +23,7 @@ test: install
 	$(PYTHON) -m pytest tests -q
 
 bench: install
+	$(PIP) install -q matplotlib  # for the PNG chart; bench still writes JSON and markdown without it
 	$(PYTHON) -m fastpad bench
 
 check: install

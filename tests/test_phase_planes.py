@@ -92,3 +92,19 @@ def test_non_finite_weight_poisons_only_what_it_reaches(channels, groups, paddin
     assert torch.equal(mine.isfinite(), theirs.isfinite())
     finite = theirs.isfinite()
     torch.testing.assert_close(mine[finite], theirs[finite])
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kernel, stride", [(3, 2), (7, 2), (4, 1)])
+def test_direct_kernels_few_input_channels(kernel, stride, mode, channels_last):
+    """Stem-like layers (3 input channels) run the direct kernels; 40 output channels cover a full register block of
+    output channels and a partial one (channels_last: four vectors, then one)."""
+    size = (19, 22)
+    pads = resolve_pads("same", size, (kernel, kernel), stride, 1)
+    if not pads_supported(pads, size, mode):
+        pytest.skip("F.pad cannot express these pads in this mode")
+    x, w, b = inputs(3, 40, size, kernel, groups=1)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    check_output_and_grads(ConvCall(False, 2, (kernel, kernel), stride, "same", 1, 1, mode), x, w, b)

@@ -2,12 +2,14 @@
 // Layout: contiguous N,C,spatial or channels_last (4-d/5-d); the output keeps the input's memory format.
 // Padding is never materialised: taps in the padding read zero or their reflected/clamped/wrapped source.
 // Depthwise problems go to the direct kernels of depthwise.cpp; the rest to GEMMs over phase planes (NCHW) or a
-// fused im2col + GEMM (channels-last).
+// fused im2col + GEMM (channels-last; with few input channels per group, stems, a direct kernel).
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "conv_params.h"
@@ -47,6 +49,140 @@ void gemm_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
       const auto out = y_flat[n].narrow(0, pixel_begin, tile_pixels).narrow(1, group * out_per_group, out_per_group);
       matmul_into(out, wrap_buffer(cols.data(), {tile_pixels, reduce}), w_acc[group],
                   bias_acc.defined() ? bias_acc[group] : at::Tensor());
+    }
+  });
+}
+
+// Channels-last with few input channels per group (stems), where im2col would copy C_in values per tap: per output
+// pixel, y[co] = bias + sum over (tap, ci) of x[tap's source pixel, ci] * W[tap, ci, co], vectorised along the
+// group's output channels. Interior pixels, whose taps all read inside the input, go kPixels at a time with each tap
+// at a fixed offset; border pixels resolve their taps by the padding mode (for_each_tap_pixel).
+template <typename scalar_t>
+void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                      at::Tensor& y) {
+  using acc_t = acc_type<scalar_t>;
+  using Vec = at::vec::Vectorized<acc_t>;
+  constexpr int64_t V = Vec::size();
+  const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
+  const int64_t groups = g.groups, c_in = g.in_channels_per_group(), c_out = g.out_channels_per_group();
+  const int64_t taps = g.kernel_volume(), width = (c_out + V - 1) / V * V;  // weight rows padded to whole vectors
+  // [groups, taps, Cg_in, width], zero beyond Cg_out.
+  const at::Tensor w_acc = at::constant_pad_nd(
+      weight.to(acc_dtype).reshape({groups, c_out, c_in, taps}).permute({0, 3, 2, 1}), {0, width - c_out}).contiguous();
+  const acc_t* w_data = w_acc.const_data_ptr<acc_t>();
+  const at::Tensor bias_acc = bias.defined() ? at::constant_pad_nd(bias.to(acc_dtype).view({groups, c_out}),
+                                                                   {0, width - c_out}).contiguous()
+                                             : at::zeros({groups, width}, at::TensorOptions(acc_dtype));
+  const acc_t* bias_data = bias_acc.const_data_ptr<acc_t>();
+  const scalar_t* x_data = x.const_data_ptr<scalar_t>();
+  scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
+  const int64_t out_h = g.out_size[1], out_w = g.out_size[2];
+  // Interior: per dimension, the outputs whose first and last taps (and so all between) land inside the input.
+  InteriorRange interior[kMaxSpatial];
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    const InteriorRange first = g.tap_interior(d, 0, g.out_size[d]), last = g.tap_interior(d, g.kernel[d] - 1, g.out_size[d]);
+    interior[d] = {std::max(first.first, last.first), std::min(first.last, last.last)};
+  }
+  // The interior's taps as runs of (tap, input channel) pairs that are contiguous in both the input and the weight:
+  // one run per tap, or, with one group and unit dilation along W, one per kernel row (kw and ci together).
+  struct Run {
+    int64_t weight_row, x_offset, length;  // x_offset: from the pixel's first tap, in elements
+  };
+  std::vector<Run> runs;
+  const bool merge_rows = groups == 1 && g.dilation[2] == 1;
+  for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+    for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+      for (int64_t kw = 0; kw < (merge_rows ? 1 : g.kernel[2]); ++kw) {
+        const int64_t tap = (kd * g.kernel[1] + kh) * g.kernel[2] + kw;
+        runs.push_back({tap * c_in,
+                        ((kd * g.dilation[0] * g.in_size[1] + kh * g.dilation[1]) * g.in_size[2] +
+                         kw * g.dilation[2]) * g.in_channels,
+                        merge_rows ? g.kernel[2] * c_in : c_in});
+      }
+    }
+  }
+  const auto inside = [](const InteriorRange& range, int64_t o) { return o >= range.first && o < range.last; };
+
+  // Output channels [c0, c0 + kVectors * V) of group `group` for P pixels: for_each_run(body) calls
+  // body(weight_row, x_pixels, length) for every run of taps, x_pixels[p] pointing at pixel p's source pixel of the
+  // run's first tap. P pixels x kVectors vectors of accumulators stay in registers, and each weight vector is
+  // loaded once for all P pixels.
+  const auto block = [&](auto pixel_count, auto vector_count, int64_t group, int64_t c0, const auto& for_each_run,
+                         scalar_t* const* y_pixels) {
+    constexpr int P = decltype(pixel_count)::value, kVectors = decltype(vector_count)::value;
+    const acc_t* w_group = w_data + group * taps * c_in * width + c0;
+    Vec acc[P][kVectors];
+    for (int p = 0; p < P; ++p) {
+      for (int u = 0; u < kVectors; ++u) acc[p][u] = Vec::loadu(bias_data + group * width + c0 + u * V);
+    }
+    for_each_run([&](int64_t weight_row, const scalar_t* const* x_pixels, int64_t length) {
+      const acc_t* w_run = w_group + weight_row * width;
+      for (int64_t e = 0; e < length; ++e) {
+        Vec w[kVectors];
+        for (int u = 0; u < kVectors; ++u) w[u] = Vec::loadu(w_run + e * width + u * V);
+        for (int p = 0; p < P; ++p) {
+          const Vec xv(static_cast<acc_t>(x_pixels[p][group * c_in + e]));
+          for (int u = 0; u < kVectors; ++u) acc[p][u] = at::vec::fmadd(xv, w[u], acc[p][u]);
+        }
+      }
+    });
+    acc_t result[kVectors * V];
+    for (int p = 0; p < P; ++p) {
+      for (int u = 0; u < kVectors; ++u) acc[p][u].store(result + u * V);
+      at::vec::convert(result, y_pixels[p] + group * c_out + c0, std::min<int64_t>(kVectors * V, c_out - c0));
+    }
+  };
+  // Every group and block of output channels of P pixels.
+  const auto all_channels = [&](auto pixel_count, const auto& for_each_run, scalar_t* const* y_pixels) {
+    for (int64_t group = 0; group < groups; ++group) {
+      int64_t c0 = 0;
+      for (; c0 + 2 * V <= width; c0 += 2 * V) {
+        block(pixel_count, std::integral_constant<int, 2>(), group, c0, for_each_run, y_pixels);
+      }
+      for (; c0 < width; c0 += V) block(pixel_count, std::integral_constant<int, 1>(), group, c0, for_each_run, y_pixels);
+    }
+  };
+  constexpr int kPixels = 4;
+
+  at::parallel_for(0, g.batch * g.out_size[0] * out_h, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t oh = row % out_h, od = (row / out_h) % g.out_size[0], n = row / (out_h * g.out_size[0]);
+      const scalar_t* x_image = x_data + n * g.in_volume() * g.in_channels;
+      const auto first_tap = [&](int64_t ow) {
+        return x_image + ((g.tap_position(0, od, 0) * g.in_size[1] + g.tap_position(1, oh, 0)) * g.in_size[2] +
+                          g.tap_position(2, ow, 0)) * g.in_channels;
+      };
+      const bool interior_row = inside(interior[0], od) && inside(interior[1], oh);
+      int64_t ow = 0;
+      while (ow < out_w) {
+        scalar_t* y_pixels[kPixels];
+        if (interior_row && inside(interior[2], ow) && ow + kPixels <= interior[2].last) {
+          // kPixels interior pixels: every tap at a fixed offset from each pixel's first tap.
+          const scalar_t* firsts[kPixels];
+          for (int p = 0; p < kPixels; ++p) {
+            firsts[p] = first_tap(ow + p);
+            y_pixels[p] = y_data + (row * out_w + ow + p) * g.out_channels;
+          }
+          all_channels(std::integral_constant<int, kPixels>(), [&](const auto& body) {
+            const scalar_t* sources[kPixels];
+            for (const Run& run : runs) {
+              for (int p = 0; p < kPixels; ++p) sources[p] = firsts[p] + run.x_offset;
+              body(run.weight_row, sources, run.length);
+            }
+          }, y_pixels);
+          ow += kPixels;
+        } else {
+          // One pixel, its taps resolved one by one (border pixels, and the interior's last few).
+          y_pixels[0] = y_data + (row * out_w + ow) * g.out_channels;
+          all_channels(std::integral_constant<int, 1>(), [&](const auto& body) {
+            for_each_tap_pixel(g, od, oh, ow, [&](int64_t tap, int64_t in_pixel) {
+              const scalar_t* source = x_image + in_pixel * g.in_channels;
+              body(tap * c_in, &source, c_in);
+            });
+          }, y_pixels);
+          ow += 1;
+        }
+      }
     }
   });
 }
@@ -140,7 +276,9 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
     depthwise_conv(g, x, weight, b, y, channels_last);
   } else {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_cpu", [&] {
-      if (channels_last) {
+      if (channels_last && g.in_channels_per_group() < kTapGemmMinChannels) {
+        direct_conv_nhwc<scalar_t>(g, x, weight, b, y);
+      } else if (channels_last) {
         gemm_conv_nhwc<scalar_t>(g, x, weight, b, y);
       } else {
         phase_plane_conv_nchw<scalar_t>(g, x, weight, b, y);

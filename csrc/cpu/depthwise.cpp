@@ -18,31 +18,6 @@
 namespace fastpad::cpu {
 namespace {
 
-// Calls body(kd, kh, in_row) for every tap row of output row (od, oh) that reads the input side
-// (rows in zero padding are skipped; the other modes resolve to a real row).
-template <typename Body>
-void for_each_tap_row(const ConvGeometry& g, int64_t od, int64_t oh, const Body& body) {
-  for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-    const int64_t id = g.tap_source(0, od, kd);
-    if (id < 0) continue;
-    for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-      const int64_t ih = g.tap_source(1, oh, kh);
-      if (ih >= 0) body(kd, kh, id * g.in_size[1] + ih);
-    }
-  }
-}
-
-// Calls body(tap, in_pixel) for every tap of output pixel (od, oh, ow) that reads the input side.
-template <typename Body>
-void for_each_tap_pixel(const ConvGeometry& g, int64_t od, int64_t oh, int64_t ow, const Body& body) {
-  for_each_tap_row(g, od, oh, [&](int64_t kd, int64_t kh, int64_t in_row) {
-    for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-      const int64_t iw = g.tap_source(2, ow, kw);
-      if (iw >= 0) body((kd * g.kernel[1] + kh) * g.kernel[2] + kw, in_row * g.in_size[2] + iw);
-    }
-  });
-}
-
 // Channel blocks for the channels-last kernels: one per thread, a whole number of vectors each.
 template <typename acc_t>
 int64_t channel_block(int64_t channels) {
@@ -66,29 +41,6 @@ std::vector<acc_t*> tap_pointers(const ConvGeometry& g, PhasePlanes<acc_t>& plan
     for (int64_t kw = 0; kw < g.kernel[2]; ++kw) taps.push_back(planes.tap(kh, kw));
   }
   return taps;
-}
-
-// out[t] += sum over taps of w[tap] * tap[tap][t], for t in [0, n), n a multiple of the vector size.
-template <typename acc_t>
-void add_taps(acc_t* out, const std::vector<acc_t*>& taps, const acc_t* w, int64_t n) {
-  using Vec = at::vec::Vectorized<acc_t>;
-  constexpr int64_t V = Vec::size();
-  const int64_t count = static_cast<int64_t>(taps.size());
-  int64_t t = 0;
-  for (; t + kVecBlock * V <= n; t += kVecBlock * V) {
-    Vec acc[kVecBlock];
-    for (int64_t u = 0; u < kVecBlock; ++u) acc[u] = Vec::loadu(out + t + u * V);
-    for (int64_t k = 0; k < count; ++k) {
-      const Vec wk(w[k]);
-      for (int64_t u = 0; u < kVecBlock; ++u) acc[u] = at::vec::fmadd(wk, Vec::loadu(taps[k] + t + u * V), acc[u]);
-    }
-    for (int64_t u = 0; u < kVecBlock; ++u) acc[u].store(out + t + u * V);
-  }
-  for (; t < n; t += V) {
-    Vec acc = Vec::loadu(out + t);
-    for (int64_t k = 0; k < count; ++k) acc = at::vec::fmadd(Vec(w[k]), Vec::loadu(taps[k] + t), acc);
-    acc.store(out + t);
-  }
 }
 
 // Adjoint of add_taps: tap[tap][t] += w[tap] * x[t] where keep[t], for t in [0, n). The mask (all bits set or
@@ -171,7 +123,7 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
             if (id < 0) continue;
             planes.gather(x + plane * g.in_volume() + id * slice, row0, rows);
             for (int64_t j = 0; j < m; ++j) {
-              add_taps(out.data() + j * band_size, taps, &weights[(j * g.kernel[0] + kd) * taps_2d], n_pos);
+              add_taps<1, kVecBlock>(out.data() + j * band_size, 0, taps, &weights[(j * g.kernel[0] + kd) * taps_2d], 0, n_pos);
             }
           }
           for (int64_t j = 0; j < m; ++j) {

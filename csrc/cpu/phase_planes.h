@@ -15,6 +15,7 @@
 #include <ATen/cpu/vec/vec.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -191,6 +192,39 @@ void load_band(acc_t* band, const scalar_t* slice, int64_t begin, int64_t rows, 
 template <typename scalar_t, typename acc_t>
 void store_band(scalar_t* slice, const acc_t* band, int64_t begin, int64_t rows, int64_t pitch, int64_t out_w) {
   for (int64_t r = 0; r < rows; ++r) at::vec::convert(band + r * pitch, slice + (begin + r) * out_w, out_w);
+}
+
+// out[j * out_stride + t] += sum over k of w[j * w_stride + k] * taps[k][t], for J output channels j and
+// t in [0, n), n a multiple of the vector size: J x U vectors of accumulators stay in registers while every tap
+// is read once per block. Depthwise: J = 1 and one tap per kernel position; a direct conv: taps over
+// (input channel, kernel position).
+template <int J, int U, typename acc_t>
+void add_taps(acc_t* out, int64_t out_stride, const std::vector<acc_t*>& taps, const acc_t* w, int64_t w_stride,
+              int64_t n) {
+  using Vec = at::vec::Vectorized<acc_t>;
+  constexpr int64_t V = Vec::size();
+  const int64_t count = static_cast<int64_t>(taps.size());
+  const auto block = [&](int64_t t, auto vectors) {
+    constexpr int kVectors = decltype(vectors)::value;
+    Vec acc[J][kVectors];
+    for (int j = 0; j < J; ++j) {
+      for (int u = 0; u < kVectors; ++u) acc[j][u] = Vec::loadu(out + j * out_stride + t + u * V);
+    }
+    for (int64_t k = 0; k < count; ++k) {
+      Vec x[kVectors];
+      for (int u = 0; u < kVectors; ++u) x[u] = Vec::loadu(taps[k] + t + u * V);
+      for (int j = 0; j < J; ++j) {
+        const Vec wk(w[j * w_stride + k]);
+        for (int u = 0; u < kVectors; ++u) acc[j][u] = at::vec::fmadd(wk, x[u], acc[j][u]);
+      }
+    }
+    for (int j = 0; j < J; ++j) {
+      for (int u = 0; u < kVectors; ++u) acc[j][u].store(out + j * out_stride + t + u * V);
+    }
+  };
+  int64_t t = 0;
+  for (; t + U * V <= n; t += U * V) block(t, std::integral_constant<int, U>());
+  for (; t < n; t += V) block(t, std::integral_constant<int, 1>());
 }
 
 }  // namespace fastpad::cpu

@@ -96,4 +96,29 @@ inline void multiply_add(acc_t* acc, const acc_t* w, const scalar_t* x, int64_t 
   for (; i < n; ++i) acc[i] += w[i] * static_cast<acc_t>(x[i]);
 }
 
+// Calls body(kd, kh, in_row) for every tap row of output row (od, oh) that reads the input side
+// (rows in zero padding are skipped; the other modes resolve to a real row).
+template <typename Body>
+void for_each_tap_row(const ConvGeometry& g, int64_t od, int64_t oh, const Body& body) {
+  for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+    const int64_t id = g.tap_source(0, od, kd);
+    if (id < 0) continue;
+    for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+      const int64_t ih = g.tap_source(1, oh, kh);
+      if (ih >= 0) body(kd, kh, id * g.in_size[1] + ih);
+    }
+  }
+}
+
+// Calls body(tap, in_pixel) for every tap of output pixel (od, oh, ow) that reads the input side.
+template <typename Body>
+void for_each_tap_pixel(const ConvGeometry& g, int64_t od, int64_t oh, int64_t ow, const Body& body) {
+  for_each_tap_row(g, od, oh, [&](int64_t kd, int64_t kh, int64_t in_row) {
+    for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+      const int64_t iw = g.tap_source(2, ow, kw);
+      if (iw >= 0) body((kd * g.kernel[1] + kh) * g.kernel[2] + kw, in_row * g.in_size[2] + iw);
+    }
+  });
+}
+
 }  // namespace fastpad::cpu
