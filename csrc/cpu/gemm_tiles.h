@@ -1,7 +1,6 @@
-// Fused im2col of one tile of output positions into a cache-sized column buffer, and the GEMM that
-// consumes it. Layout: NC(D)HW contiguous gives cols[(c, kd, kh, kw), p]; channels_last gives
-// cols[p, (kd, kh, kw), c]. Padding is resolved while gathering (gather_row / tap_source): the
-// padded input never exists.
+// The channels-last GEMM paths: a fused im2col of one tile of output pixels into a cache-sized column buffer,
+// cols[p, (kd, kh, kw), c], and the GEMM that consumes it. Padding is resolved while gathering (tap_source): the
+// padded input never exists. (NCHW uses phase planes, cpu/phase_planes.h.)
 #pragma once
 
 #include <ATen/ATen.h>
@@ -46,32 +45,6 @@ inline at::Tensor flatten_positions(const at::Tensor& t, bool channels_last) {
   const int64_t positions = t.numel() / std::max<int64_t>(t.size(0) * t.size(1), 1);
   return channels_last ? t.movedim(1, -1).view({t.size(0), positions, t.size(1)})
                        : t.view({t.size(0), t.size(1), positions});
-}
-
-// NCHW: cols[(c, kd, kh, kw), t] for output rows [row_begin, row_end) (row = od * OH + oh) and every ow,
-// t = (row - row_begin) * OW + ow. `x_group` points at the group's first input channel of one image.
-template <typename scalar_t, typename acc_t>
-void im2col_nchw(const ConvGeometry& g, const scalar_t* x_group, int64_t row_begin, int64_t row_end, acc_t* cols) {
-  const int64_t in_h = g.in_size[1], in_w = g.in_size[2], out_h = g.out_size[1], out_w = g.out_size[2];
-  const int64_t tile = (row_end - row_begin) * out_w;
-  const int64_t channels = g.in_channels_per_group();
-  acc_t* dst = cols;
-  for (int64_t c = 0; c < channels; ++c) {
-    const scalar_t* plane = x_group + c * g.in_volume();
-    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-        for (int64_t kw = 0; kw < g.kernel[2]; ++kw, dst += tile) {
-          for (int64_t row = row_begin; row < row_end; ++row) {
-            const int64_t id = g.tap_source(0, row / out_h, kd);
-            const int64_t ih = g.tap_source(1, row % out_h, kh);
-            const scalar_t* src = (id < 0 || ih < 0) ? nullptr : plane + (id * in_h + ih) * in_w;
-            gather_row(dst + (row - row_begin) * out_w, src, in_w, g.tap_position(2, 0, kw), g.stride[2], out_w,
-                       g.mode);
-          }
-        }
-      }
-    }
-  }
 }
 
 // Channels-last: cols[t, (kd, kh, kw), c] for output pixels [pixel_begin, pixel_end), t = pixel - pixel_begin.

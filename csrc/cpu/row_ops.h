@@ -1,6 +1,6 @@
-// Row primitives of the CPU kernels: gather a (strided) row of the implicitly padded input,
-// scatter-add a row back (the adjoint), and vectorised multiply-adds. Rows are contiguous in memory;
-// positions outside the row are resolved by the padding mode with a predicate on the borders only.
+// Small primitives of the CPU kernels: vectorised multiply-adds, the scatter-add of a strided run onto a row of the
+// implicitly padded input (positions outside the row resolved by the padding mode, with a predicate on the borders
+// only), and iteration over the taps of an output pixel.
 #pragma once
 
 #include <ATen/OpMathType.h>
@@ -17,33 +17,6 @@ namespace fastpad::cpu {
 template <typename scalar_t>
 using acc_type = at::opmath_type<scalar_t>;
 
-// dst[t] = xpad[start + t*step] for t in [0, count), where xpad is `src` (a row of `size` elements)
-// extended by the padding mode. src == nullptr means the row itself lies in zero padding.
-template <typename scalar_t, typename acc_t>
-inline void gather_row(acc_t* dst, const scalar_t* src, int64_t size, int64_t start, int64_t step, int64_t count,
-                       PaddingMode mode) {
-  if (src == nullptr) {
-    std::fill_n(dst, count, acc_t(0));
-    return;
-  }
-  const InteriorRange interior = interior_range(start, step, count, size);
-  const auto padded = [&](int64_t t) {
-    const int64_t i = source_index(start + t * step, size, mode);
-    return i < 0 ? acc_t(0) : static_cast<acc_t>(src[i]);
-  };
-  for (int64_t t = 0; t < interior.first; ++t) dst[t] = padded(t);
-  const int64_t first_index = start + interior.first * step;
-  const int64_t interior_count = interior.last - interior.first;
-  if (step == 1) {
-    at::vec::convert(src + first_index, dst + interior.first, interior_count);
-  } else {
-    const scalar_t* p = src + first_index;
-    acc_t* d = dst + interior.first;
-    for (int64_t t = 0; t < interior_count; ++t) d[t] = static_cast<acc_t>(p[t * step]);
-  }
-  for (int64_t t = interior.last; t < count; ++t) dst[t] = padded(t);
-}
-
 // y[i] += a * x[i] for i in [0, n).
 template <typename acc_t>
 inline void axpy(acc_t* y, acc_t a, const acc_t* x, int64_t n) {
@@ -56,7 +29,7 @@ inline void axpy(acc_t* y, acc_t a, const acc_t* x, int64_t n) {
   for (; i < n; ++i) y[i] += a * x[i];
 }
 
-// Adjoint of gather_row: row[p] += src[t] where p = start + t*step resolved by the padding mode
+// Scatter-add of a strided run: row[p] += src[t] where p = start + t*step resolved by the padding mode
 // (dropped where the mode reads zero, folded onto the mirrored/clamped/wrapped position otherwise).
 template <typename acc_t>
 inline void scatter_add_row(acc_t* row, int64_t size, const acc_t* src, int64_t start, int64_t step, int64_t count,
