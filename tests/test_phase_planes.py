@@ -13,6 +13,7 @@ from fastpad.reference import ConvCall, output_and_grads
 from reference import assert_matches, pads_supported, resolve_pads
 
 MODES = ("zeros", "reflect", "replicate", "circular")
+CHANNELS_LAST = {2: torch.channels_last, 3: torch.channels_last_3d}
 
 
 def check_output_and_grads(call, x, w, b):
@@ -48,7 +49,10 @@ def test_tap_gemms_every_mode(nd, stride, dilation, mode):
     if not pads_supported(pads, size, mode):
         pytest.skip("F.pad cannot express these pads in this mode")
     x, w, b = inputs(16, 20, size, 3, groups=1)
-    check_output_and_grads(ConvCall(False, nd, (3,) * nd, stride, padding, dilation, 1, mode), x, w, b)
+    call = ConvCall(False, nd, (3,) * nd, stride, padding, dilation, 1, mode)
+    check_output_and_grads(call, x, w, b)
+    if nd > 1:  # channels-last: the same tap GEMMs with the channels inside each position
+        check_output_and_grads(call, x.contiguous(memory_format=CHANNELS_LAST[nd]), w, b)
 
 
 @pytest.mark.parametrize("padding", ["same", "same_lower", "valid"])

@@ -1,8 +1,9 @@
 // fastpad::conv on CPU: y[o] = bias + sum_r w[r] * xpad[o*s - pad_lo + r*d], 1-3 spatial dims.
 // Layout: contiguous N,C,spatial or channels_last (4-d/5-d); the output keeps the input's memory format.
 // Padding is never materialised: taps in the padding read zero or their reflected/clamped/wrapped source.
-// Depthwise problems go to the direct kernels of depthwise.cpp; the rest to GEMMs over phase planes (NCHW) or a
-// fused im2col + GEMM (channels-last; with few input channels per group, stems, a direct kernel).
+// Depthwise problems go to the direct kernels of depthwise.cpp; the rest to GEMMs over phase planes (NCHW, and
+// channels-last with one group), a fused im2col + GEMM (grouped channels-last), or, with few input channels per
+// group (stems), a direct kernel (channels-last) or one GEMM over columns copied from the phase planes (NCHW).
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -187,6 +188,57 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
   });
 }
 
+// Channels-last, one group, enough input channels: the NHWC form of the tap GEMMs below. Per (image, band of output
+// rows), phase planes keep every position's C_in channels together (lanes), so a tap is a [band, C_in] matrix and
+// out[band, C_out] accumulates planes_tap @ W_tap[C_in, C_out] for every (kh, kw) tap: no im2col.
+template <typename scalar_t>
+void phase_plane_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
+                           const at::Tensor& bias, at::Tensor& y) {
+  using acc_t = acc_type<scalar_t>;
+  const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
+  const auto options = at::TensorOptions(acc_dtype);
+  const int64_t c_in = g.in_channels, c_out = g.out_channels, taps_2d = g.kernel[1] * g.kernel[2];
+  const int64_t slice = g.in_size[1] * g.in_size[2], out_w = g.out_size[2], out_slice = g.out_size[1] * out_w;
+  // [kd, kh*kw, C_in, C_out]
+  const at::Tensor w_acc =
+      weight.to(acc_dtype).reshape({c_out, c_in, g.kernel[0], taps_2d}).permute({2, 3, 1, 0}).contiguous();
+  const acc_t* w_data = w_acc.const_data_ptr<acc_t>();
+  const at::Tensor bias_acc = bias.defined() ? bias.to(acc_dtype) : at::zeros({c_out}, options);
+  const acc_t* bias_data = bias_acc.const_data_ptr<acc_t>();
+  const scalar_t* x_data = x.const_data_ptr<scalar_t>();
+  scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
+  const int64_t bytes_per_position = c_out * static_cast<int64_t>(sizeof(acc_t));  // out[band, C_out]
+  const auto make_planes = [&] { return PhasePlanes<acc_t>(g, 1, kGemmPhasePlaneBytes, bytes_per_position, c_in); };
+  const int64_t bands = make_planes().bands();
+
+  at::parallel_for(0, g.batch * bands, 1, [&](int64_t begin, int64_t end) {
+    PhasePlanes<acc_t> planes = make_planes();
+    const int64_t band_size = planes.band_buffer_size();
+    std::vector<acc_t> out(band_size * c_out);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t b = item % bands, n = item / bands;
+      const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, n_pos = planes.positions(rows);
+      auto out_view = at::from_blob(out.data(), {n_pos, c_out}, options);
+      for (int64_t od = 0; od < g.out_size[0]; ++od) {
+        for (int64_t t = 0; t < n_pos; ++t) std::copy_n(bias_data, c_out, out.data() + t * c_out);
+        for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+          const int64_t id = g.tap_source(0, od, kd);
+          if (id < 0) continue;
+          planes.gather(x_data + (n * g.in_size[0] + id) * slice * c_in, row0, rows, 0, c_in);
+          for (int64_t tap = 0; tap < taps_2d; ++tap) {
+            out_view.addmm_(at::from_blob(planes.tap(tap / g.kernel[2], tap % g.kernel[2]), {n_pos, c_in}, options),
+                            wrap_buffer(const_cast<acc_t*>(w_data) + (kd * taps_2d + tap) * c_in * c_out, {c_in, c_out}));
+          }
+        }
+        for (int64_t r = 0; r < rows; ++r) {  // the kept columns of each row: out_w pixels of C_out channels
+          at::vec::convert(out.data() + r * planes.pitch() * c_out,
+                           y_data + ((n * g.out_size[0] + od) * out_slice + (row0 + r) * out_w) * c_out, out_w * c_out);
+        }
+      }
+    }
+  });
+}
+
 // NCHW dense and grouped, per (image, group, band of output rows): the group's input channels become phase planes
 // (cpu/phase_planes.h), and out[Cg_out, band] accumulates one GEMM per (kh, kw) tap read straight off the planes,
 // W_tap[Cg_out, Cg_in] @ planes_tap[Cg_in, band]: no im2col at all. With few input channels the taps are copied
@@ -278,6 +330,8 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_cpu", [&] {
       if (channels_last && g.in_channels_per_group() < kTapGemmMinChannels) {
         direct_conv_nhwc<scalar_t>(g, x, weight, b, y);
+      } else if (channels_last && g.groups == 1) {
+        phase_plane_conv_nhwc<scalar_t>(g, x, weight, b, y);
       } else if (channels_last) {
         gemm_conv_nhwc<scalar_t>(g, x, weight, b, y);
       } else {

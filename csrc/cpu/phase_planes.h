@@ -13,6 +13,7 @@
 #pragma once
 
 #include <ATen/cpu/vec/vec.h>
+#include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <type_traits>
@@ -39,24 +40,27 @@ class PhasePlanes {
  public:
   using Vec = at::vec::Vectorized<acc_t>;
 
-  // Planes for `channels` input channels at once (the channels of one group), each its own set of phases. The
-  // band is sized so that the planes plus the caller's own buffers, `bytes_per_position` for each flattened
-  // output position, fit `budget_bytes`.
+  // Planes for `channels` input channels at once (NCHW: the channels of one group), each its own set of phases.
+  // Channels-last instead keeps `lanes` channels inside every position (channels = 1): a tap is then a
+  // [positions, lanes] matrix. The band is sized so that the planes plus the caller's own buffers,
+  // `bytes_per_position` for each flattened output position, fit `budget_bytes`.
   explicit PhasePlanes(const ConvGeometry& g, int64_t channels = 1, int64_t budget_bytes = kPhasePlaneBytes,
-                       int64_t bytes_per_position = 0)
+                       int64_t bytes_per_position = 0, int64_t lanes = 1)
       : g_(g),
         stride_h_(g.stride[1]),
         stride_w_(g.stride[2]),
         extra_rows_(((g.kernel[1] - 1) * g.dilation[1]) / g.stride[1]),
         pitch_(g.out_size[2] + ((g.kernel[2] - 1) * g.dilation[2]) / g.stride[2]),
+        lanes_(lanes),
         used_(stride_h_ * stride_w_, false) {
     const int64_t phases = stride_h_ * stride_w_;
-    const int64_t row_bytes = (channels * phases * static_cast<int64_t>(sizeof(acc_t)) + bytes_per_position) * pitch_;
+    const int64_t row_bytes =
+        (channels * phases * lanes * static_cast<int64_t>(sizeof(acc_t)) + bytes_per_position) * pitch_;
     band_rows_ = std::clamp<int64_t>(budget_bytes / row_bytes - extra_rows_, 1, std::max<int64_t>(g.out_size[1], 1));
     plane_rows_ = band_rows_ + extra_rows_;
     // Vector loops run over a whole number of vectors, so every buffer has one vector (plus the widest tap
     // offset past the last phase row) of zeroed slack; those lanes land in discarded columns.
-    plane_size_ = plane_rows_ * pitch_ + ((g.kernel[2] - 1) * g.dilation[2]) / g.stride[2] + Vec::size();
+    plane_size_ = (plane_rows_ * pitch_ + ((g.kernel[2] - 1) * g.dilation[2]) / g.stride[2] + Vec::size()) * lanes;
     channel_stride_ = phases * plane_size_;
     data_.assign(channels * channel_stride_, acc_t(0));
     for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
@@ -79,15 +83,31 @@ class PhasePlanes {
   // Elements between the planes of consecutive channels.
   int64_t channel_stride() const { return channel_stride_; }
 
-  // Fills the phase planes of `channel` for output rows starting at `band_begin` from one (H, W) input slice.
+  // Fills the phase planes of `channel` for output rows starting at `band_begin` from one (H, W) input slice whose
+  // pixels are `pixel_stride` elements apart (channels-last: the input's channel count).
   template <typename scalar_t>
-  void gather(const scalar_t* slice, int64_t band_begin, int64_t rows, int64_t channel = 0) {
+  void gather(const scalar_t* slice, int64_t band_begin, int64_t rows, int64_t channel = 0, int64_t pixel_stride = 1) {
     for_each_phase_row(channel, band_begin, rows, [&](acc_t* dst, int64_t in_row, const Columns& columns) {
       if (in_row < 0) {
-        std::fill_n(dst, pitch_, acc_t(0));
+        std::fill_n(dst, pitch_ * lanes_, acc_t(0));
         return;
       }
-      const scalar_t* src = slice + in_row * g_.in_size[2];
+      const scalar_t* src = slice + in_row * g_.in_size[2] * pixel_stride;
+      if (lanes_ > 1) {  // channels-last: each position takes `lanes` channels of one input pixel
+        for (const auto& [t, source] : columns.borders) {
+          if (source < 0) {
+            std::fill_n(dst + t * lanes_, lanes_, acc_t(0));
+          } else {
+            at::vec::convert(src + source * pixel_stride, dst + t * lanes_, lanes_);
+          }
+        }
+        const scalar_t* first = src + columns.interior_source * pixel_stride;
+        acc_t* out = dst + columns.interior_begin * lanes_;
+        for (int64_t t = 0; t < columns.interior_count; ++t) {
+          at::vec::convert(first + t * stride_w_ * pixel_stride, out + t * lanes_, lanes_);
+        }
+        return;
+      }
       for (const auto& [t, source] : columns.borders) dst[t] = source < 0 ? acc_t(0) : static_cast<acc_t>(src[source]);
       const scalar_t* first = src + columns.interior_source;
       acc_t* out = dst + columns.interior_begin;
@@ -104,9 +124,10 @@ class PhasePlanes {
 
   void zero() { std::fill(data_.begin(), data_.end(), acc_t(0)); }
 
-  // Adjoint of gather: adds every phase position of the band back onto the input slice position it was read
-  // from (dropped where the mode reads zero).
+  // Adjoint of gather (NCHW, one lane): adds every phase position of the band back onto the input slice position
+  // it was read from (dropped where the mode reads zero).
   void scatter_add(acc_t* slice, int64_t band_begin, int64_t rows, int64_t channel = 0) {
+    TORCH_INTERNAL_ASSERT(lanes_ == 1, "scatter_add is implemented for one lane per position");
     for_each_phase_row(channel, band_begin, rows, [&](const acc_t* src, int64_t in_row, const Columns& columns) {
       if (in_row < 0) return;
       acc_t* dst = slice + in_row * g_.in_size[2];
@@ -124,10 +145,11 @@ class PhasePlanes {
     });
   }
 
-  // Tap (kh, kw) of flattened output position t is tap(kh, kw)[t] (channel c: + c * channel_stride()).
+  // Tap (kh, kw) of flattened output position t is tap(kh, kw)[t] (channel c: + c * channel_stride(); with
+  // lanes, tap(kh, kw)[t * lanes + lane]).
   acc_t* tap(int64_t kh, int64_t kw) {
-    return data_.data() + phase_index(kh, kw) * plane_size_ + ((kh * g_.dilation[1]) / stride_h_) * pitch_ +
-           (kw * g_.dilation[2]) / stride_w_;
+    return data_.data() + phase_index(kh, kw) * plane_size_ +
+           (((kh * g_.dilation[1]) / stride_h_) * pitch_ + (kw * g_.dilation[2]) / stride_w_) * lanes_;
   }
 
  private:
@@ -168,14 +190,14 @@ class PhasePlanes {
         for (int64_t i = 0; i < rows + extra_rows_; ++i) {
           const int64_t in_row =
               source_index((band_begin + i) * stride_h_ + ph - g_.pad_lo[1], g_.in_size[1], g_.mode);
-          body(plane + i * pitch_, in_row, columns_[pw]);
+          body(plane + i * pitch_ * lanes_, in_row, columns_[pw]);
         }
       }
     }
   }
 
   const ConvGeometry& g_;
-  int64_t stride_h_, stride_w_, extra_rows_, pitch_;
+  int64_t stride_h_, stride_w_, extra_rows_, pitch_, lanes_;
   int64_t band_rows_ = 1, plane_rows_ = 1, plane_size_ = 0, channel_stride_ = 0;
   std::vector<bool> used_;
   std::vector<Columns> columns_;
