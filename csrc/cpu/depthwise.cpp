@@ -88,12 +88,12 @@ void fill_keep_mask(std::vector<acc_t>& keep, int64_t rows, int64_t pitch, int64
   for (int64_t r = 0; r < rows; ++r) std::memset(keep.data() + r * pitch, 0xff, out_w * sizeof(acc_t));
 }
 
-// The taps of output-side channel c at kernel depth kd, [kh, kw], in the accumulation type.
+// The weights of the m output-side channels of input-side channel c_in, [m, kd, kh, kw] (weights.size() values),
+// in the accumulation type.
 template <typename scalar_t, typename acc_t>
-void load_taps(const ConvGeometry& g, const scalar_t* w, int64_t c, int64_t kd, acc_t* taps) {
-  const int64_t count = g.kernel[1] * g.kernel[2];
-  const scalar_t* src = w + c * g.kernel_volume() + kd * count;
-  std::transform(src, src + count, taps, [](scalar_t v) { return static_cast<acc_t>(v); });
+void load_channel_weights(const scalar_t* w, int64_t c_in, std::vector<acc_t>& weights) {
+  const scalar_t* src = w + c_in * static_cast<int64_t>(weights.size());
+  std::transform(src, src + weights.size(), weights.begin(), [](scalar_t v) { return static_cast<acc_t>(v); });
 }
 
 // Parallel over input-side planes (image, channel); the m output channels of a plane share its phase planes.
@@ -109,9 +109,7 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
     std::vector<acc_t> out(m * band_size), weights(m * g.kernel_volume());
     for (int64_t plane = begin; plane < end; ++plane) {
       const int64_t c_in = plane % g.in_channels, n = plane / g.in_channels;
-      for (int64_t j = 0; j < m; ++j) {
-        for (int64_t kd = 0; kd < g.kernel[0]; ++kd) load_taps(g, w, c_in * m + j, kd, &weights[(j * g.kernel[0] + kd) * taps_2d]);
-      }
+      load_channel_weights(w, c_in, weights);
       for (int64_t od = 0; od < g.out_size[0]; ++od) {
         for (int64_t b = 0; b < planes.bands(); ++b) {
           const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, n_pos = planes.positions(rows);
@@ -151,9 +149,7 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
     int64_t keep_rows = -1;
     for (int64_t plane = begin; plane < end; ++plane) {
       const int64_t c_in = plane % g.in_channels, n = plane / g.in_channels;
-      for (int64_t j = 0; j < m; ++j) {
-        for (int64_t kd = 0; kd < g.kernel[0]; ++kd) load_taps(g, w, c_in * m + j, kd, &weights[(j * g.kernel[0] + kd) * taps_2d]);
-      }
+      load_channel_weights(w, c_in, weights);
       for (int64_t od = 0; od < g.out_size[0]; ++od) {
         for (int64_t b = 0; b < planes.bands(); ++b) {
           const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, n_pos = planes.positions(rows);
