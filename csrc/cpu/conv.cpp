@@ -67,13 +67,13 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
   const int64_t groups = g.groups, c_in = g.in_channels_per_group(), c_out = g.out_channels_per_group();
   const int64_t taps = g.kernel_volume(), width = (c_out + V - 1) / V * V;  // weight rows padded to whole vectors
-  // [groups, taps, Cg_in, width], zero beyond Cg_out.
-  const at::Tensor w_acc = at::constant_pad_nd(
-      weight.to(acc_dtype).reshape({groups, c_out, c_in, taps}).permute({0, 3, 2, 1}), {0, width - c_out}).contiguous();
+  // [groups, taps, Cg_in, width] and [groups, width], zero beyond Cg_out (small weight copies, not the input).
+  const auto options = at::TensorOptions(acc_dtype);
+  const at::Tensor w_acc = at::zeros({groups, taps, c_in, width}, options);
+  w_acc.narrow(3, 0, c_out).copy_(weight.reshape({groups, c_out, c_in, taps}).permute({0, 3, 2, 1}));
   const acc_t* w_data = w_acc.const_data_ptr<acc_t>();
-  const at::Tensor bias_acc = bias.defined() ? at::constant_pad_nd(bias.to(acc_dtype).view({groups, c_out}),
-                                                                   {0, width - c_out}).contiguous()
-                                             : at::zeros({groups, width}, at::TensorOptions(acc_dtype));
+  const at::Tensor bias_acc = at::zeros({groups, width}, options);
+  if (bias.defined()) bias_acc.narrow(1, 0, c_out).copy_(bias.view({groups, c_out}));
   const acc_t* bias_data = bias_acc.const_data_ptr<acc_t>();
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
   scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
