@@ -34,10 +34,15 @@ def reference_conv(x, w, b, stride, pads, dilation, groups, padding_mode="zeros"
 def crop_or_extend(full: torch.Tensor, crop_lo: Sequence[int], out_size: Sequence[int]) -> torch.Tensor:
     """The window [crop_lo, crop_lo + out_size) of every spatial dimension, zeros where it leaves `full`.
 
-    F.pad with negative amounts crops, with positive amounts zero-extends, so one call does both.
+    Zero-extends first (F.pad with positive amounts), then narrows to the window, so a window that starts past
+    the end of `full` (a crop larger than the full extent) is all zeros rather than an error.
     """
-    window = [(-lo, lo + size - extent) for lo, size, extent in zip(crop_lo, out_size, full.shape[2:])]
-    return F.pad(full, f_pad_argument(window))
+    extents = full.shape[2:]
+    extend = [(max(0, -lo), max(0, lo + size - extent)) for lo, size, extent in zip(crop_lo, out_size, extents)]
+    out = F.pad(full, f_pad_argument(extend))
+    for dim, (lo, size, (before, _)) in enumerate(zip(crop_lo, out_size, extend), start=2):
+        out = out.narrow(dim, lo + before, size)
+    return out
 
 
 def reference_conv_transpose(x, w, b, stride, crop_lo, out_size, dilation, groups) -> torch.Tensor:

@@ -216,3 +216,13 @@ def test_sweep_slow(nd, device):
                             continue
                         run_case(nd, device, size=sizes[nd], kernel=kernel, c_in=c_in, c_out=c_out,
                                  groups=groups, **kwargs)
+
+
+@pytest.mark.parametrize("batch", [0, 2])
+def test_crop_past_the_full_extent(batch, device):
+    """A crop larger than the full transposed output: the window starts past its end, so the result is the bias
+    alone (found by the random-configuration test; the reference itself used to raise here)."""
+    x, w, b = conv_inputs((1, 1, 1), 1, 1, (1, 1, 2), batch=batch, transposed=True, dtype=torch.float64,
+                          device=device)
+    y = check_conv_transpose(x, w, b, stride=(1, 1, 3), padding=((0, 0), (0, 0), (3, 0)), output_padding=(0, 0, 2))
+    torch.testing.assert_close(y, b.view(1, -1, 1, 1, 1).expand_as(y), rtol=0, atol=0)
