@@ -226,7 +226,7 @@ void phase_plane_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at:
           if (id < 0) continue;
           planes.gather(x_data + (n * g.in_size[0] + id) * slice * c_in, row0, rows, 0, c_in);
           for (int64_t tap = 0; tap < taps_2d; ++tap) {
-            out_view.addmm_(at::from_blob(planes.tap(tap / g.kernel[2], tap % g.kernel[2]), {n_pos, c_in}, options),
+            out_view.addmm_(at::from_blob(planes.taps()[tap], {n_pos, c_in}, options),
                             wrap_buffer(const_cast<acc_t*>(w_data) + (kd * taps_2d + tap) * c_in * c_out, {c_in, c_out}));
           }
         }
@@ -286,13 +286,13 @@ void phase_plane_conv_nchw(const ConvGeometry& g, const at::Tensor& x, const at:
           if (tap_gemms) {
             for (int64_t tap = 0; tap < taps_2d; ++tap) {
               const auto w_tap = wrap_buffer(const_cast<acc_t*>(w_kd) + tap * c_out * c_in, {c_out, c_in});
-              out_view.addmm_(w_tap, at::from_blob(planes.tap(tap / g.kernel[2], tap % g.kernel[2]), {c_in, n_pos},
+              out_view.addmm_(w_tap, at::from_blob(planes.taps()[tap], {c_in, n_pos},
                                                    {planes.channel_stride(), 1}, at::TensorOptions(acc_dtype)));
             }
           } else {
             for (int64_t ci = 0; ci < c_in; ++ci) {
               for (int64_t tap = 0; tap < taps_2d; ++tap) {
-                const acc_t* src = planes.tap(tap / g.kernel[2], tap % g.kernel[2]) + ci * planes.channel_stride();
+                const acc_t* src = planes.taps()[tap] + ci * planes.channel_stride();
                 std::copy_n(src, n_pos, cols.data() + (ci * taps_2d + tap) * band_size);
               }
             }

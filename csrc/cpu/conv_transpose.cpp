@@ -157,7 +157,7 @@ void phase_plane_transpose_nchw(const ConvGeometry& g, const at::Tensor& x, cons
           planes.zero();
           const acc_t* w_kd = w_data + (group * g.kernel[0] + kd) * taps_2d * c_y * c_x;
           for (int64_t tap = 0; tap < taps_2d; ++tap) {
-            at::from_blob(planes.tap(tap / g.kernel[2], tap % g.kernel[2]), {c_y, n_pos}, {planes.channel_stride(), 1},
+            at::from_blob(planes.taps()[tap], {c_y, n_pos}, {planes.channel_stride(), 1},
                           options)
                 .addmm_(wrap_buffer(const_cast<acc_t*>(w_kd) + tap * c_y * c_x, {c_y, c_x}), x_view);
           }

@@ -101,7 +101,7 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
                 std::fill_n(dst, positions, acc_t(0));
                 continue;
               }
-              const acc_t* src = planes.tap(tap / g.kernel[2], tap % g.kernel[2]) + ci * planes.channel_stride();
+              const acc_t* src = planes.taps()[tap] + ci * planes.channel_stride();
               for (int64_t r = 0; r < rows; ++r) std::copy_n(src + r * planes.pitch(), out_w, dst + r * out_w);
             }
           }

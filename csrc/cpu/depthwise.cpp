@@ -33,14 +33,27 @@ int64_t channel_block(int64_t channels) {
 
 constexpr int64_t kVecBlock = 4;
 
-// Pointers to each (kh, kw) tap of the phase planes, in kernel order.
+// out[t] += sum over taps k of w[k] * taps[k][t], for t in [0, n), n a multiple of the vector size: kVecBlock
+// vectors of accumulators stay in registers while every tap is read once per block.
 template <typename acc_t>
-std::vector<acc_t*> tap_pointers(const ConvGeometry& g, PhasePlanes<acc_t>& planes) {
-  std::vector<acc_t*> taps;
-  for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-    for (int64_t kw = 0; kw < g.kernel[2]; ++kw) taps.push_back(planes.tap(kh, kw));
+void add_taps(acc_t* out, const std::vector<acc_t*>& taps, const acc_t* w, int64_t n) {
+  using Vec = at::vec::Vectorized<acc_t>;
+  constexpr int64_t V = Vec::size();
+  int64_t t = 0;
+  for (; t + kVecBlock * V <= n; t += kVecBlock * V) {
+    Vec acc[kVecBlock];
+    for (int64_t u = 0; u < kVecBlock; ++u) acc[u] = Vec::loadu(out + t + u * V);
+    for (size_t k = 0; k < taps.size(); ++k) {
+      const Vec wk(w[k]);
+      for (int64_t u = 0; u < kVecBlock; ++u) acc[u] = at::vec::fmadd(wk, Vec::loadu(taps[k] + t + u * V), acc[u]);
+    }
+    for (int64_t u = 0; u < kVecBlock; ++u) acc[u].store(out + t + u * V);
   }
-  return taps;
+  for (; t < n; t += V) {
+    Vec acc = Vec::loadu(out + t);
+    for (size_t k = 0; k < taps.size(); ++k) acc = at::vec::fmadd(Vec(w[k]), Vec::loadu(taps[k] + t), acc);
+    acc.store(out + t);
+  }
 }
 
 // Adjoint of add_taps: tap[tap][t] += w[tap] * x[t] where keep[t], for t in [0, n). The mask (all bits set or
@@ -104,7 +117,7 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
   const int64_t taps_2d = g.kernel[1] * g.kernel[2], out_slice = g.out_size[1] * out_w;
   at::parallel_for(0, g.batch * g.in_channels, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes(g);
-    const auto taps = tap_pointers(g, planes);
+    const auto& taps = planes.taps();
     const int64_t band_size = planes.band_buffer_size();
     std::vector<acc_t> out(m * band_size), weights(m * g.kernel_volume());
     for (int64_t plane = begin; plane < end; ++plane) {
@@ -121,7 +134,7 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
             if (id < 0) continue;
             planes.gather(x + plane * g.in_volume() + id * slice, row0, rows);
             for (int64_t j = 0; j < m; ++j) {
-              add_taps<1, kVecBlock>(out.data() + j * band_size, 0, taps, &weights[(j * g.kernel[0] + kd) * taps_2d], 0, n_pos);
+              add_taps(out.data() + j * band_size, taps, &weights[(j * g.kernel[0] + kd) * taps_2d], n_pos);
             }
           }
           for (int64_t j = 0; j < m; ++j) {
@@ -143,7 +156,7 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
   const int64_t taps_2d = g.kernel[1] * g.kernel[2], out_slice = g.out_size[1] * out_w;
   at::parallel_for(0, g.batch * g.in_channels, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes(g);
-    const auto taps = tap_pointers(g, planes);
+    const auto& taps = planes.taps();
     const int64_t band_size = planes.band_buffer_size();
     std::vector<acc_t> x_band(m * band_size, acc_t(0)), keep(band_size), weights(m * g.kernel_volume());
     int64_t keep_rows = -1;
@@ -183,7 +196,7 @@ void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
   const int64_t taps_2d = g.kernel[1] * g.kernel[2], out_slice = g.out_size[1] * out_w;
   at::parallel_for(0, g.out_channels, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes(g);
-    const auto taps = tap_pointers(g, planes);
+    const auto& taps = planes.taps();
     std::vector<acc_t> gy_band(planes.band_buffer_size(), acc_t(0)), keep(planes.band_buffer_size());
     int64_t keep_rows = -1;
     for (int64_t c = begin; c < end; ++c) {

@@ -16,7 +16,6 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -67,6 +66,12 @@ class PhasePlanes {
       for (int64_t kw = 0; kw < g.kernel[2]; ++kw) used_[phase_index(kh, kw)] = true;
     }
     for (int64_t pw = 0; pw < stride_w_; ++pw) columns_.push_back(columns_of_phase(pw));
+    for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+      for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+        taps_.push_back(data_.data() + phase_index(kh, kw) * plane_size_ +
+                        (((kh * g.dilation[1]) / stride_h_) * pitch_ + (kw * g.dilation[2]) / stride_w_) * lanes);
+      }
+    }
   }
 
   int64_t pitch() const { return pitch_; }
@@ -145,12 +150,13 @@ class PhasePlanes {
     });
   }
 
-  // Tap (kh, kw) of flattened output position t is tap(kh, kw)[t] (channel c: + c * channel_stride(); with
-  // lanes, tap(kh, kw)[t * lanes + lane]).
-  acc_t* tap(int64_t kh, int64_t kw) {
-    return data_.data() + phase_index(kh, kw) * plane_size_ +
-           (((kh * g_.dilation[1]) / stride_h_) * pitch_ + (kw * g_.dilation[2]) / stride_w_) * lanes_;
-  }
+  // The tap pointers point into this object's buffer, so it is never copied.
+  PhasePlanes(const PhasePlanes&) = delete;
+  PhasePlanes& operator=(const PhasePlanes&) = delete;
+
+  // taps()[kh * kw_count + kw][t] is tap (kh, kw) of flattened output position t (channel c: + c * channel_stride();
+  // with lanes, [t * lanes + lane]).
+  const std::vector<acc_t*>& taps() const { return taps_; }
 
  private:
   int64_t phase_index(int64_t kh, int64_t kw) const {
@@ -202,6 +208,7 @@ class PhasePlanes {
   std::vector<bool> used_;
   std::vector<Columns> columns_;
   std::vector<acc_t> data_;
+  std::vector<acc_t*> taps_;  // into data_, which is never reallocated
 };
 
 // Copies output rows [begin, begin + rows) of one (H, W) slice into a band buffer at the phase planes' pitch
@@ -214,39 +221,6 @@ void load_band(acc_t* band, const scalar_t* slice, int64_t begin, int64_t rows, 
 template <typename scalar_t, typename acc_t>
 void store_band(scalar_t* slice, const acc_t* band, int64_t begin, int64_t rows, int64_t pitch, int64_t out_w) {
   for (int64_t r = 0; r < rows; ++r) at::vec::convert(band + r * pitch, slice + (begin + r) * out_w, out_w);
-}
-
-// out[j * out_stride + t] += sum over k of w[j * w_stride + k] * taps[k][t], for J output channels j and
-// t in [0, n), n a multiple of the vector size: J x U vectors of accumulators stay in registers while every tap
-// is read once per block. Depthwise: J = 1 and one tap per kernel position; a direct conv: taps over
-// (input channel, kernel position).
-template <int J, int U, typename acc_t>
-void add_taps(acc_t* out, int64_t out_stride, const std::vector<acc_t*>& taps, const acc_t* w, int64_t w_stride,
-              int64_t n) {
-  using Vec = at::vec::Vectorized<acc_t>;
-  constexpr int64_t V = Vec::size();
-  const int64_t count = static_cast<int64_t>(taps.size());
-  const auto block = [&](int64_t t, auto vectors) {
-    constexpr int kVectors = decltype(vectors)::value;
-    Vec acc[J][kVectors];
-    for (int j = 0; j < J; ++j) {
-      for (int u = 0; u < kVectors; ++u) acc[j][u] = Vec::loadu(out + j * out_stride + t + u * V);
-    }
-    for (int64_t k = 0; k < count; ++k) {
-      Vec x[kVectors];
-      for (int u = 0; u < kVectors; ++u) x[u] = Vec::loadu(taps[k] + t + u * V);
-      for (int j = 0; j < J; ++j) {
-        const Vec wk(w[j * w_stride + k]);
-        for (int u = 0; u < kVectors; ++u) acc[j][u] = at::vec::fmadd(wk, x[u], acc[j][u]);
-      }
-    }
-    for (int j = 0; j < J; ++j) {
-      for (int u = 0; u < kVectors; ++u) acc[j][u].store(out + j * out_stride + t + u * V);
-    }
-  };
-  int64_t t = 0;
-  for (; t + U * V <= n; t += U * V) block(t, std::integral_constant<int, U>());
-  for (; t < n; t += V) block(t, std::integral_constant<int, 1>());
 }
 
 }  // namespace fastpad::cpu
