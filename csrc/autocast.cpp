@@ -1,0 +1,80 @@
+// Autocast (AMP) for the three ops, as torch does for its own convolutions: inside torch.autocast they run in the
+// autocast dtype of the device (CUDA float16/bfloat16, CPU bfloat16). Floating-point tensors other than float64 are
+// cast (through autocast's weight cache), then the op runs again below the autocast key.
+#include <ATen/autocast_mode.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/library.h>
+
+namespace fastpad {
+namespace {
+
+// Casts as autocast would, for the ops of `device`, and keeps autocast off while the op runs.
+template <c10::DeviceType device>
+struct AutocastScope {
+  c10::impl::ExcludeDispatchKeyGuard no_autocast{at::autocast::get_autocast_dispatch_key_from_device_type(device)};
+  at::ScalarType dtype = at::autocast::get_lower_precision_fp_from_device_type(device);
+
+  at::Tensor cast(const at::Tensor& tensor) const { return at::autocast::cached_cast(dtype, tensor, device); }
+  std::optional<at::Tensor> cast(const std::optional<at::Tensor>& tensor) const {
+    return at::autocast::cached_cast(dtype, tensor, device);
+  }
+};
+
+template <typename Signature>
+c10::TypedOperatorHandle<Signature> find_op(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
+}
+
+using ConvSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, at::IntArrayRef,
+                                 c10::SymIntArrayRef, c10::SymIntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
+using WeightGradSignature = at::Tensor(const at::Tensor&, const at::Tensor&, at::IntArrayRef, at::IntArrayRef,
+                                       c10::SymIntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
+
+// conv and conv_transpose share a signature: (input, weight, bias, stride, two SymInt lists, dilation, groups, mode).
+template <c10::DeviceType device>
+at::Tensor conv_autocast(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                         at::IntArrayRef stride, c10::SymIntArrayRef pad_lo, c10::SymIntArrayRef pad_hi,
+                         at::IntArrayRef dilation, int64_t groups, c10::string_view padding_mode) {
+  static const auto op = find_op<ConvSignature>("fastpad::conv");
+  AutocastScope<device> scope;
+  return op.call(scope.cast(input), scope.cast(weight), scope.cast(bias), stride, pad_lo, pad_hi, dilation, groups,
+                 padding_mode);
+}
+
+template <c10::DeviceType device>
+at::Tensor conv_transpose_autocast(const at::Tensor& input, const at::Tensor& weight,
+                                   const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                                   c10::SymIntArrayRef crop_lo, c10::SymIntArrayRef out_size, at::IntArrayRef dilation,
+                                   int64_t groups, c10::string_view padding_mode) {
+  static const auto op = find_op<ConvSignature>("fastpad::conv_transpose");
+  AutocastScope<device> scope;
+  return op.call(scope.cast(input), scope.cast(weight), scope.cast(bias), stride, crop_lo, out_size, dilation, groups,
+                 padding_mode);
+}
+
+template <c10::DeviceType device>
+at::Tensor conv_weight_grad_autocast(const at::Tensor& input, const at::Tensor& grad_output,
+                                     at::IntArrayRef weight_shape, at::IntArrayRef stride, c10::SymIntArrayRef pad_lo,
+                                     at::IntArrayRef dilation, int64_t groups, c10::string_view padding_mode) {
+  static const auto op = find_op<WeightGradSignature>("fastpad::conv_weight_grad");
+  AutocastScope<device> scope;
+  return op.call(scope.cast(input), scope.cast(grad_output), weight_shape, stride, pad_lo, dilation, groups,
+                 padding_mode);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(fastpad, AutocastCPU, m) {
+  m.impl("conv", &conv_autocast<c10::DeviceType::CPU>);
+  m.impl("conv_transpose", &conv_transpose_autocast<c10::DeviceType::CPU>);
+  m.impl("conv_weight_grad", &conv_weight_grad_autocast<c10::DeviceType::CPU>);
+}
+
+TORCH_LIBRARY_IMPL(fastpad, AutocastCUDA, m) {
+  m.impl("conv", &conv_autocast<c10::DeviceType::CUDA>);
+  m.impl("conv_transpose", &conv_transpose_autocast<c10::DeviceType::CUDA>);
+  m.impl("conv_weight_grad", &conv_weight_grad_autocast<c10::DeviceType::CUDA>);
+}
+
+}  // namespace fastpad
