@@ -36,8 +36,20 @@ def transposed_full_size(size, kernel: int, stride: int, dilation: int):
 
 
 def _same_pair(size, kernel: int, stride: int, dilation: int, lower: bool) -> PadPair:
-    out = ceil_div(size, stride)
-    total = torch.sym_max(0, (out - 1) * stride + effective_kernel(kernel, dilation) - size)
+    k_eff = effective_kernel(kernel, dilation)
+    if torch.onnx.is_in_onnx_export():
+        # The same number, (ceil(i/s) - 1)*s + k_eff - i, without floor division of a negative SymInt: the ONNX
+        # exporter turns `//` into Div, which truncates, and `%` into Mod, which is right. (Inductor in torch 2.13
+        # cannot compile this Mod form, hence two spellings.)
+        total = k_eff - stride + (-size) % stride
+    else:
+        total = (ceil_div(size, stride) - 1) * stride + k_eff - size
+    # The max(0, ...) matters only where k_eff < s: otherwise total = k_eff - s + ((-i) mod s) >= 0 (k_eff and s are
+    # ints, so choosing costs no guard). Without the max, a SymInt size gives the conv an output size
+    # (i + total - k_eff) // s + 1 that simplifies to exactly ceil(i/s): later sizes stay short expressions with exact
+    # ranges, so torch.export proves its checks down to the smallest valid size and a saved program loads quickly.
+    if k_eff < stride:
+        total = torch.sym_max(0, total)
     small = total // 2
     return (total - small, small) if lower else (small, total - small)
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Optional, Sequence, Union
 
 import torch
+from torch import Tensor
 
-from . import _geometry
+from . import _geometry, _onnx
 from . import _ops  # noqa: F401  (registers the ops, their fake kernels and autograd)
 from ._geometry import PaddingArg
 
@@ -27,8 +28,10 @@ def _check_tensors(fn: str, input, weight, bias, spatial_dims: int, groups, tran
     if not input.is_floating_point():
         raise TypeError(f"{fn}: input must be a floating-point tensor, got dtype {input.dtype}")
     tensors = [("weight", weight)] + ([("bias", bias)] if bias is not None else [])
+    # Under torch.autocast the op casts its inputs to one dtype itself (csrc/autocast.cpp), as torch's convs do.
+    autocast = torch.is_autocast_enabled(input.device.type)
     for name, tensor in tensors:
-        if tensor.dtype != input.dtype:
+        if tensor.dtype != input.dtype and not autocast:
             raise TypeError(f"{fn}: {name} has dtype {tensor.dtype} but input has dtype {input.dtype}")
         if tensor.device != input.device:
             raise ValueError(f"{fn}: {name} is on {tensor.device} but input is on {input.device}")
@@ -55,6 +58,11 @@ def _check_conv_pads(fn: str, pads, input_size, kernel, stride, dilation, paddin
         if _geometry.conv_out_size(size, lo, hi, k, s, d) < 1:
             raise ValueError(f"{fn}: the kernel (effective size {_geometry.effective_kernel(k, d)}) is larger than "
                              f"the padded input ({size} + {lo} + {hi}) in spatial dim {dim}, padding={padding!r}")
+        if padding in ("same", "same_lower") and size > _geometry.effective_kernel(k, d) // 2:
+            # Neither side of a 'same' pad exceeds k_eff // 2 (the total is at most k_eff - 1), so both modes'
+            # limits hold. Under torch.compile / torch.export this guards on the size alone; max(lo, hi) of the
+            # SymInt pads would guard on its parity (a recompile per parity, and a range export cannot prove).
+            continue
         if padding_mode == "reflect" and max(lo, hi) >= size:
             raise ValueError(f"{fn}: padding_mode='reflect' needs pads < input size, got pads ({lo}, {hi}) for "
                              f"size {size} in spatial dim {dim}")
@@ -63,14 +71,17 @@ def _check_conv_pads(fn: str, pads, input_size, kernel, stride, dilation, paddin
                              f"size {size} in spatial dim {dim}")
 
 
-def conv_nd(spatial_dims: int, input, weight, bias=None, stride: IntArg = 1, padding: PaddingArg = "same",
-            dilation: IntArg = 1, groups: int = 1, padding_mode: str = "zeros"):
+def conv_nd(spatial_dims: int, input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntArg = 1,
+            padding: PaddingArg = "same", dilation: IntArg = 1, groups: int = 1,
+            padding_mode: str = "zeros") -> Tensor:
     fn = f"fastpad.conv{spatial_dims}d"
     _check_tensors(fn, input, weight, bias, spatial_dims, groups, transposed=False)
     stride = _geometry.expand_ints(f"{fn}: stride", stride, spatial_dims, 1)
     dilation = _geometry.expand_ints(f"{fn}: dilation", dilation, spatial_dims, 1)
     if padding_mode not in _geometry.PADDING_MODES:
         raise ValueError(f"{fn}: padding_mode must be one of {_geometry.PADDING_MODES}, got {padding_mode!r}")
+    if torch.onnx.is_in_onnx_export():  # resolves and checks the pads itself (TorchScript sizes are tensors)
+        return _onnx.conv(fn, input, weight, bias, stride, padding, dilation, groups, padding_mode)
     input_size, kernel = input.shape[2:], weight.shape[2:]
     pads = _geometry.conv_pads(padding, input_size, kernel, stride, dilation)
     _check_conv_pads(fn, pads, input_size, kernel, stride, dilation, padding, padding_mode)
@@ -78,9 +89,9 @@ def conv_nd(spatial_dims: int, input, weight, bias=None, stride: IntArg = 1, pad
                                   dilation, groups, padding_mode)
 
 
-def conv_transpose_nd(spatial_dims: int, input, weight, bias=None, stride: IntArg = 1,
-                      padding: PaddingArg = "same", output_padding: IntArg = 0, groups: int = 1,
-                      dilation: IntArg = 1):
+def conv_transpose_nd(spatial_dims: int, input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
+                      stride: IntArg = 1, padding: PaddingArg = "same", output_padding: IntArg = 0, groups: int = 1,
+                      dilation: IntArg = 1) -> Tensor:
     fn = f"fastpad.conv_transpose{spatial_dims}d"
     _check_tensors(fn, input, weight, bias, spatial_dims, groups, transposed=True)
     stride = _geometry.expand_ints(f"{fn}: stride", stride, spatial_dims, 1)
@@ -95,17 +106,24 @@ def conv_transpose_nd(spatial_dims: int, input, weight, bias=None, stride: IntAr
                                                        output_padding)
     except (ValueError, TypeError) as error:
         raise type(error)(f"{fn}: {error}") from None
+    if torch.onnx.is_in_onnx_export():
+        return _onnx.conv_transpose(input, weight, bias, stride, crop_lo, out_size, dilation, groups)
     return torch.ops.fastpad.conv_transpose(input, weight, bias, stride, crop_lo, out_size, dilation, groups, "zeros")
 
 
-def conv1d(input, weight, bias=None, stride: IntArg = 1, padding: PaddingArg = "same", dilation: IntArg = 1,
-           groups: int = 1, padding_mode: str = "zeros"):
-    """1-d convolution with fused padding. See `conv2d`."""
+def conv1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntArg = 1,
+           padding: PaddingArg = "same", dilation: IntArg = 1, groups: int = 1, padding_mode: str = "zeros") -> Tensor:
+    """1-d convolution with fused padding; `padding="causal"` pads k_eff - 1 at the start only. See `conv2d`.
+
+    >>> x, w = torch.randn(2, 64, 1000), torch.randn(64, 1, 4)
+    >>> conv1d(x, w, padding="causal", groups=64).shape   # Mamba-style causal depthwise conv
+    torch.Size([2, 64, 1000])
+    """
     return conv_nd(1, input, weight, bias, stride, padding, dilation, groups, padding_mode)
 
 
-def conv2d(input, weight, bias=None, stride: IntArg = 1, padding: PaddingArg = "same", dilation: IntArg = 1,
-           groups: int = 1, padding_mode: str = "zeros"):
+def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntArg = 1,
+           padding: PaddingArg = "same", dilation: IntArg = 1, groups: int = 1, padding_mode: str = "zeros") -> Tensor:
     """2-d convolution whose padding is fused into the kernel (no padded copy of the input).
 
     padding: "same" (TF/Keras SAME, any stride), "same_lower", "valid", "causal", an int or tuple of ints
@@ -119,20 +137,32 @@ def conv2d(input, weight, bias=None, stride: IntArg = 1, padding: PaddingArg = "
     return conv_nd(2, input, weight, bias, stride, padding, dilation, groups, padding_mode)
 
 
-def conv3d(input, weight, bias=None, stride: IntArg = 1, padding: PaddingArg = "same", dilation: IntArg = 1,
-           groups: int = 1, padding_mode: str = "zeros"):
-    """3-d convolution with fused padding. See `conv2d`."""
+def conv3d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntArg = 1,
+           padding: PaddingArg = "same", dilation: IntArg = 1, groups: int = 1, padding_mode: str = "zeros") -> Tensor:
+    """3-d convolution with fused padding. See `conv2d`.
+
+    >>> x, w = torch.randn(1, 4, 9, 16, 16), torch.randn(8, 4, 3, 3, 3)
+    >>> conv3d(x, w, stride=2).shape                       # 'same': ceil(size / stride)
+    torch.Size([1, 8, 5, 8, 8])
+    """
     return conv_nd(3, input, weight, bias, stride, padding, dilation, groups, padding_mode)
 
 
-def conv_transpose1d(input, weight, bias=None, stride: IntArg = 1, padding: PaddingArg = "same",
-                     output_padding: IntArg = 0, groups: int = 1, dilation: IntArg = 1):
-    """1-d transposed convolution with the crop fused. See `conv_transpose2d`."""
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntArg = 1,
+                     padding: PaddingArg = "same", output_padding: IntArg = 0, groups: int = 1,
+                     dilation: IntArg = 1) -> Tensor:
+    """1-d transposed convolution with the crop fused. See `conv_transpose2d`.
+
+    >>> x, w = torch.randn(1, 32, 50), torch.randn(32, 16, 16)
+    >>> conv_transpose1d(x, w, stride=8).shape             # HiFi-GAN-style upsampling: out = in * stride
+    torch.Size([1, 16, 400])
+    """
     return conv_transpose_nd(1, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
-def conv_transpose2d(input, weight, bias=None, stride: IntArg = 1, padding: PaddingArg = "same",
-                     output_padding: IntArg = 0, groups: int = 1, dilation: IntArg = 1):
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntArg = 1,
+                     padding: PaddingArg = "same", output_padding: IntArg = 0, groups: int = 1,
+                     dilation: IntArg = 1) -> Tensor:
     """2-d transposed convolution whose crop is fused into the kernel.
 
     padding: "same" (out = in*stride, TF conv2d_transpose SAME), "same_lower", "valid" (the full output),
@@ -145,7 +175,13 @@ def conv_transpose2d(input, weight, bias=None, stride: IntArg = 1, padding: Padd
     return conv_transpose_nd(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
-def conv_transpose3d(input, weight, bias=None, stride: IntArg = 1, padding: PaddingArg = "same",
-                     output_padding: IntArg = 0, groups: int = 1, dilation: IntArg = 1):
-    """3-d transposed convolution with the crop fused. See `conv_transpose2d`."""
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntArg = 1,
+                     padding: PaddingArg = "same", output_padding: IntArg = 0, groups: int = 1,
+                     dilation: IntArg = 1) -> Tensor:
+    """3-d transposed convolution with the crop fused. See `conv_transpose2d`.
+
+    >>> x, w = torch.randn(1, 8, 4, 5, 6), torch.randn(8, 4, 3, 3, 3)
+    >>> conv_transpose3d(x, w, stride=2).shape
+    torch.Size([1, 4, 8, 10, 12])
+    """
     return conv_transpose_nd(3, input, weight, bias, stride, padding, output_padding, groups, dilation)
