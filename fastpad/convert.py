@@ -128,8 +128,8 @@ def _fused_module(module: nn.Module, path: str, report: ConversionReport) -> Opt
         fused = _fused_timm_conv(module, timm_kind)
     elif _is_plain_torch_conv(module):
         pairs = _torch_conv_pairs(module)
-        needs_fastpad = module.padding_mode != "zeros" or any(lo != hi for lo, hi in pairs)
-        if needs_fastpad:
+        padded = any(pair != (0, 0) for pair in pairs)
+        if padded and (module.padding_mode != "zeros" or any(lo != hi for lo, hi in pairs)):
             padding = "same" if module.padding == "same" else pairs
             fused = _fused_from_torch_conv(module, padding, module.padding_mode)
     if fused is None:

@@ -230,7 +230,8 @@ def test_torch_same_padding_fused_only_when_asymmetric(kernel, dilation, expect_
 
 
 def test_symmetric_torch_convs_left_alone():
-    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.Conv1d(4, 4, 1), nn.Conv2d(4, 4, 5, padding="same"))
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.Conv1d(4, 4, 1), nn.Conv2d(4, 4, 5, padding="same"),
+                          nn.Conv2d(4, 4, 3, padding_mode="reflect"))  # reflect with no padding: nothing to fuse
     converted, report = fastpad.convert(model, return_report=True)
     assert not report.replaced and [type(m) for m in converted] == [type(m) for m in model]
 
