@@ -17,6 +17,10 @@ install:
 		$(PIP) install torch==$(TORCH_VERSION) $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)); \
 	fi
 	$(PIP) install -q ninja hypothesis pytest numpy "setuptools>=64" wheel
+	@# The ecosystem tests: ONNX export (onnx, onnxscript, onnxruntime) and timm models. timm goes in without its
+	@# dependencies, which would pull torchvision (and with it another torch); the tests stand in for torchvision.
+	$(PIP) install -q onnx==1.23.2 onnxscript==0.7.2 onnxruntime==1.31.1
+	$(PIP) install -q --no-deps timm==1.0.31
 	$(PIP) install --no-build-isolation -e .
 
 test: install
