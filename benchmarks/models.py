@@ -1,0 +1,115 @@
+"""Whole timm tf_* models before and after `fastpad.convert`: `python -m benchmarks.models` from the repository root.
+
+For each model it times the original (timm's Conv2dSame: F.pad + conv) and the converted model on the same input,
+interleaved, and prints the medians and their ratio as a markdown table, for inference (eval, no_grad) and for a
+training step (train mode, forward + backward). With --per-layer it times each replaced layer alone instead. timm is needed (`pip install --no-deps timm`); where torchvision
+is missing, the test suite's stand-in satisfies timm's imports (the tf_* models never call torchvision).
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+import fastpad
+from fastpad._report import markdown_table
+
+from benchmarks.runner import FULL_EFFORT, Effort, git_commit, machine_description, median_times_interleaved
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MODELS = ("tf_efficientnet_b0", "tf_mobilenetv3_large_100", "tf_mixnet_s")
+
+
+def import_timm():
+    sys.path.insert(0, str(REPO_ROOT / "tests"))
+    import torchvision_stand_in
+
+    torchvision_stand_in.install()
+    import timm
+
+    return timm
+
+
+def inference_step(model, x):
+    def step():
+        with torch.no_grad():
+            model(x)
+    return step
+
+
+def training_step(model, x):
+    def step():
+        model.zero_grad(set_to_none=True)
+        model(x).sum().backward()
+    return step
+
+
+def measure(name: str, batch: int, size: int, channels_last: bool, effort: Effort):
+    timm = import_timm()
+    original = timm.create_model(name)
+    converted = fastpad.convert(original)
+    memory_format = torch.channels_last if channels_last else torch.contiguous_format
+    x = torch.randn(batch, 3, size, size).to(memory_format=memory_format)
+    rows = []
+    for mode, make_step, train in (("inference", inference_step, False), ("training step", training_step, True)):
+        models = {"original": original.train(train).to(memory_format=memory_format),
+                  "converted": converted.train(train).to(memory_format=memory_format)}
+        medians, repeats = median_times_interleaved({k: make_step(m, x) for k, m in models.items()},
+                                                    torch.device("cpu"), effort)
+        rows.append([name, f"{batch}x3x{size}x{size}", mode, f"{medians['original'] * 1e3:.1f}",
+                     f"{medians['converted'] * 1e3:.1f}", f"{medians['converted'] / medians['original']:.3f}",
+                     str(repeats)])
+    return rows
+
+
+def measure_replaced_layers(name: str, batch: int, size: int, effort: Effort):
+    """Each layer `convert` replaced, alone: the original module against its fused replacement, on the input it
+    gets inside the model (inference, no_grad)."""
+    timm = import_timm()
+    original = timm.create_model(name).eval()
+    converted, report = fastpad.convert(original, return_report=True)
+    inputs = {}
+    hooks = [original.get_submodule(r.path).register_forward_pre_hook(
+        lambda module, args, path=r.path: inputs.setdefault(path, args[0])) for r in report.replaced]
+    with torch.no_grad():
+        original(torch.randn(batch, 3, size, size))
+    for hook in hooks:
+        hook.remove()
+    rows = []
+    for replacement in report.replaced:
+        x = inputs[replacement.path]
+        layers = {"original": original.get_submodule(replacement.path),
+                  "converted": converted.get_submodule(replacement.path)}
+        medians, repeats = median_times_interleaved({k: inference_step(m, x) for k, m in layers.items()},
+                                                    torch.device("cpu"), effort)
+        rows.append([f"{name}.{replacement.path}", "x".join(map(str, x.shape)), "inference",
+                     f"{medians['original'] * 1e3:.2f}", f"{medians['converted'] * 1e3:.2f}",
+                     f"{medians['converted'] / medians['original']:.3f}", str(repeats)])
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=list(MODELS))
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--channels-last", action="store_true")
+    parser.add_argument("--budget", type=float, default=20.0, help="seconds of timing per model and mode")
+    parser.add_argument("--per-layer", action="store_true",
+                        help="time each replaced layer alone (inference, contiguous) instead of whole models")
+    args = parser.parse_args(argv)
+    effort = Effort(FULL_EFFORT.warmup_rounds, args.budget, FULL_EFFORT.min_repeats, FULL_EFFORT.max_repeats)
+    if args.per_layer:
+        rows = [row for name in args.models for row in measure_replaced_layers(name, args.batch, args.size, effort)]
+    else:
+        rows = [row for name in args.models
+                for row in measure(name, args.batch, args.size, args.channels_last, effort)]
+    print(f"machine: {machine_description(torch.device('cpu'))}; torch {torch.__version__}; commit {git_commit()}; "
+          f"{'channels_last' if args.channels_last else 'contiguous'}; float32")
+    print(markdown_table(["model", "input", "mode", "original ms", "converted ms", "converted/original",
+                          "repeats"], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
