@@ -5,6 +5,7 @@ torch SymInts (under torch.compile with dynamic shapes), so no Python `max`/`cei
 """
 from __future__ import annotations
 
+import warnings
 from typing import List, Sequence, Tuple, Union
 
 import torch
@@ -15,6 +16,18 @@ PadPair = Tuple[int, int]
 CONV_PADDING_STRINGS = ("same", "same_lower", "valid", "causal")
 TRANSPOSED_PADDING_STRINGS = ("same", "same_lower", "valid")
 PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def spatial_sizes(tensor: torch.Tensor) -> Sequence:
+    """tensor.shape[2:]. torch.jit.trace (and the TorchScript ONNX exporter) hands sizes out as 0-d tensors; there
+    they become ints, so a traced graph holds the pads of the size it was traced at, as any Python shape arithmetic
+    does under tracing."""
+    sizes = tensor.shape[2:]
+    if not torch.jit.is_tracing():
+        return sizes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        return tuple(int(size) for size in sizes)
 
 
 def effective_kernel(kernel: int, dilation: int) -> int:

@@ -3,8 +3,6 @@ with auto_pad for undilated 'same'/'same_lower' and explicit pads otherwise; Pad
 padding modes and for dilated 'same' at stride > 1; one ConvTranspose with explicit pads."""
 from __future__ import annotations
 
-import warnings
-
 import torch
 import torch.nn.functional as F
 
@@ -18,14 +16,6 @@ PAD_MODES = {"zeros": "constant", "reflect": "reflect", "replicate": "edge", "ci
 # max(opset_version, 18) and so gets Pad(wrap) at opset 18, as torch's own F.pad(mode='circular') does there
 # (ONNX Runtime runs it; the ONNX spec does not allow it).
 MIN_OPSET = {"constant": 12, "reflect": 12, "edge": 12, "wrap": 19}
-
-
-def _ints(values) -> list:
-    """Sizes as ints. TorchScript tracing hands them out as 0-d tensors, which _geometry rejects; the exported
-    graph does not depend on them being traced (auto_pad, or pads computed from the input's Shape)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", torch.jit.TracerWarning)
-        return [int(v) if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def _uses_auto_pad(padding, dilation) -> bool:
@@ -54,10 +44,11 @@ def _conv_attrs(kernel, stride, pads, dilation, groups, padding, pad_mode) -> di
 
 
 def conv(fn, input, weight, bias, stride, padding, dilation, groups, padding_mode):
-    """The exported form of `fastpad.functional.conv_nd`, called before it resolves the pads (see `_ints`)."""
+    """The exported form of `fastpad.functional.conv_nd`, called before it resolves the pads: for 'same' the
+    graph keeps auto_pad, or computes the pads from the input's shape, rather than holding this size's pads."""
     from .functional import _check_conv_pads  # here: functional imports this module
 
-    sizes, kernel = _ints(input.shape[2:]), _ints(weight.shape[2:])
+    sizes, kernel = _geometry.spatial_sizes(input), _geometry.spatial_sizes(weight)
     pads = _geometry.conv_pads(padding, sizes, kernel, stride, dilation)
     _check_conv_pads(fn, pads, sizes, kernel, stride, dilation, padding, padding_mode)
     pad_mode = _pad_mode(padding, stride, dilation, padding_mode)
@@ -86,8 +77,7 @@ def conv_transpose(input, weight, bias, stride, crop_lo, out_size, dilation, gro
     Runtime's SAME_UPPER/SAME_LOWER equal 'same'/'same_lower' only where k_eff >= stride and output_padding
     is 0; where k_eff < stride its output is (i-1)*s + k_eff long instead of i*s (measured, onnxruntime 1.31).
     """
-    sizes, kernel = _ints(input.shape[2:]), _ints(weight.shape[2:])
-    crop_lo, out_size = _ints(crop_lo), _ints(out_size)
+    sizes, kernel = _geometry.spatial_sizes(input), _geometry.spatial_sizes(weight)
     end_pads, extensions = [], []
     for i, lo, out, k, s, d in zip(sizes, crop_lo, out_size, kernel, stride, dilation):
         net = int(_geometry.transposed_full_size(i, k, s, d) - lo - out)  # a constant, also for SymInt sizes

@@ -80,9 +80,9 @@ def conv_nd(spatial_dims: int, input: Tensor, weight: Tensor, bias: Optional[Ten
     dilation = _geometry.expand_ints(f"{fn}: dilation", dilation, spatial_dims, 1)
     if padding_mode not in _geometry.PADDING_MODES:
         raise ValueError(f"{fn}: padding_mode must be one of {_geometry.PADDING_MODES}, got {padding_mode!r}")
-    if torch.onnx.is_in_onnx_export():  # resolves and checks the pads itself (TorchScript sizes are tensors)
+    if torch.onnx.is_in_onnx_export():  # resolves and checks the pads itself, keeping 'same' size-independent
         return _onnx.conv(fn, input, weight, bias, stride, padding, dilation, groups, padding_mode)
-    input_size, kernel = input.shape[2:], weight.shape[2:]
+    input_size, kernel = _geometry.spatial_sizes(input), _geometry.spatial_sizes(weight)
     pads = _geometry.conv_pads(padding, input_size, kernel, stride, dilation)
     _check_conv_pads(fn, pads, input_size, kernel, stride, dilation, padding, padding_mode)
     return torch.ops.fastpad.conv(input, weight, bias, stride, [lo for lo, _ in pads], [hi for _, hi in pads],
@@ -102,7 +102,8 @@ def conv_transpose_nd(spatial_dims: int, input: Tensor, weight: Tensor, bias: Op
             raise ValueError(f"{fn}: output_padding must be smaller than max(stride, dilation) in every dim, got "
                              f"output_padding={output_padding}, stride={stride}, dilation={dilation}")
     try:
-        crop_lo, out_size = _geometry.transposed_crops(padding, input.shape[2:], weight.shape[2:], stride, dilation,
+        crop_lo, out_size = _geometry.transposed_crops(padding, _geometry.spatial_sizes(input),
+                                                       _geometry.spatial_sizes(weight), stride, dilation,
                                                        output_padding)
     except (ValueError, TypeError) as error:
         raise type(error)(f"{fn}: {error}") from None

@@ -2,12 +2,13 @@
 padding resolved per call from the input size, a readable repr, and numerics against the reference."""
 
 import re
+import warnings
 
 import pytest
 import torch
 
 import fastpad
-from reference import PADDING_MODES, assert_matches, expected_conv, expected_conv_transpose
+from reference import PADDING_MODES, assert_matches, expected_conv, expected_conv_transpose, relative_error
 
 LAYERS = {  # name: (fastpad class, torch.nn class, spatial dims, transposed)
     "Conv1d": (fastpad.nn.Conv1d, torch.nn.Conv1d, 1, False),
@@ -145,3 +146,15 @@ def test_repr_is_readable():
     assert re.search(r"padding=['\"]?causal", text) and "reflect" in text and "groups=4" in text, text
     text = repr(fastpad.nn.ConvTranspose2d(8, 4, 4, stride=2, padding="same_lower"))
     assert text.startswith("ConvTranspose2d(") and re.search(r"padding=['\"]?same_lower", text), text
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace:DeprecationWarning")
+def test_jit_trace_runs_like_eager():
+    """torch.jit.trace hands sizes out as tensors; the traced module holds the pads of the traced size."""
+    model = torch.nn.Sequential(fastpad.nn.Conv2d(3, 4, 3, stride=2, padding_mode="reflect"),
+                                fastpad.nn.ConvTranspose2d(4, 2, 3, stride=2)).double()
+    x = torch.randn(2, 3, 11, 8, dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)  # the argument checks become constants
+        traced = torch.jit.trace(model, x)
+    assert relative_error(traced(x), model(x)) < 1e-13
