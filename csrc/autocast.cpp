@@ -31,26 +31,20 @@ using ConvSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const std
 using WeightGradSignature = at::Tensor(const at::Tensor&, const at::Tensor&, at::IntArrayRef, at::IntArrayRef,
                                        c10::SymIntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
 
-// conv and conv_transpose share a signature: (input, weight, bias, stride, two SymInt lists, dilation, groups, mode).
-template <c10::DeviceType device>
-at::Tensor conv_autocast(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
-                         at::IntArrayRef stride, c10::SymIntArrayRef pad_lo, c10::SymIntArrayRef pad_hi,
-                         at::IntArrayRef dilation, int64_t groups, c10::string_view padding_mode) {
-  static const auto op = find_op<ConvSignature>("fastpad::conv");
-  AutocastScope<device> scope;
-  return op.call(scope.cast(input), scope.cast(weight), scope.cast(bias), stride, pad_lo, pad_hi, dilation, groups,
-                 padding_mode);
-}
+// conv and conv_transpose share a signature: (input, weight, bias, stride, two SymInt lists, dilation, groups, mode),
+// the two lists being (pad_lo, pad_hi) for conv and (crop_lo, out_size) for conv_transpose.
+constexpr char kConv[] = "fastpad::conv";
+constexpr char kConvTranspose[] = "fastpad::conv_transpose";
 
-template <c10::DeviceType device>
-at::Tensor conv_transpose_autocast(const at::Tensor& input, const at::Tensor& weight,
-                                   const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                                   c10::SymIntArrayRef crop_lo, c10::SymIntArrayRef out_size, at::IntArrayRef dilation,
-                                   int64_t groups, c10::string_view padding_mode) {
-  static const auto op = find_op<ConvSignature>("fastpad::conv_transpose");
+template <c10::DeviceType device, const char* op_name>
+at::Tensor conv_autocast(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                         at::IntArrayRef stride, c10::SymIntArrayRef pad_lo_or_crop_lo,
+                         c10::SymIntArrayRef pad_hi_or_out_size, at::IntArrayRef dilation, int64_t groups,
+                         c10::string_view padding_mode) {
+  static const auto op = find_op<ConvSignature>(op_name);
   AutocastScope<device> scope;
-  return op.call(scope.cast(input), scope.cast(weight), scope.cast(bias), stride, crop_lo, out_size, dilation, groups,
-                 padding_mode);
+  return op.call(scope.cast(input), scope.cast(weight), scope.cast(bias), stride, pad_lo_or_crop_lo,
+                 pad_hi_or_out_size, dilation, groups, padding_mode);
 }
 
 template <c10::DeviceType device>
@@ -66,14 +60,14 @@ at::Tensor conv_weight_grad_autocast(const at::Tensor& input, const at::Tensor& 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(fastpad, AutocastCPU, m) {
-  m.impl("conv", &conv_autocast<c10::DeviceType::CPU>);
-  m.impl("conv_transpose", &conv_transpose_autocast<c10::DeviceType::CPU>);
+  m.impl("conv", &conv_autocast<c10::DeviceType::CPU, kConv>);
+  m.impl("conv_transpose", &conv_autocast<c10::DeviceType::CPU, kConvTranspose>);
   m.impl("conv_weight_grad", &conv_weight_grad_autocast<c10::DeviceType::CPU>);
 }
 
 TORCH_LIBRARY_IMPL(fastpad, AutocastCUDA, m) {
-  m.impl("conv", &conv_autocast<c10::DeviceType::CUDA>);
-  m.impl("conv_transpose", &conv_transpose_autocast<c10::DeviceType::CUDA>);
+  m.impl("conv", &conv_autocast<c10::DeviceType::CUDA, kConv>);
+  m.impl("conv_transpose", &conv_autocast<c10::DeviceType::CUDA, kConvTranspose>);
   m.impl("conv_weight_grad", &conv_weight_grad_autocast<c10::DeviceType::CUDA>);
 }
 
