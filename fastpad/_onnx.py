@@ -43,14 +43,11 @@ def _conv_attrs(kernel, stride, pads, dilation, groups, padding, pad_mode) -> di
     return attrs
 
 
-def conv(fn, input, weight, bias, stride, padding, dilation, groups, padding_mode):
-    """The exported form of `fastpad.functional.conv_nd`, called before it resolves the pads: for 'same' the
-    graph keeps auto_pad, or computes the pads from the input's shape, rather than holding this size's pads."""
-    from .functional import _check_conv_pads  # here: functional imports this module
-
+def conv(input, weight, bias, stride, pads, padding, dilation, groups, padding_mode):
+    """The exported form of `fastpad.functional.conv_nd`, given the pads it resolved and checked and its `padding`
+    argument: for 'same' the graph keeps auto_pad, or computes the pads from the input's shape, rather than
+    holding this size's pads."""
     sizes, kernel = _geometry.spatial_sizes(input), _geometry.spatial_sizes(weight)
-    pads = _geometry.conv_pads(padding, sizes, kernel, stride, dilation)
-    _check_conv_pads(fn, pads, sizes, kernel, stride, dilation, padding, padding_mode)
     pad_mode = _pad_mode(padding, stride, dilation, padding_mode)
     if torch.jit.is_tracing():  # dynamo=False: the TorchScript exporter records _TracedConv.symbolic
         return _TracedConv.apply(input, weight, bias, tuple(kernel), tuple(stride), tuple(pads), tuple(dilation),

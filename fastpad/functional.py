@@ -80,11 +80,11 @@ def conv_nd(spatial_dims: int, input: Tensor, weight: Tensor, bias: Optional[Ten
     dilation = _geometry.expand_ints(f"{fn}: dilation", dilation, spatial_dims, 1)
     if padding_mode not in _geometry.PADDING_MODES:
         raise ValueError(f"{fn}: padding_mode must be one of {_geometry.PADDING_MODES}, got {padding_mode!r}")
-    if torch.onnx.is_in_onnx_export():  # resolves and checks the pads itself, keeping 'same' size-independent
-        return _onnx.conv(fn, input, weight, bias, stride, padding, dilation, groups, padding_mode)
     input_size, kernel = _geometry.spatial_sizes(input), _geometry.spatial_sizes(weight)
     pads = _geometry.conv_pads(padding, input_size, kernel, stride, dilation)
     _check_conv_pads(fn, pads, input_size, kernel, stride, dilation, padding, padding_mode)
+    if torch.onnx.is_in_onnx_export():  # keeps 'same' size-independent in the graph (auto_pad, or pads from Shape)
+        return _onnx.conv(input, weight, bias, stride, pads, padding, dilation, groups, padding_mode)
     return torch.ops.fastpad.conv(input, weight, bias, stride, [lo for lo, _ in pads], [hi for _, hi in pads],
                                   dilation, groups, padding_mode)
 
