@@ -1,4 +1,4 @@
-"""Shared fixtures: the devices to run on, a per-test seed, and a gate for @pytest.mark.slow."""
+"""Shared fixtures: the devices to run on, a per-test seed, and gates for the slow, fuzz and bigmem markers."""
 
 import os
 import sys
@@ -33,11 +33,30 @@ def pytest_configure(config):
     config.addinivalue_line("filterwarnings", "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
 
 
+# Markers that only run when asked for: `-m <marker>` (any expression naming it), or the environment variable.
+GATED_MARKERS = {
+    "slow": ("FASTPAD_SLOW", "slow sweep"),
+    "fuzz": ("FASTPAD_FUZZ", "long fuzz against the reference"),
+    "bigmem": ("FASTPAD_BIGMEM", "tensors above 2^31 elements, about 20 GiB of memory"),
+}
+
+
 def pytest_collection_modifyitems(config, items):
-    """Slow sweeps run only when asked for: `-m slow`, or FASTPAD_SLOW=1."""
-    if os.environ.get("FASTPAD_SLOW") == "1" or "slow" in (config.getoption("markexpr") or ""):
-        return
-    skip = pytest.mark.skip(reason="slow sweep: run with -m slow or FASTPAD_SLOW=1")
-    for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
+    """Gated tests run only when asked for: `-m slow`, or FASTPAD_SLOW=1 (likewise fuzz and bigmem)."""
+    markexpr = config.getoption("markexpr") or ""
+    for marker, (variable, what) in GATED_MARKERS.items():
+        if os.environ.get(variable) == "1" or marker in markexpr:
+            continue
+        skip = pytest.mark.skip(reason=f"{what}: run with -m {marker} or {variable}=1")
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The fuzz tests' counts, worst errors per dtype and seeds (tests/test_fuzz.py)."""
+    fuzz = sys.modules.get("fuzz")
+    if fuzz is not None and fuzz.REPORTS:
+        terminalreporter.section("fuzz against the reference")
+        for report in fuzz.REPORTS:
+            terminalreporter.write_line(report.summary())

@@ -40,7 +40,8 @@ def tolerance(dtype):
 
 
 def assert_matches(actual, expected, dtype=None, what="output"):
-    """Same shape and dtype, no NaN/inf where the reference is finite, relative error within tolerance."""
+    """Same shape and dtype, no NaN/inf where the reference is finite, relative error within tolerance.
+    Returns the relative error."""
     dtype = dtype or actual.dtype
     assert actual.dtype == dtype, f"{what}: dtype {actual.dtype} != {dtype}"
     assert actual.device == expected.device, f"{what}: device {actual.device} != {expected.device}"
@@ -49,6 +50,7 @@ def assert_matches(actual, expected, dtype=None, what="output"):
         assert actual.isfinite().all(), f"{what}: non-finite values (unwritten or poisoned elements?)"
     err = relative_error(actual, expected)
     assert err <= tolerance(dtype), f"{what}: relative error {err:.3g} > {tolerance(dtype):.1g} ({dtype})"
+    return err
 
 
 def poison(shape, dtype=torch.float32, device="cpu", blocks=8):

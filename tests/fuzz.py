@@ -1,0 +1,402 @@
+"""Random configurations of conv and conv_transpose against the reference (F.pad + F.conv*, and the full
+F.conv_transpose* cropped), forward and backward, with a shrinker that reduces a failing configuration to a
+small reproducer.
+
+A `Case` is everything one check needs, its inputs included (they are drawn from `Case.seed`), so a failing case
+printed by the fuzz (`repr(case)`) can be pasted into tests/test_fuzz.py's REGRESSIONS and becomes a regular test.
+"""
+
+import dataclasses
+import math
+import random
+from dataclasses import dataclass
+from typing import Optional, Tuple, Union
+
+import torch
+
+from reference import (
+    PADDING_MODES,
+    PADDING_STRINGS,
+    assert_matches,
+    conv_out_size,
+    expected_conv,
+    expected_conv_transpose,
+    pads_supported,
+    poison,
+    resolve_crops,
+    resolve_pads,
+)
+
+DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# Sizes include 1 and primes; 3-d stays smaller so that a case costs about the same in every rank.
+SIZES = {1: (1, 2, 3, 5, 7, 8, 11, 13, 16, 17, 31, 64, 97), 2: (1, 2, 3, 5, 7, 8, 11, 13, 16, 17, 23), 3: (1, 2, 3, 5, 7, 8)}
+# Sizes that cross the CPU kernels' band and tile boundaries (phase planes of 256 KiB, column buffers of 512 KiB).
+LARGE_SIZES = {1: (1021, 4099, 70001), 2: (61, 127, 257), 3: (17, 29)}
+LAYOUTS = ("contiguous", "channels_last", "non_contiguous")
+
+Pads = Union[str, int, Tuple[int, ...], Tuple[Tuple[int, int], ...]]
+
+
+@dataclass(frozen=True)
+class Case:
+    transposed: bool
+    c_in: int
+    c_out: int
+    groups: int
+    kernel: Tuple[int, ...]
+    stride: Tuple[int, ...]
+    dilation: Tuple[int, ...]
+    size: Tuple[int, ...]
+    padding: Pads
+    padding_mode: str = "zeros"  # conv only
+    output_padding: Tuple[int, ...] = ()  # conv_transpose only
+    batch: int = 2
+    bias: bool = True
+    dtype: str = "float32"
+    layout: str = "contiguous"  # of the input
+    weight_layout: str = "contiguous"
+    backward: bool = False
+    grad_layout: str = "contiguous"  # of the gradient fed to backward
+    seed: int = 0
+
+    @property
+    def nd(self):
+        return len(self.size)
+
+    def kwargs(self):
+        kwargs = dict(stride=self.stride, padding=self.padding, dilation=self.dilation, groups=self.groups)
+        if self.transposed:
+            kwargs["output_padding"] = self.output_padding
+        else:
+            kwargs["padding_mode"] = self.padding_mode
+        return kwargs
+
+
+# --------------------------------------------------------------------------------------------
+# Drawing cases
+
+
+def _per_dim(rng, nd, draw):
+    return tuple(draw() for _ in range(nd))
+
+
+def _channels(rng):
+    """(c_in, c_out, groups): dense, grouped, depthwise, depthwise with a multiplier, and now and then >= 16
+    channels per group, where the CPU kernels switch to tap GEMMs."""
+    kind = rng.choice(("dense", "dense", "grouped", "depthwise", "depthwise_multiplier", "wide"))
+    if kind == "dense":
+        return rng.randint(1, 6), rng.randint(1, 6), 1
+    if kind == "grouped":
+        groups = rng.choice((2, 3))
+        return groups * rng.randint(1, 3), groups * rng.randint(1, 3), groups
+    if kind == "depthwise":
+        channels = rng.randint(1, 9)
+        return channels, channels, channels
+    if kind == "depthwise_multiplier":
+        channels = rng.randint(1, 5)
+        return channels, channels * rng.choice((2, 3)), channels
+    groups = rng.choice((1, 1, 2))
+    return groups * rng.randint(16, 24), groups * rng.randint(16, 24), groups
+
+
+def _padding(rng, nd, transposed):
+    kind = rng.choice(("string", "string", "int", "tuple", "pairs"))
+    if kind == "string":
+        strings = [s for s in PADDING_STRINGS if not (transposed and s == "causal")]
+        return rng.choice(strings)
+    if kind == "int":
+        return rng.randint(0, 4)
+    if kind == "tuple":
+        return _per_dim(rng, nd, lambda: rng.randint(0, 4))
+    return _per_dim(rng, nd, lambda: (rng.randint(0, 5), rng.randint(0, 5)))
+
+
+def draw_case(rng: random.Random) -> Case:
+    nd = rng.choice((1, 1, 2, 2, 2, 3))
+    transposed = rng.random() < 0.35
+    c_in, c_out, groups = _channels(rng)
+    large = rng.random() < 0.03
+    sizes = LARGE_SIZES[nd] if large else SIZES[nd]
+    stride = _per_dim(rng, nd, lambda: rng.randint(1, 4))
+    dilation = _per_dim(rng, nd, lambda: rng.choice((1, 1, 2, 3, 4)))
+    fields = dict(
+        transposed=transposed, c_in=c_in, c_out=c_out, groups=groups,
+        kernel=_per_dim(rng, nd, lambda: rng.randint(1, 3 if nd == 3 else 5)),
+        stride=stride, dilation=dilation,
+        size=_per_dim(rng, nd, lambda: rng.choice(sizes)),
+        padding=_padding(rng, nd, transposed),
+        batch=1 if large else rng.choice((0, 1, 1, 2, 2, 3)),
+        bias=rng.random() < 0.7,
+        dtype=rng.choice(tuple(DTYPES)),
+        layout=rng.choice(LAYOUTS if nd > 1 else ("contiguous", "non_contiguous")),
+        weight_layout=rng.choice(("contiguous", "contiguous", "non_contiguous")),
+        backward=rng.random() < 0.5,
+        grad_layout=rng.choice(LAYOUTS if nd > 1 else ("contiguous", "non_contiguous")),
+        seed=rng.randrange(2**31),
+    )
+    if transposed:
+        fields["output_padding"] = tuple(rng.randint(0, max(s, d) - 1) for s, d in zip(stride, dilation))
+    else:
+        fields["padding_mode"] = rng.choice(PADDING_MODES)
+    return Case(**fields)
+
+
+# --------------------------------------------------------------------------------------------
+# Running one case
+
+
+def reference_accepts(case: Case) -> bool:
+    """Whether the reference defines this case: a non-empty output, and pads F.pad takes in this mode."""
+    if case.transposed:
+        _, out_size = resolve_crops(case.padding, case.size, case.kernel, case.stride, case.dilation,
+                                    case.output_padding)
+        return min(out_size) >= 1
+    pads = resolve_pads(case.padding, case.size, case.kernel, case.stride, case.dilation)
+    sizes = [conv_out_size(i, lo, hi, k, s, d)
+             for (lo, hi), i, k, s, d in zip(pads, case.size, case.kernel, case.stride, case.dilation)]
+    return min(sizes) >= 1 and pads_supported(pads, case.size, case.padding_mode)
+
+
+def with_layout(t: torch.Tensor, layout: str) -> torch.Tensor:
+    """The same values in another memory layout: channels_last(_3d), or a strided view into a wider tensor."""
+    if layout == "channels_last" and t.dim() in (4, 5):
+        return t.to(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
+    if layout == "non_contiguous":
+        wide = torch.randn(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype, device=t.device)
+        wide[..., 1::2] = t
+        return wide[..., 1::2]
+    return t
+
+
+def _inputs(case: Case, device):
+    generator = torch.Generator().manual_seed(case.seed)
+    dtype = DTYPES[case.dtype]
+
+    def randn(*shape):
+        return torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype=dtype, device=device)
+
+    w_channels = (case.c_in, case.c_out // case.groups) if case.transposed else (case.c_out, case.c_in // case.groups)
+    x = with_layout(randn(case.batch, case.c_in, *case.size), case.layout)
+    w = with_layout(randn(*w_channels, *case.kernel), case.weight_layout)
+    b = randn(case.c_out) if case.bias else None
+    return x, w, b, randn
+
+
+def run_case(case: Case, device="cpu") -> dict:
+    """Checks fastpad against the reference on this case. Returns {'check': relative error} per checked tensor,
+    or {} when the reference rejects the case (fastpad must then raise ValueError). Raises AssertionError on a
+    mismatch, and lets any other exception from fastpad through."""
+    import fastpad
+
+    dtype = DTYPES[case.dtype]
+    x, w, b, randn = _inputs(case, device)
+    fn = getattr(fastpad, f"conv_transpose{case.nd}d" if case.transposed else f"conv{case.nd}d")
+    if not reference_accepts(case):
+        try:
+            fn(x, w, b, **case.kwargs())
+        except ValueError:
+            return {}
+        raise AssertionError("fastpad returned a tensor where the reference rejects the configuration")
+
+    expected_fn = expected_conv_transpose if case.transposed else expected_conv
+    leaves = [t.detach().requires_grad_(case.backward) if t is not None else None for t in (x, w, b)]
+    reference_leaves = [t.detach().double().requires_grad_(case.backward) if t is not None else None
+                        for t in (x, w, b)]
+    expected = expected_fn(*reference_leaves, **case.kwargs())
+    poison(expected.shape, dtype, device)
+    actual = fn(*leaves, **case.kwargs())
+    errors = {"output": assert_matches(actual, expected, dtype, "output")}
+    if not case.backward:
+        return errors
+
+    grad = with_layout(randn(*expected.shape), case.grad_layout)
+    present = [i for i, t in enumerate(leaves) if t is not None]
+    expected_grads = torch.autograd.grad(expected, [reference_leaves[i] for i in present], grad.double())
+    for i, expected_grad in zip(present, expected_grads):
+        poison(expected_grad.shape, dtype, device)
+    actual_grads = torch.autograd.grad(actual, [leaves[i] for i in present], grad)
+    for i, actual_grad, expected_grad in zip(present, actual_grads, expected_grads):
+        what = ("grad_input", "grad_weight", "grad_bias")[i]
+        errors[what] = assert_matches(actual_grad, expected_grad, dtype, what)
+    return errors
+
+
+
+# --------------------------------------------------------------------------------------------
+# Shrinking a failing case
+
+
+def _drop_dim(case: Case, dim: int) -> Case:
+    def drop(values):
+        return values[:dim] + values[dim + 1:]
+
+    padding = case.padding if isinstance(case.padding, (str, int)) else drop(case.padding)
+    per_dim = ("kernel", "stride", "dilation", "size") + (("output_padding",) if case.transposed else ())
+    return dataclasses.replace(case, padding=padding, **{name: drop(getattr(case, name)) for name in per_dim})
+
+
+def _with_dim(case: Case, name: str, dim: int, value) -> Case:
+    values = list(getattr(case, name))
+    values[dim] = value
+    return dataclasses.replace(case, **{name: tuple(values)})
+
+
+def _smaller_ints(value: int, lowest: int):
+    """Candidates below `value`, smallest first: lowest, value // 2, value - 1."""
+    return sorted({v for v in (lowest, value // 2, value - 1) if lowest <= v < value})
+
+
+def _smaller_paddings(padding: Pads):
+    if padding == "valid":
+        return []
+    if isinstance(padding, str):
+        return ["valid"]
+    if isinstance(padding, int):
+        return ["valid"] + _smaller_ints(padding, 0)
+    flat = list(padding)
+    candidates = ["valid"]
+    for i, p in enumerate(flat):
+        if isinstance(p, int):
+            candidates += [tuple(flat[:i] + [v] + flat[i + 1:]) for v in _smaller_ints(p, 0)]
+        else:
+            for side in (0, 1):
+                for v in _smaller_ints(p[side], 0):
+                    pair = (v, p[1]) if side == 0 else (p[0], v)
+                    candidates.append(tuple(flat[:i] + [pair] + flat[i + 1:]))
+    return candidates
+
+
+def _smaller_channels(case: Case):
+    """(c_in, c_out, groups) with fewer channels, keeping groups a divisor of both."""
+    g = case.groups
+    candidates = [(1, 1, 1), (case.c_in // g, case.c_out // g, 1), (g, g, g)]
+    candidates += [(g * v, case.c_out, g) for v in _smaller_ints(case.c_in // g, 1)]
+    candidates += [(case.c_in, g * v, g) for v in _smaller_ints(case.c_out // g, 1)]
+    return [c for c in dict.fromkeys(candidates) if c != (case.c_in, case.c_out, g) and sum(c[:2]) <= case.c_in + case.c_out]
+
+
+def simpler_cases(case: Case):
+    """Every one-step simplification of `case`, the biggest steps first."""
+    for dim in range(case.nd if case.nd > 1 else 0):
+        yield _drop_dim(case, dim)
+    if case.batch > 1:
+        yield dataclasses.replace(case, batch=1)
+    for c_in, c_out, groups in _smaller_channels(case):
+        yield dataclasses.replace(case, c_in=c_in, c_out=c_out, groups=groups)
+    for name in ("size", "kernel", "stride", "dilation"):
+        for dim in range(case.nd):
+            for value in _smaller_ints(getattr(case, name)[dim], 1):
+                yield _with_dim(case, name, dim, value)
+    for padding in _smaller_paddings(case.padding):
+        yield dataclasses.replace(case, padding=padding)
+    for dim in range(len(case.output_padding)):
+        for value in _smaller_ints(case.output_padding[dim], 0):
+            yield _with_dim(case, "output_padding", dim, value)
+    if case.padding_mode != "zeros":
+        yield dataclasses.replace(case, padding_mode="zeros")
+    for name, plain in (("backward", False), ("bias", False), ("layout", "contiguous"),
+                        ("weight_layout", "contiguous"), ("grad_layout", "contiguous"), ("dtype", "float64")):
+        if getattr(case, name) != plain:
+            yield dataclasses.replace(case, **{name: plain})
+
+
+def is_well_formed(case: Case) -> bool:
+    """What draw_case guarantees: output_padding below max(stride, dilation) in every dim."""
+    return all(p < max(s, d) for p, s, d in zip(case.output_padding, case.stride, case.dilation))
+
+
+def shrink(case: Case, fails, max_tries=2000) -> Case:
+    """Greedily takes the first simplification that still fails until none does: a case where every single
+    simplification passes."""
+    tries = 0
+    progress = True
+    while progress and tries < max_tries:
+        progress = False
+        for candidate in simpler_cases(case):
+            if not is_well_formed(candidate):
+                continue
+            tries += 1
+            if fails(candidate):
+                case, progress = candidate, True
+                break
+    return case
+
+
+def outcome(case: Case, device) -> Tuple[Optional[dict], Optional[Exception]]:
+    """(run_case's errors, None) when the case passes, (None, the exception) when it fails."""
+    try:
+        return run_case(case, device), None
+    except Exception as error:  # noqa: BLE001 (any exception from fastpad is a finding)
+        return None, error
+
+
+def failure_of(case: Case, device) -> Optional[Exception]:
+    return outcome(case, device)[1]
+
+
+# --------------------------------------------------------------------------------------------
+# A fuzz run and its report
+
+
+@dataclass
+class FuzzReport:
+    device: str
+    seed: int
+    cases: int = 0
+    rejected: int = 0  # cases the reference rejects, where fastpad raised ValueError as it must
+    checks: dict = dataclasses.field(default_factory=dict)  # (dtype, "forward"/"backward") -> tensors compared
+    worst: dict = dataclasses.field(default_factory=dict)  # dtype -> (relative error, check, case)
+    failures: list = dataclasses.field(default_factory=list)  # (minimal case, error message)
+
+    def add(self, case: Case, errors: dict):
+        self.cases += 1
+        if not errors:
+            self.rejected += 1
+        for what, error in errors.items():
+            direction = "forward" if what == "output" else "backward"
+            self.checks[case.dtype, direction] = self.checks.get((case.dtype, direction), 0) + 1
+            if error > self.worst.get(case.dtype, (-1.0,))[0]:
+                self.worst[case.dtype] = (error, what, case)
+
+    def summary(self) -> str:
+        lines = [f"fuzz on {self.device}, seed {self.seed}: {self.cases - self.rejected} configurations compared "
+                 f"with the reference, {len(self.failures)} failed; {self.rejected} more that the reference rejects, "
+                 "where fastpad raised ValueError as it must"]
+        for dtype in DTYPES:
+            if dtype in self.worst:
+                error, what, _ = self.worst[dtype]
+                forward, backward = self.checks.get((dtype, "forward"), 0), self.checks.get((dtype, "backward"), 0)
+                lines.append(f"  {dtype:>8}: {forward} forward and {backward} gradient comparisons, worst relative "
+                             f"error {error:.2e} ({what}; tolerance {tolerance_of(dtype):.0e})")
+        for case, message in self.failures:
+            lines.append(f"  FAILED {message}\n    minimal reproducer: {case!r}")
+        return "\n".join(lines)
+
+
+def tolerance_of(dtype_name: str) -> float:
+    from reference import tolerance
+
+    return tolerance(DTYPES[dtype_name])
+
+
+REPORTS = []  # the FuzzReports of this session's fuzz tests, printed in the terminal summary (tests/conftest.py)
+
+
+def fuzz(device, seed: int, cases: int, max_failures=3) -> FuzzReport:
+    """Compares `cases` random configurations drawn from `seed` with the reference (the configurations the
+    reference rejects come on top); shrinks each failure, and stops at max_failures."""
+    rng = random.Random(seed)
+    report = FuzzReport(device=device, seed=seed)
+    while report.cases - report.rejected < cases:
+        case = draw_case(rng)
+        errors, error = outcome(case, device)
+        if error is None:
+            report.add(case, errors)
+            continue
+        kind = type(error)
+        minimal = shrink(case, lambda c: isinstance(failure_of(c, device), kind))
+        report.cases += 1
+        report.failures.append((minimal, f"{kind.__name__}: {failure_of(minimal, device)}"))
+        if len(report.failures) >= max_failures:
+            break
+    return report
