@@ -7,7 +7,7 @@ PIP = $(PYTHON) -m pip
 TORCH_VERSION ?= 2.13.0
 TORCH_INDEX_URL ?=
 
-.PHONY: install test bench check
+.PHONY: install test test-sanitize bench check
 
 install:
 	@if ! $(PYTHON) -c "import torch" 2>/dev/null; then \
@@ -25,6 +25,10 @@ install:
 
 test: install
 	$(PYTHON) -m pytest tests -q
+
+# The CPU kernels built with AddressSanitizer and UBSan (in build/sanitize/), under a subset of the tests.
+test-sanitize: install
+	PYTHON=$(PYTHON) scripts/sanitize.sh
 
 bench: install
 	$(PIP) install -q matplotlib  # for the PNG chart; bench still writes JSON and markdown without it

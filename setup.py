@@ -50,7 +50,8 @@ def extension():
     cxx_flags = ["-O3", "-fopenmp"] + cpu_vector_flags()
     link_flags = ["-fopenmp"]
     if os.environ.get("FASTPAD_SANITIZE") == "1":
-        cxx_flags += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1"]
+        cxx_flags += ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-O1",
+                      "-fno-wrapv"]  # Python builds with -fwrapv, which would hide signed overflow from UBSan
         link_flags += ["-fsanitize=address,undefined"]
     kwargs = dict(
         name="fastpad._C",
