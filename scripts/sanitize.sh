@@ -19,8 +19,8 @@ SANITIZE_TESTS=(tests/test_conv.py tests/test_conv_transpose.py tests/test_autog
 # A copy of the sources and tests that keeps their timestamps, so a second run rebuilds only what changed. The tests
 # run from inside the copy, where `import fastpad` finds the sanitized build first.
 mkdir -p "$BUILD"
-rm -rf "$BUILD/tests"
-cp -a setup.py pyproject.toml README.md csrc tests "$BUILD"/
+rm -rf "$BUILD/tests" "$BUILD/benchmarks"
+cp -a setup.py pyproject.toml README.md csrc tests benchmarks "$BUILD"/
 mkdir -p "$BUILD/fastpad"
 cp -a fastpad/*.py fastpad/py.typed "$BUILD/fastpad"/
 (cd "$BUILD" && FASTPAD_SANITIZE=1 MAX_JOBS="${MAX_JOBS:-2}" "$PYTHON" setup.py -q build_ext --inplace)
@@ -44,4 +44,5 @@ if [ "$#" -eq 0 ]; then
     set -- "${SANITIZE_TESTS[@]}"
 fi
 echo "sanitize.sh: running pytest $* against the ASan/UBSan build in $BUILD"
-"$PYTHON" -m pytest -q -p no:cacheprovider "$@"
+# --capture=sys: pytest must not capture file descriptor 2, or a sanitizer's report dies with the aborted process.
+"$PYTHON" -m pytest -q -p no:cacheprovider --capture=sys "$@"

@@ -32,7 +32,8 @@ DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.
 SIZES = {1: (1, 2, 3, 5, 7, 8, 11, 13, 16, 17, 31, 64, 97), 2: (1, 2, 3, 5, 7, 8, 11, 13, 16, 17, 23), 3: (1, 2, 3, 5, 7, 8)}
 # Sizes that cross the CPU kernels' band and tile boundaries (phase planes of 256 KiB, column buffers of 512 KiB).
 LARGE_SIZES = {1: (1021, 4099, 70001), 2: (61, 127, 257), 3: (17, 29)}
-LAYOUTS = ("contiguous", "channels_last", "non_contiguous")
+# Memory layouts: "expanded" repeats the first image along the batch with stride 0 (as a broadcast input is).
+LAYOUTS = ("contiguous", "channels_last", "non_contiguous", "expanded")
 
 Pads = Union[str, int, Tuple[int, ...], Tuple[Tuple[int, int], ...]]
 
@@ -119,6 +120,7 @@ def draw_case(rng: random.Random) -> Case:
     sizes = LARGE_SIZES[nd] if large else SIZES[nd]
     stride = _per_dim(rng, nd, lambda: rng.randint(1, 4))
     dilation = _per_dim(rng, nd, lambda: rng.choice((1, 1, 2, 3, 4)))
+    layouts = LAYOUTS if nd > 1 else tuple(layout for layout in LAYOUTS if layout != "channels_last")
     fields = dict(
         transposed=transposed, c_in=c_in, c_out=c_out, groups=groups,
         kernel=_per_dim(rng, nd, lambda: rng.randint(1, 3 if nd == 3 else 5)),
@@ -128,10 +130,10 @@ def draw_case(rng: random.Random) -> Case:
         batch=1 if large else rng.choice((0, 1, 1, 2, 2, 3)),
         bias=rng.random() < 0.7,
         dtype=rng.choice(tuple(DTYPES)),
-        layout=rng.choice(LAYOUTS if nd > 1 else ("contiguous", "non_contiguous")),
-        weight_layout=rng.choice(("contiguous", "contiguous", "non_contiguous")),
+        layout=rng.choice(layouts),
+        weight_layout=rng.choice(("contiguous", "contiguous") + layouts[1:]),
         backward=rng.random() < 0.5,
-        grad_layout=rng.choice(LAYOUTS if nd > 1 else ("contiguous", "non_contiguous")),
+        grad_layout=rng.choice(layouts),
         seed=rng.randrange(2**31),
     )
     if transposed:
@@ -158,13 +160,16 @@ def reference_accepts(case: Case) -> bool:
 
 
 def with_layout(t: torch.Tensor, layout: str) -> torch.Tensor:
-    """The same values in another memory layout: channels_last(_3d), or a strided view into a wider tensor."""
+    """`t` in another memory layout: channels_last(_3d), a strided view into a wider tensor (the same values), or the
+    first entry of dim 0 expanded over it (stride 0)."""
     if layout == "channels_last" and t.dim() in (4, 5):
         return t.to(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
     if layout == "non_contiguous":
         wide = torch.randn(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype, device=t.device)
         wide[..., 1::2] = t
         return wide[..., 1::2]
+    if layout == "expanded":
+        return t[:1].expand(t.shape)
     return t
 
 
