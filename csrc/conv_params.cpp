@@ -2,6 +2,8 @@
 
 #include <c10/util/irange.h>
 
+#include <algorithm>
+#include <limits>
 #include <string>
 
 namespace fastpad {
@@ -36,11 +38,26 @@ int64_t check_ranks(const char* op, const at::Tensor& input, int64_t other_dim, 
   return input.dim() - 2;
 }
 
-void check_list(const char* op, const char* name, at::IntArrayRef values, int64_t spatial, int64_t min_value) {
+// The bound that keeps every index and buffer size the kernels derive from a problem inside int64 (they compute in
+// int64 and do not check for overflow). Per spatial dim, every size, pad, crop, out_size, effective kernel and padded
+// extent is at most kMaxExtent, so the sums of a few of them in geometry.h cannot overflow. Per image,
+// check_problem_size bounds channels x kernel taps x padded positions by kMaxExtent too: that product bounds, up to a
+// small factor for buffer slack and 8-byte accumulators, the positions, column buffers and phase planes (all their
+// stride phases included) the kernels work with; make_geometry sets the strides and dilations that do not act to 1,
+// so every stride and dilation is at most the padded extent of its dim. 2^56 leaves a factor of 128 below overflow
+// and is far above real problems: a 2048-channel 7x7 convolution over a 16384x16384 image is about 2^45.
+constexpr int64_t kMaxExtent = int64_t{1} << 56;
+constexpr const char* kMaxExtentStr = "2^56";
+
+// Checks that `values` has one entry per spatial dim, each >= min_value and, where `bounded`, <= kMaxExtent.
+void check_list(const char* op, const char* name, at::IntArrayRef values, int64_t spatial, int64_t min_value,
+                bool bounded = false) {
   TORCH_CHECK(static_cast<int64_t>(values.size()) == spatial, op, ": ", name, " must have ", spatial,
               " entries (one per spatial dim), got ", shape_str(values));
   for (const auto v : values) {
     TORCH_CHECK(v >= min_value, op, ": every entry of ", name, " must be >= ", min_value, ", got ",
+                shape_str(values));
+    TORCH_CHECK(!bounded || v <= kMaxExtent, op, ": every entry of ", name, " must be <= ", kMaxExtentStr, ", got ",
                 shape_str(values));
   }
 }
@@ -48,13 +65,60 @@ void check_list(const char* op, const char* name, at::IntArrayRef values, int64_
 void check_spatial_sizes(const char* op, const char* name, at::IntArrayRef shape) {
   for (const auto size : shape.slice(2)) {
     TORCH_CHECK(size >= 1, op, ": ", name, " has an empty spatial dim, shape ", shape_str(shape));
+    TORCH_CHECK(size <= kMaxExtent, op, ": ", name, " has a spatial dim larger than ", kMaxExtentStr, ", shape ",
+                shape_str(shape));
   }
 }
 
-void check_groups(const char* op, int64_t groups, int64_t in_channels, int64_t out_channels) {
+// d * (k - 1) + 1 for a kernel size k >= 1 and dilation d >= 1, checked to be at most kMaxExtent.
+int64_t checked_effective_kernel(const char* op, int64_t dim, int64_t kernel, int64_t dilation) {
+  TORCH_CHECK(kernel - 1 <= (kMaxExtent - 1) / dilation, op, ": kernel size ", kernel, " with dilation ", dilation,
+              " in spatial dim ", dim, " gives an effective kernel size dilation * (kernel - 1) + 1 larger than ",
+              kMaxExtentStr);
+  return effective_kernel(kernel, dilation);
+}
+
+// Checks that `count` windows of effective size k_eff, `stride` apart, span at most kMaxExtent positions:
+// (count - 1) * stride + k_eff, which is transposed_full_size (conv_transpose: its full output; conv_weight_grad: the
+// padded input that grad_output implies). `name` is the tensor whose size is `count`.
+void check_span(const char* op, const char* name, int64_t dim, int64_t count, int64_t stride, int64_t k_eff) {
+  TORCH_CHECK(count - 1 <= (kMaxExtent - k_eff) / stride, op, ": ", name, " size ", count, " with stride ", stride,
+              " and effective kernel size ", k_eff, " in spatial dim ", dim, " spans (size - 1) * stride + ", k_eff,
+              " positions, more than ", kMaxExtentStr);
+}
+
+// The extent of the padded input along one dim, from its first padded position to the end of the input or of the
+// padding, whichever is further: pad_lo + size + max(pad_hi, 0). Each term is at most kMaxExtent.
+int64_t padded_extent(int64_t pad_lo, int64_t size, int64_t pad_hi) {
+  return pad_lo + size + std::max<int64_t>(pad_hi, 0);
+}
+
+// Bounds channels x kernel taps x padded positions per image by kMaxExtent (see there), with the larger of the two
+// channel counts (a kernel's buffers hold either side). `extent` holds each spatial dim's padded extent, at most
+// 3 * kMaxExtent each.
+void check_problem_size(const char* op, int64_t in_channels, int64_t out_channels, at::IntArrayRef kernel,
+                        const std::vector<int64_t>& extent) {
+  const int64_t channels = std::max<int64_t>({in_channels, out_channels, 1});
+  std::vector<int64_t> factors(kernel.begin(), kernel.end());
+  factors.insert(factors.end(), extent.begin(), extent.end());
+  int64_t product = channels;
+  bool fits = true;
+  for (const auto factor : factors) {  // every factor is >= 1
+    fits = fits && factor <= kMaxExtent / product;
+    if (fits) product *= factor;
+  }
+  TORCH_CHECK(fits, op, ": the problem is too large: ", channels, " channels x kernel ", shape_str(kernel),
+              " x padded extent ", shape_str(extent), " (pad_lo + size + max(pad_hi, 0) per spatial dim) is more than ",
+              kMaxExtentStr, " elements per image; check stride, dilation, the pads and the sizes");
+}
+
+// groups is positive and divides each of the channel counts.
+void check_groups(const char* op, int64_t groups, at::IntArrayRef channels) {
   TORCH_CHECK(groups > 0, op, ": groups must be positive, got ", groups);
-  TORCH_CHECK(in_channels % groups == 0 && out_channels % groups == 0, op, ": groups=", groups,
-              " must divide both channel counts, got ", in_channels, " and ", out_channels);
+  for (const auto count : channels) {
+    TORCH_CHECK(count % groups == 0, op, ": groups=", groups, " must divide the channel counts, got ",
+                shape_str(channels));
+  }
 }
 
 // The geometry of one problem, with 1-d and 2-d problems padded to 3-d.
@@ -72,8 +136,12 @@ ConvGeometry make_geometry(int64_t batch, int64_t in_channels, int64_t out_chann
     g.in_size[offset + i] = in_size[i];
     g.out_size[offset + i] = out_size[i];
     g.kernel[offset + i] = kernel[i];
-    g.stride[offset + i] = stride[i];
-    g.dilation[offset + i] = dilation[i];
+    // A stride acts only between two outputs (for conv_transpose: two scattering inputs), and a dilation only
+    // between two taps. Where there is one, they are set to 1, which changes nothing in the result: torch accepts
+    // any stride there, and the kernels size buffers by it (cpu/phase_planes.h keeps all stride phases). Every other
+    // stride and dilation is at most the padded extent of its dim, so check_problem_size bounds them too.
+    g.stride[offset + i] = out_size[i] == 1 ? 1 : stride[i];
+    g.dilation[offset + i] = kernel[i] == 1 ? 1 : dilation[i];
     g.pad_lo[offset + i] = pad_lo[i];
   }
   return g;
@@ -122,30 +190,37 @@ ConvGeometry conv_geometry(const at::Tensor& input, const at::Tensor& weight, co
   check_tensor(op, "weight", weight, input);
   check_list(op, "stride", stride, spatial, 1);
   check_list(op, "dilation", dilation, spatial, 1);
-  check_list(op, "pad_lo", pad_lo, spatial, 0);
-  check_list(op, "pad_hi", pad_hi, spatial, std::numeric_limits<int64_t>::min());
-  const int64_t out_channels = weight.size(0);
-  check_groups(op, groups, input.size(1), out_channels);
-  TORCH_CHECK(input.size(1) == weight.size(1) * groups, op, ": input has ", input.size(1),
-              " channels but weight ", shape_str(weight.sizes()), " with groups=", groups, " expects ",
-              weight.size(1) * groups);
+  check_list(op, "pad_lo", pad_lo, spatial, 0, /*bounded=*/true);
+  check_list(op, "pad_hi", pad_hi, spatial, std::numeric_limits<int64_t>::min(), /*bounded=*/true);
+  const int64_t in_channels = input.size(1), out_channels = weight.size(0);
+  // As in torch. Zero input channels are fine (the output is the bias).
+  TORCH_CHECK(out_channels >= 1, op, ": weight must have at least one output channel (dim 0), got shape ",
+              shape_str(weight.sizes()));
+  check_groups(op, groups, {in_channels, out_channels});
+  TORCH_CHECK(weight.size(1) == in_channels / groups, op, ": input has ", in_channels, " channels but weight ",
+              shape_str(weight.sizes()), " with groups=", groups, " has ", weight.size(1),
+              " input channels per group, expected ", in_channels / groups);
   check_bias(op, bias, input, out_channels);
   const auto mode = parse_padding_mode(padding_mode);
 
   const auto in_size = input.sizes().slice(2);
   const auto kernel = weight.sizes().slice(2);
-  std::vector<int64_t> out_size(spatial);
+  std::vector<int64_t> out_size(spatial), extent(spatial);
   check_spatial_sizes(op, "weight", weight.sizes());
   check_spatial_sizes(op, "input", input.sizes());
   for (const auto i : c10::irange(spatial)) {
-    out_size[i] = conv_out_size(in_size[i], pad_lo[i], pad_hi[i], kernel[i], stride[i], dilation[i]);
-    TORCH_CHECK(out_size[i] >= 1, op, ": the kernel (effective size ", effective_kernel(kernel[i], dilation[i]),
+    const int64_t k_eff = checked_effective_kernel(op, i, kernel[i], dilation[i]);
+    // Compared before conv_out_size subtracts: pad_hi may be as low as INT64_MIN.
+    TORCH_CHECK(in_size[i] + pad_lo[i] + pad_hi[i] >= k_eff, op, ": the kernel (effective size ", k_eff,
                 ") is larger than the padded input (", in_size[i], " + ", pad_lo[i], " + ", pad_hi[i],
                 ") in spatial dim ", i);
+    out_size[i] = conv_out_size(in_size[i], pad_lo[i], pad_hi[i], kernel[i], stride[i], dilation[i]);
+    extent[i] = padded_extent(pad_lo[i], in_size[i], pad_hi[i]);
   }
   check_mode_pads(op, mode, spatial, in_size, pad_lo, pad_hi.vec());
+  check_problem_size(op, in_channels, out_channels, kernel, extent);
 
-  return make_geometry(input.size(0), input.size(1), out_channels, groups, mode, spatial, in_size, out_size, kernel,
+  return make_geometry(input.size(0), in_channels, out_channels, groups, mode, spatial, in_size, out_size, kernel,
                        stride, dilation, pad_lo);
 }
 
@@ -158,26 +233,35 @@ ConvGeometry conv_transpose_geometry(const at::Tensor& input, const at::Tensor& 
   check_tensor(op, "weight", weight, input);
   check_list(op, "stride", stride, spatial, 1);
   check_list(op, "dilation", dilation, spatial, 1);
-  check_list(op, "crop_lo", crop_lo, spatial, 0);
-  check_list(op, "out_size", out_size, spatial, 1);
-  const int64_t out_channels = weight.size(1) * groups;
-  check_groups(op, groups, input.size(1), out_channels);
-  TORCH_CHECK(input.size(1) == weight.size(0), op, ": input has ", input.size(1), " channels but weight ",
+  check_list(op, "crop_lo", crop_lo, spatial, 0, /*bounded=*/true);
+  check_list(op, "out_size", out_size, spatial, 1, /*bounded=*/true);
+  const int64_t in_channels = input.size(1);
+  TORCH_CHECK(in_channels == weight.size(0), op, ": input has ", in_channels, " channels but weight ",
               shape_str(weight.sizes()), " expects ", weight.size(0));
+  // As in torch. Zero output channels are fine (the output is empty).
+  TORCH_CHECK(in_channels >= 1, op, ": weight must have at least one input channel (dim 0), got shape ",
+              shape_str(weight.sizes()));
+  check_groups(op, groups, {in_channels});
+  // groups divides in_channels = weight.size(0), so this is at most weight.numel(): it cannot overflow.
+  const int64_t out_channels = weight.size(1) * groups;
   check_bias(op, bias, input, out_channels);
   const auto mode = parse_padding_mode(padding_mode);
 
   const auto scatter_size = input.sizes().slice(2);
   const auto kernel = weight.sizes().slice(2);
-  std::vector<int64_t> crop_hi(spatial);
+  std::vector<int64_t> crop_hi(spatial), extent(spatial);
   check_spatial_sizes(op, "weight", weight.sizes());
   check_spatial_sizes(op, "input", input.sizes());
   for (const auto i : c10::irange(spatial)) {
+    const int64_t k_eff = checked_effective_kernel(op, i, kernel[i], dilation[i]);
+    check_span(op, "input", i, scatter_size[i], stride[i], k_eff);
     crop_hi[i] = transposed_full_size(scatter_size[i], kernel[i], stride[i], dilation[i]) - crop_lo[i] - out_size[i];
+    extent[i] = padded_extent(crop_lo[i], out_size[i], crop_hi[i]);
   }
   check_mode_pads(op, mode, spatial, out_size, crop_lo, crop_hi);
+  check_problem_size(op, in_channels, out_channels, kernel, extent);
 
-  return make_geometry(input.size(0), out_channels, input.size(1), groups, mode, spatial, out_size, scatter_size,
+  return make_geometry(input.size(0), out_channels, in_channels, groups, mode, spatial, out_size, scatter_size,
                        kernel, stride, dilation, crop_lo);
 }
 
@@ -192,12 +276,12 @@ ConvGeometry conv_weight_grad_geometry(const at::Tensor& input, const at::Tensor
   check_list(op, "weight_shape", weight_shape, input.dim(), 1);
   check_list(op, "stride", stride, spatial, 1);
   check_list(op, "dilation", dilation, spatial, 1);
-  check_list(op, "pad_lo", pad_lo, spatial, 0);
-  const int64_t out_channels = weight_shape[0];
-  check_groups(op, groups, input.size(1), out_channels);
-  TORCH_CHECK(input.size(1) == weight_shape[1] * groups, op, ": input has ", input.size(1),
-              " channels but weight_shape ", shape_str(weight_shape), " with groups=", groups, " expects ",
-              weight_shape[1] * groups);
+  check_list(op, "pad_lo", pad_lo, spatial, 0, /*bounded=*/true);
+  const int64_t in_channels = input.size(1), out_channels = weight_shape[0];
+  check_groups(op, groups, {in_channels, out_channels});
+  TORCH_CHECK(weight_shape[1] == in_channels / groups, op, ": input has ", in_channels, " channels but weight_shape ",
+              shape_str(weight_shape), " with groups=", groups, " has ", weight_shape[1],
+              " input channels per group, expected ", in_channels / groups);
   TORCH_CHECK(grad_output.size(0) == input.size(0) && grad_output.size(1) == out_channels, op,
               ": grad_output shape ", shape_str(grad_output.sizes()), " does not match batch ", input.size(0),
               " and ", out_channels, " output channels");
@@ -206,15 +290,20 @@ ConvGeometry conv_weight_grad_geometry(const at::Tensor& input, const at::Tensor
   const auto in_size = input.sizes().slice(2);
   const auto out_size = grad_output.sizes().slice(2);
   const auto kernel = weight_shape.slice(2);
-  std::vector<int64_t> pad_hi(spatial);
+  std::vector<int64_t> pad_hi(spatial), extent(spatial);
   check_spatial_sizes(op, "input", input.sizes());
   check_spatial_sizes(op, "grad_output", grad_output.sizes());
   for (const auto i : c10::irange(spatial)) {
-    pad_hi[i] = (out_size[i] - 1) * stride[i] + effective_kernel(kernel[i], dilation[i]) - pad_lo[i] - in_size[i];
+    // The pad_hi that makes a conv over input give grad_output's size (negative where it leaves input's end unread).
+    const int64_t k_eff = checked_effective_kernel(op, i, kernel[i], dilation[i]);
+    check_span(op, "grad_output", i, out_size[i], stride[i], k_eff);
+    pad_hi[i] = transposed_full_size(out_size[i], kernel[i], stride[i], dilation[i]) - pad_lo[i] - in_size[i];
+    extent[i] = padded_extent(pad_lo[i], in_size[i], pad_hi[i]);
   }
   check_mode_pads(op, mode, spatial, in_size, pad_lo, pad_hi);
+  check_problem_size(op, in_channels, out_channels, kernel, extent);
 
-  return make_geometry(input.size(0), input.size(1), out_channels, groups, mode, spatial, in_size, out_size, kernel,
+  return make_geometry(input.size(0), in_channels, out_channels, groups, mode, spatial, in_size, out_size, kernel,
                        stride, dilation, pad_lo);
 }
 

@@ -49,6 +49,8 @@ def _check_tensors(fn: str, input, weight, bias, spatial_dims: int, groups, tran
                          f"({layout}) with groups={groups} expects {expected}")
     if weight.shape[0] % groups != 0:
         raise ValueError(f"{fn}: groups={groups} must divide weight.shape[0]={weight.shape[0]}")
+    if weight.shape[0] == 0:  # as torch (and the op, csrc/conv_params.cpp)
+        raise ValueError(f"{fn}: weight of shape {tuple(weight.shape)} ({layout}) has no channels in dim 0")
     if bias is not None and tuple(bias.shape) != (out_channels,):
         raise ValueError(f"{fn}: bias must have shape ({out_channels},), got {tuple(bias.shape)}")
 
