@@ -25,6 +25,7 @@ from reference import (
     poison,
     resolve_crops,
     resolve_pads,
+    tolerance,
 )
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -372,16 +373,10 @@ class FuzzReport:
                 error, what, _ = self.worst[dtype]
                 forward, backward = self.checks.get((dtype, "forward"), 0), self.checks.get((dtype, "backward"), 0)
                 lines.append(f"  {dtype:>8}: {forward} forward and {backward} gradient comparisons, worst relative "
-                             f"error {error:.2e} ({what}; tolerance {tolerance_of(dtype):.0e})")
+                             f"error {error:.2e} ({what}; tolerance {tolerance(DTYPES[dtype]):.0e})")
         for case, message in self.failures:
             lines.append(f"  FAILED {message}\n    minimal reproducer: {case!r}")
         return "\n".join(lines)
-
-
-def tolerance_of(dtype_name: str) -> float:
-    from reference import tolerance
-
-    return tolerance(DTYPES[dtype_name])
 
 
 REPORTS = []  # the FuzzReports of this session's fuzz tests, printed in the terminal summary (tests/conftest.py)
