@@ -83,6 +83,89 @@ C10_HOST_DEVICE inline InteriorRange interior_range(int64_t start, int64_t step,
   return {first, last};
 }
 
+// The taps of a transposed convolution that reach padded position q along one dim: the r in [0, kernel) with
+// q + pad_lo - r * dilation divisible by stride (phase decomposition: the other taps never reach q). They are
+// r = first + t * step for t in [0, count), and tap t reads input position source_first - t * source_step.
+struct TransposedTaps {
+  int64_t first = 0;
+  int64_t step = 1;
+  int64_t count = 0;
+  int64_t source_first = 0;
+  int64_t source_step = 0;
+};
+
+C10_HOST_DEVICE inline int64_t greatest_common_divisor(int64_t a, int64_t b) {
+  while (b != 0) {
+    const int64_t r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}
+
+// `offset` is q + pad_lo. Taps r and r + step reach positions stride * (dilation / gcd) apart, so one residue class
+// of r modulo step = stride / gcd(stride, dilation) holds every tap that reaches q.
+C10_HOST_DEVICE inline TransposedTaps transposed_taps(int64_t offset, int64_t kernel, int64_t stride,
+                                                      int64_t dilation) {
+  TransposedTaps taps;
+  const int64_t gcd = greatest_common_divisor(stride, dilation);
+  taps.step = stride / gcd;
+  taps.source_step = dilation / gcd;
+  const int64_t phase = offset - floor_div(offset, stride) * stride;  // offset mod stride, in [0, stride)
+  if (phase % gcd != 0) return taps;
+  for (int64_t r = 0; r < taps.step && r < kernel; ++r) {
+    if ((r * dilation) % stride == phase) {
+      taps.first = r;
+      taps.count = (kernel - r + taps.step - 1) / taps.step;
+      taps.source_first = (offset - r * dilation) / stride;  // exact: r * dilation = offset (mod stride)
+      return taps;
+    }
+  }
+  return taps;
+}
+
+// The padded positions q whose value the padding mode reads from input position p (source_index(q, size) == p), as
+// up to three half-open ranges, p itself first, clipped to the reachable positions [-pad_lo, reach_end). With
+// torch's pad limits (reflect: pads < size, circular: pads <= size) one bounce or wrap covers every padded position.
+struct Preimages {
+  int64_t begin[3] = {0, 0, 0};
+  int64_t end[3] = {0, 0, 0};
+  int count = 0;
+
+  C10_HOST_DEVICE void add(int64_t first, int64_t last, int64_t pad_lo, int64_t reach_end) {
+    first = first > -pad_lo ? first : -pad_lo;
+    last = last < reach_end ? last : reach_end;
+    if (first < last) {
+      begin[count] = first;
+      end[count] = last;
+      ++count;
+    }
+  }
+};
+
+C10_HOST_DEVICE inline Preimages padding_preimages(int64_t p, int64_t size, int64_t pad_lo, int64_t reach_end,
+                                                   PaddingMode mode) {
+  Preimages pre;
+  pre.add(p, p + 1, pad_lo, reach_end);
+  switch (mode) {
+    case PaddingMode::Zeros:
+      break;
+    case PaddingMode::Reflect:
+      if (p >= 1) pre.add(-p, -p + 1, pad_lo, reach_end);
+      if (p <= size - 2) pre.add(2 * (size - 1) - p, 2 * (size - 1) - p + 1, pad_lo, reach_end);
+      break;
+    case PaddingMode::Replicate:
+      if (p == 0) pre.add(-pad_lo, 0, pad_lo, reach_end);
+      if (p == size - 1) pre.add(size, reach_end, pad_lo, reach_end);
+      break;
+    case PaddingMode::Circular:
+      pre.add(p - size, p - size + 1, pad_lo, reach_end);
+      pre.add(p + size, p + size + 1, pad_lo, reach_end);
+      break;
+  }
+  return pre;
+}
+
 // The geometry of one convolution problem, padded to three spatial dimensions.
 // For conv and conv_weight_grad, `in_size` is the convolution input and `out_size` its output.
 // For conv_transpose the roles swap: `out_size` is the transposed op's input (the positions o that

@@ -1,0 +1,80 @@
+// fastpad::conv_transpose on CUDA: y[p] = bias + sum of x[i] * w[r] over i*s + r*d - crop_lo = p, 1-3 spatial dims;
+// with a padding mode other than zeros, also over the padded positions q that read p (the adjoint of conv).
+// Layout: any input strides, read in place; the output keeps the input's format. No zero-inserted or padded copy.
+// Phase decomposition: the outputs p = phase + j*s of one stride phase are reached by one fixed residue class of taps,
+// so each phase is an implicit GEMM over exactly those taps (cuda/implicit_gemm.cuh), never over inserted zeros.
+// Few input channels per group (depthwise) run a direct gather instead, which also folds padded positions back.
+#include <ATen/Dispatch.h>
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include "conv_params.h"
+#include "cuda/implicit_gemm.cuh"
+
+namespace fastpad::cuda {
+namespace {
+
+// One thread per y element, in y's memory order: the direct gather of cuda/problems.h's transpose_gather_element.
+// With fold_only it only adds, to what the phase GEMMs wrote, the padded positions that read the element.
+template <typename scalar_t>
+__global__ void __launch_bounds__(kThreads)
+    transpose_gather_kernel(const ConvGeometry g, const scalar_t* x, const Strides xs, const scalar_t* w,
+                            const scalar_t* bias, scalar_t* y, const Strides ys, bool channels_last, bool fold_only) {
+  using acc_t = acc_type<scalar_t>;
+  const int64_t total = g.batch * g.in_channels * g.in_volume();
+  for (int64_t index = blockIdx.x * int64_t{kThreads} + threadIdx.x; index < total;
+       index += int64_t{gridDim.x} * kThreads) {
+    const ElementIndex e = decode_element(index, channels_last, g.in_channels, g.in_size);
+    bool folds = false;
+    const acc_t sum = transpose_gather_element(g, x, xs, w, e, fold_only, folds);
+    const int64_t offset = e.n * ys.batch + e.c * ys.channel + ys.position(e.pos);
+    if (!fold_only) {
+      y[offset] = static_cast<scalar_t>((bias != nullptr ? load<acc_t>(bias, e.c) : acc_t(0)) + sum);
+    } else if (folds) {
+      y[offset] = static_cast<scalar_t>(load<acc_t>(y, offset) + sum);
+    }
+  }
+}
+
+at::Tensor conv_transpose_cuda(const at::Tensor& input, const at::Tensor& weight,
+                               const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                               at::IntArrayRef crop_lo, at::IntArrayRef out_size, at::IntArrayRef dilation,
+                               int64_t groups, c10::string_view padding_mode) {
+  const ConvGeometry g =
+      conv_transpose_geometry(input, weight, bias, stride, crop_lo, out_size, dilation, groups, padding_mode);
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  const auto format = output_memory_format(input);
+  const bool channels_last = format != at::MemoryFormat::Contiguous;
+  auto y = at::empty(tensor_shape(g.batch, g.in_channels, g.in_size, input.dim() - 2),
+                     input.options().memory_format(format));
+  if (y.numel() == 0) return y;
+  const auto w = weight.contiguous();
+  const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_transpose_cuda", [&] {
+    const scalar_t* x_data = input.const_data_ptr<scalar_t>();
+    const scalar_t* w_data = w.const_data_ptr<scalar_t>();
+    const scalar_t* bias_data = b.defined() ? b.const_data_ptr<scalar_t>() : nullptr;
+    scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
+    const Strides xs = strides_of(input), ys = strides_of(y);
+    const auto gather = [&](bool fold_only) {
+      launch(transpose_gather_kernel<scalar_t>, grid_for(y.numel(), kThreads), 0, g, x_data, xs, w_data, bias_data,
+             y_data, ys, channels_last, fold_only);
+    };
+    if (g.out_channels_per_group() < kPhaseGemmMinChannels) {
+      gather(/*fold_only=*/false);
+      return;
+    }
+    run_implicit_gemm(make_phase_problem(g, x_data, xs, w_data, bias_data, y_data, ys));
+    if (g.mode != PaddingMode::Zeros) gather(/*fold_only=*/true);
+  });
+  return y;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(fastpad, CUDA, m) {
+  m.impl("conv_transpose", &conv_transpose_cuda);
+}
+
+}  // namespace fastpad::cuda

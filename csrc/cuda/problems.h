@@ -1,0 +1,548 @@
+// The index math of fastpad's CUDA kernels, host + device: the implicit GEMM problems of the three ops (what A, B and
+// C of each GEMM are), the per-element bodies of the direct kernels, and the host-side plans that pick tiles, splits
+// and kernels. The kernels in conv.cu, conv_transpose.cu and conv_weight_grad.cu run these; tests/cuda_emulator.cpp
+// runs the very same code on CPU, so the index math is checked against the reference without a GPU.
+// Layout: any strides (cuda/indexing.h). Padding: resolved per element with geometry.h, never materialised.
+#pragma once
+
+#include <algorithm>
+
+#include "cuda/indexing.h"
+
+namespace fastpad::cuda {
+
+constexpr int kTileM = 64;
+constexpr int kTileN = 64;
+// The k steps of the GEMM kernels: FMA tiles (float32/float64) and tensor cores (16-bit).
+constexpr int kFmaTileK = 16;
+constexpr int kTensorCoreTileK = 32;
+
+// One tile of C: rows [m0, m0 + kTileM) of m_size, columns [n0, n0 + kTileN) of n_size, reducing k_begin..k_end.
+struct GemmTile {
+  int64_t m0 = 0;
+  int64_t n0 = 0;
+  int64_t m_size = 0;
+  int64_t n_size = 0;
+  int64_t k_begin = 0;
+  int64_t k_end = 0;
+};
+
+// The GEMM of a conv, per group: M = batch * output positions, N = output channels of the group,
+// K = input channels of the group * kernel taps. A[m, k] is the padded input under tap k of output m; B is the weight.
+template <typename scalar_type>
+struct ConvProblem {
+  using scalar_t = scalar_type;
+  using acc_t = acc_type<scalar_t>;
+  struct Tile : GemmTile {
+    int64_t group = 0;
+  };
+  struct ARow {
+    int64_t x_offset;                 // the row's image and the group's first channel
+    int64_t corner[kMaxSpatial];      // o * stride - pad_lo: the position tap 0 reads
+  };
+  struct BCol {
+    int64_t w_offset;
+  };
+
+  ConvGeometry g;
+  const scalar_t* x;
+  Strides xs;
+  const scalar_t* w;  // contiguous [C_out, C_in / groups * taps]
+  const scalar_t* bias;  // or nullptr
+  scalar_t* y;
+  Strides ys;
+  int64_t tiles_m;
+  int64_t tiles_n;
+
+  C10_HOST_DEVICE int64_t items() const { return tiles_m * tiles_n * g.groups; }
+
+  C10_HOST_DEVICE Tile tile(int64_t item) const {
+    Tile t;
+    t.m0 = item % tiles_m * kTileM;
+    item /= tiles_m;
+    t.n0 = item % tiles_n * kTileN;
+    t.group = item / tiles_n;
+    t.m_size = g.batch * g.out_volume();
+    t.n_size = g.out_channels_per_group();
+    t.k_end = g.in_channels_per_group() * g.kernel_volume();
+    return t;
+  }
+
+  C10_HOST_DEVICE ARow a_row(const Tile& t, int64_t m) const {
+    const int64_t volume = g.out_volume();
+    int64_t o[kMaxSpatial];
+    unflatten(m % volume, g.out_size, o);
+    ARow row;
+    row.x_offset = m / volume * xs.batch + t.group * g.in_channels_per_group() * xs.channel;
+    for (int d = 0; d < kMaxSpatial; ++d) row.corner[d] = g.tap_position(d, o[d], 0);
+    return row;
+  }
+
+  C10_HOST_DEVICE acc_t a(const Tile&, const ARow& row, int64_t k) const {
+    const int64_t taps = g.kernel_volume();
+    int64_t r[kMaxSpatial];
+    unflatten(k % taps, g.kernel, r);
+    int64_t offset = row.x_offset + k / taps * xs.channel;
+    for (int d = 0; d < kMaxSpatial; ++d) {
+      const int64_t source = source_index(row.corner[d] + r[d] * g.dilation[d], g.in_size[d], g.mode);
+      if (source < 0) return acc_t(0);
+      offset += source * xs.spatial[d];
+    }
+    return load<acc_t>(x, offset);
+  }
+
+  C10_HOST_DEVICE BCol b_col(const Tile& t, int64_t n) const {
+    return {(t.group * g.out_channels_per_group() + n) * t.k_end};
+  }
+
+  C10_HOST_DEVICE acc_t b(const Tile&, const BCol& col, int64_t k) const { return load<acc_t>(w, col.w_offset + k); }
+
+  C10_HOST_DEVICE void store(const Tile& t, int64_t m, int64_t n, acc_t value) const {
+    const int64_t volume = g.out_volume();
+    int64_t o[kMaxSpatial];
+    unflatten(m % volume, g.out_size, o);
+    const int64_t c = t.group * g.out_channels_per_group() + n;
+    if (bias != nullptr) value += load<acc_t>(bias, c);
+    y[m / volume * ys.batch + c * ys.channel + ys.position(o)] = static_cast<scalar_t>(value);
+  }
+};
+
+template <typename scalar_t>
+ConvProblem<scalar_t> make_conv_problem(const ConvGeometry& g, const scalar_t* x, const Strides& xs, const scalar_t* w,
+                                        const scalar_t* bias, scalar_t* y, const Strides& ys) {
+  return {g, x, xs, w, bias, y, ys, ceil_div(g.batch * g.out_volume(), kTileM),
+          ceil_div(g.out_channels_per_group(), kTileN)};
+}
+
+// In the geometry of conv_transpose_geometry: in_size/in_channels are y's (the transposed output), out_size/
+// out_channels are x's (the positions that scatter), pad_lo is crop_lo. The weight is [C_x, C_y / groups, *kernel].
+
+// The GEMM of one (stride phase, group): M = batch * outputs of the phase, N = y channels of the group,
+// K = x channels of the group * the phase's taps. A[m, k] is the x element tap k of output m reads, B the weight.
+template <typename scalar_type>
+struct PhaseProblem {
+  using scalar_t = scalar_type;
+  using acc_t = acc_type<scalar_t>;
+  struct Tile : GemmTile {
+    int64_t group = 0;
+    int64_t phase[kMaxSpatial];   // outputs p = phase + j * stride
+    int64_t count[kMaxSpatial];   // how many such outputs
+    TransposedTaps taps[kMaxSpatial];
+    int64_t tap_volume = 0;
+  };
+  struct ARow {
+    int64_t x_offset;
+    int64_t source[kMaxSpatial];  // the x position tap 0 of the phase reads
+  };
+  struct BCol {
+    int64_t w_offset;
+  };
+
+  ConvGeometry g;
+  const scalar_t* x;
+  Strides xs;
+  const scalar_t* w;     // contiguous [C_x, C_y / groups, *kernel]
+  const scalar_t* bias;  // or nullptr
+  scalar_t* y;
+  Strides ys;
+  int64_t tiles_m;  // for the largest phase, phase 0
+  int64_t tiles_n;
+  int64_t phases;
+
+  C10_HOST_DEVICE int64_t items() const { return tiles_m * tiles_n * g.groups * phases; }
+
+  C10_HOST_DEVICE Tile tile(int64_t item) const {
+    Tile t;
+    t.m0 = item % tiles_m * kTileM;
+    item /= tiles_m;
+    t.n0 = item % tiles_n * kTileN;
+    item /= tiles_n;
+    t.group = item % g.groups;
+    int64_t phase = item / g.groups, outputs = 1;
+    t.tap_volume = 1;
+    for (int d = kMaxSpatial - 1; d >= 0; --d) {
+      t.phase[d] = phase % g.stride[d];
+      phase /= g.stride[d];
+      t.count[d] = t.phase[d] < g.in_size[d] ? ceil_div(g.in_size[d] - t.phase[d], g.stride[d]) : 0;
+      t.taps[d] = transposed_taps(t.phase[d] + g.pad_lo[d], g.kernel[d], g.stride[d], g.dilation[d]);
+      outputs *= t.count[d];
+      t.tap_volume *= t.taps[d].count;
+    }
+    t.m_size = g.batch * outputs;
+    t.n_size = g.in_channels_per_group();
+    t.k_end = g.out_channels_per_group() * t.tap_volume;
+    return t;
+  }
+
+  C10_HOST_DEVICE int64_t outputs(const Tile& t) const { return t.count[0] * t.count[1] * t.count[2]; }
+
+  C10_HOST_DEVICE ARow a_row(const Tile& t, int64_t m) const {
+    int64_t j[kMaxSpatial];
+    unflatten(m % outputs(t), t.count, j);
+    ARow row;
+    row.x_offset = m / outputs(t) * xs.batch + t.group * g.out_channels_per_group() * xs.channel;
+    for (int d = 0; d < kMaxSpatial; ++d) row.source[d] = t.taps[d].source_first + j[d];
+    return row;
+  }
+
+  C10_HOST_DEVICE void tap_of(const Tile& t, int64_t k, int64_t* tap) const {
+    const int64_t counts[kMaxSpatial] = {t.taps[0].count, t.taps[1].count, t.taps[2].count};
+    unflatten(k % t.tap_volume, counts, tap);
+  }
+
+  C10_HOST_DEVICE acc_t a(const Tile& t, const ARow& row, int64_t k) const {
+    int64_t tap[kMaxSpatial];
+    tap_of(t, k, tap);
+    int64_t offset = row.x_offset + k / t.tap_volume * xs.channel;
+    for (int d = 0; d < kMaxSpatial; ++d) {
+      const int64_t i = row.source[d] - tap[d] * t.taps[d].source_step;
+      if (i < 0 || i >= g.out_size[d]) return acc_t(0);
+      offset += i * xs.spatial[d];
+    }
+    return load<acc_t>(x, offset);
+  }
+
+  C10_HOST_DEVICE BCol b_col(const Tile& t, int64_t n) const { return {n}; }
+
+  C10_HOST_DEVICE acc_t b(const Tile& t, const BCol& col, int64_t k) const {
+    int64_t tap[kMaxSpatial];
+    tap_of(t, k, tap);
+    int64_t r[kMaxSpatial];
+    for (int d = 0; d < kMaxSpatial; ++d) r[d] = t.taps[d].first + tap[d] * t.taps[d].step;
+    const int64_t cx = t.group * g.out_channels_per_group() + k / t.tap_volume;
+    const int64_t taps = g.kernel_volume();
+    return load<acc_t>(w, (cx * g.in_channels_per_group() + col.w_offset) * taps +
+                              (r[0] * g.kernel[1] + r[1]) * g.kernel[2] + r[2]);
+  }
+
+  C10_HOST_DEVICE void store(const Tile& t, int64_t m, int64_t n, acc_t value) const {
+    int64_t p[kMaxSpatial];
+    unflatten(m % outputs(t), t.count, p);
+    for (int d = 0; d < kMaxSpatial; ++d) p[d] = t.phase[d] + p[d] * g.stride[d];
+    const int64_t c = t.group * g.in_channels_per_group() + n;
+    if (bias != nullptr) value += load<acc_t>(bias, c);
+    y[m / outputs(t) * ys.batch + c * ys.channel + ys.position(p)] = static_cast<scalar_t>(value);
+  }
+};
+
+// Tiles are sized for the largest phase, phase 0; the tiles past a smaller phase's rows are skipped.
+template <typename scalar_t>
+PhaseProblem<scalar_t> make_phase_problem(const ConvGeometry& g, const scalar_t* x, const Strides& xs,
+                                          const scalar_t* w, const scalar_t* bias, scalar_t* y, const Strides& ys) {
+  int64_t largest_phase = g.batch, phases = 1;
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    largest_phase *= ceil_div(g.in_size[d], g.stride[d]);
+    phases *= g.stride[d];
+  }
+  return {g, x, xs, w, bias, y, ys, ceil_div(largest_phase, kTileM), ceil_div(g.in_channels_per_group(), kTileN),
+          phases};
+}
+
+// The GEMM of one (split, group): M = output channels of the group, N = input channels of the group * taps,
+// K = this split's share of batch * output positions. A is grad_output, B[k, n] the padded input under tap n at k.
+template <typename scalar_type>
+struct WeightGradProblem {
+  using scalar_t = scalar_type;
+  using acc_t = acc_type<scalar_t>;
+  struct Tile : GemmTile {
+    int64_t group = 0;
+    int64_t split = 0;
+  };
+  struct ARow {
+    int64_t gy_offset;
+  };
+  struct BCol {
+    int64_t x_offset;
+    int64_t shift[kMaxSpatial];  // r * dilation - pad_lo: position o * stride + shift is read
+  };
+
+  ConvGeometry g;
+  const scalar_t* x;
+  Strides xs;
+  const scalar_t* gy;
+  Strides gys;
+  acc_t* partial;  // [splits, groups, C_out / groups, C_in / groups * taps], set by the caller
+  int64_t tiles_m;
+  int64_t tiles_n;
+  int64_t splits;
+  int64_t split_size;  // a multiple of every GEMM kernel's k step
+
+  C10_HOST_DEVICE int64_t items() const { return tiles_m * tiles_n * g.groups * splits; }
+  C10_HOST_DEVICE int64_t columns() const { return g.in_channels_per_group() * g.kernel_volume(); }
+
+  C10_HOST_DEVICE Tile tile(int64_t item) const {
+    Tile t;
+    t.m0 = item % tiles_m * kTileM;
+    item /= tiles_m;
+    t.n0 = item % tiles_n * kTileN;
+    item /= tiles_n;
+    t.group = item % g.groups;
+    t.split = item / g.groups;
+    t.m_size = g.out_channels_per_group();
+    t.n_size = columns();
+    const int64_t reduce = g.batch * g.out_volume();
+    t.k_begin = t.split * split_size;
+    t.k_end = t.k_begin + split_size < reduce ? t.k_begin + split_size : reduce;
+    return t;
+  }
+
+  C10_HOST_DEVICE ARow a_row(const Tile& t, int64_t m) const {
+    return {(t.group * g.out_channels_per_group() + m) * gys.channel};
+  }
+
+  C10_HOST_DEVICE acc_t a(const Tile&, const ARow& row, int64_t k) const {
+    const int64_t volume = g.out_volume();
+    int64_t o[kMaxSpatial];
+    unflatten(k % volume, g.out_size, o);
+    return load<acc_t>(gy, row.gy_offset + k / volume * gys.batch + gys.position(o));
+  }
+
+  C10_HOST_DEVICE BCol b_col(const Tile& t, int64_t n) const {
+    const int64_t taps = g.kernel_volume();
+    int64_t r[kMaxSpatial];
+    unflatten(n % taps, g.kernel, r);
+    BCol col;
+    col.x_offset = (t.group * g.in_channels_per_group() + n / taps) * xs.channel;
+    for (int d = 0; d < kMaxSpatial; ++d) col.shift[d] = r[d] * g.dilation[d] - g.pad_lo[d];
+    return col;
+  }
+
+  C10_HOST_DEVICE acc_t b(const Tile&, const BCol& col, int64_t k) const {
+    const int64_t volume = g.out_volume();
+    int64_t o[kMaxSpatial];
+    unflatten(k % volume, g.out_size, o);
+    int64_t offset = col.x_offset + k / volume * xs.batch;
+    for (int d = 0; d < kMaxSpatial; ++d) {
+      const int64_t source = source_index(o[d] * g.stride[d] + col.shift[d], g.in_size[d], g.mode);
+      if (source < 0) return acc_t(0);
+      offset += source * xs.spatial[d];
+    }
+    return load<acc_t>(x, offset);
+  }
+
+  C10_HOST_DEVICE void store(const Tile& t, int64_t m, int64_t n, acc_t value) const {
+    partial[((t.split * g.groups + t.group) * g.out_channels_per_group() + m) * columns() + n] = value;
+  }
+};
+
+
+// conv_weight_grad's split-K: enough tiles to fill the GPU, but no split shorter than kMinSplit reduction steps.
+constexpr int64_t kTargetBlocks = 1024;
+constexpr int64_t kMinSplit = 1024;
+constexpr int64_t kMaxSplits = 64;
+
+// `partial` must hold splits * C_out * C_in / groups * taps accumulators; `splits` is set to their number.
+template <typename scalar_t>
+WeightGradProblem<scalar_t> make_weight_grad_problem(const ConvGeometry& g, const scalar_t* x, const Strides& xs,
+                                                     const scalar_t* gy, const Strides& gys) {
+  const int64_t tiles_m = ceil_div(g.out_channels_per_group(), kTileM);
+  const int64_t tiles_n = ceil_div(g.in_channels_per_group() * g.kernel_volume(), kTileN);
+  const int64_t reduce = g.batch * g.out_volume(), tiles = tiles_m * tiles_n * g.groups;
+  const int64_t splits = std::clamp<int64_t>(kTargetBlocks / tiles, 1, std::min(kMaxSplits, ceil_div(reduce, kMinSplit)));
+  const int64_t split_size = ceil_div(ceil_div(reduce, splits), kTensorCoreTileK) * kTensorCoreTileK;  // whole k steps
+  // ceil_div(reduce, split_size) <= splits: no split is empty.
+  return {g, x, xs, gy, gys, nullptr, tiles_m, tiles_n, ceil_div(reduce, split_size), split_size};
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Direct kernels, one output element per thread (or per block and thread for the halo kernel).
+
+// conv: y at element e, the grouped convolution written out with each tap's padding resolved.
+template <typename scalar_t>
+C10_HOST_DEVICE acc_type<scalar_t> direct_conv_element(const ConvGeometry& g, const scalar_t* x, const Strides& xs,
+                                                       const scalar_t* w, const scalar_t* bias,
+                                                       const ElementIndex& e) {
+  using acc_t = acc_type<scalar_t>;
+  const int64_t c_in = g.in_channels_per_group(), taps = g.kernel_volume();
+  const int64_t group = e.c / g.out_channels_per_group();
+  acc_t sum = bias != nullptr ? load<acc_t>(bias, e.c) : acc_t(0);
+  for (int64_t ci = 0; ci < c_in; ++ci) {
+    const scalar_t* x_channel = x + e.n * xs.batch + (group * c_in + ci) * xs.channel;
+    const scalar_t* w_channel = w + (e.c * c_in + ci) * taps;
+    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+      const int64_t sd = g.tap_source(0, e.pos[0], kd);
+      if (sd < 0) continue;
+      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+        const int64_t sh = g.tap_source(1, e.pos[1], kh);
+        if (sh < 0) continue;
+        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+          const int64_t sw = g.tap_source(2, e.pos[2], kw);
+          if (sw < 0) continue;
+          sum += load<acc_t>(w_channel, (kd * g.kernel[1] + kh) * g.kernel[2] + kw) *
+                 load<acc_t>(x_channel, sd * xs.spatial[0] + sh * xs.spatial[1] + sw * xs.spatial[2]);
+        }
+      }
+    }
+  }
+  return sum;
+}
+
+// The depthwise halo kernel (conv.cu): a block computes a tile_h x tile_w tile of one output plane, staging per depth
+// tap the input patch the tile reads, halo included and padding resolved, of patch_h x patch_w elements.
+struct HaloPlan {
+  bool fits = false;  // the patch fits in static shared memory
+  int tile_h = 0;
+  int tile_w = 0;
+  int patch_h = 0;
+  int patch_w = 0;
+  int64_t tiles = 0;  // blocks' work items: batch * channels * out depth * tiles per plane
+};
+
+constexpr int64_t kMaxPatchBytes = 48 * 1024;  // the static shared-memory limit, no opt-in needed
+
+// kThreads outputs per tile, as wide as the output plane (up to 32), or one row of kThreads for 1-d.
+inline HaloPlan halo_plan(const ConvGeometry& g, int64_t element_bytes) {
+  HaloPlan plan;
+  plan.tile_w = 1;
+  if (g.out_size[1] == 1) {
+    plan.tile_w = kThreads;
+  } else {
+    while (plan.tile_w < 32 && plan.tile_w < g.out_size[2]) plan.tile_w *= 2;
+  }
+  plan.tile_h = kThreads / plan.tile_w;
+  // (tile - 1) * stride + effective kernel, in double so that huge strides cannot overflow.
+  const double patch_h = double(plan.tile_h - 1) * g.stride[1] + double(effective_kernel(g.kernel[1], g.dilation[1]));
+  const double patch_w = double(plan.tile_w - 1) * g.stride[2] + double(effective_kernel(g.kernel[2], g.dilation[2]));
+  plan.fits = patch_h * patch_w * element_bytes <= kMaxPatchBytes;
+  if (plan.fits) {
+    plan.patch_h = static_cast<int>(patch_h);
+    plan.patch_w = static_cast<int>(patch_w);
+  }
+  plan.tiles = g.batch * g.out_channels * g.out_size[0] * ceil_div(g.out_size[1], plan.tile_h) *
+               ceil_div(g.out_size[2], plan.tile_w);
+  return plan;
+}
+
+// Work item `item` of the halo kernel: which image, channel, output depth and tile.
+struct HaloItem {
+  int64_t n, c, od, row0, col0;  // row0, col0: the tile's first output row and column
+};
+
+C10_HOST_DEVICE inline HaloItem halo_item(const ConvGeometry& g, const HaloPlan& plan, int64_t item) {
+  HaloItem it;
+  const int64_t tiles_w = ceil_div(g.out_size[2], plan.tile_w), tiles_h = ceil_div(g.out_size[1], plan.tile_h);
+  it.col0 = item % tiles_w * plan.tile_w;
+  item /= tiles_w;
+  it.row0 = item % tiles_h * plan.tile_h;
+  item /= tiles_h;
+  it.od = item % g.out_size[0];
+  item /= g.out_size[0];
+  it.c = item % g.out_channels;
+  it.n = item / g.out_channels;
+  return it;
+}
+
+// Patch element `index` for depth source `id`: the input value at the padded position it stands for, or zero.
+// Output channel c reads input channel c / multiplier.
+template <typename scalar_t>
+C10_HOST_DEVICE acc_type<scalar_t> halo_patch_element(const ConvGeometry& g, const HaloPlan& plan, const scalar_t* x,
+                                                      const Strides& xs, const HaloItem& it, int64_t id, int index) {
+  using acc_t = acc_type<scalar_t>;
+  const int64_t sh = source_index(g.tap_position(1, it.row0, 0) + index / plan.patch_w, g.in_size[1], g.mode);
+  const int64_t sw = source_index(g.tap_position(2, it.col0, 0) + index % plan.patch_w, g.in_size[2], g.mode);
+  if (sh < 0 || sw < 0) return acc_t(0);
+  const int64_t channel = it.c / g.out_channels_per_group();
+  return load<acc_t>(x, it.n * xs.batch + channel * xs.channel + id * xs.spatial[0] + sh * xs.spatial[1] +
+                            sw * xs.spatial[2]);
+}
+
+// The (kh, kw) taps of depth tap kd for the output at (row0 + ty, col0 + tx), read from the staged patch.
+template <typename scalar_t>
+C10_HOST_DEVICE acc_type<scalar_t> halo_patch_taps(const ConvGeometry& g, const HaloPlan& plan, const scalar_t* w,
+                                                   const acc_type<scalar_t>* patch, int64_t c, int64_t kd, int ty,
+                                                   int tx) {
+  using acc_t = acc_type<scalar_t>;
+  const scalar_t* w_tap = w + (c * g.kernel[0] + kd) * g.kernel[1] * g.kernel[2];
+  acc_t sum = 0;
+  for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+    const acc_t* patch_row = patch + (ty * g.stride[1] + kh * g.dilation[1]) * plan.patch_w + tx * g.stride[2];
+    for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+      sum += load<acc_t>(w_tap, kh * g.kernel[2] + kw) * patch_row[kw * g.dilation[2]];
+    }
+  }
+  return sum;
+}
+
+// conv_transpose: the sum of x[i] * w[r] over every padded position q that reads y's element e (padding_preimages)
+// and, per q, the taps reaching it (transposed_taps). With fold_only, q = e itself is left out, and `folds` says
+// whether any other q exists (else the element is complete as the phase GEMM wrote it).
+template <typename scalar_t>
+C10_HOST_DEVICE acc_type<scalar_t> transpose_gather_element(const ConvGeometry& g, const scalar_t* x,
+                                                            const Strides& xs, const scalar_t* w,
+                                                            const ElementIndex& e, bool fold_only, bool& folds) {
+  using acc_t = acc_type<scalar_t>;
+  const int64_t c_x = g.out_channels_per_group(), c_y = g.in_channels_per_group(), taps = g.kernel_volume();
+  Preimages pre[kMaxSpatial];
+  folds = false;
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    const int64_t reach_end =
+        transposed_full_size(g.out_size[d], g.kernel[d], g.stride[d], g.dilation[d]) - g.pad_lo[d];
+    pre[d] = padding_preimages(e.pos[d], g.in_size[d], g.pad_lo[d], reach_end, g.mode);
+    for (int r = 0; r < pre[d].count; ++r) {
+      folds = folds || pre[d].begin[r] != e.pos[d] || pre[d].end[r] != e.pos[d] + 1;
+    }
+  }
+  acc_t sum = 0;
+  if (fold_only && !folds) return sum;
+  const int64_t group = e.c / c_y, cy = e.c % c_y;
+  int64_t q[kMaxSpatial];
+  for (int r0 = 0; r0 < pre[0].count; ++r0)
+    for (q[0] = pre[0].begin[r0]; q[0] < pre[0].end[r0]; ++q[0])
+      for (int r1 = 0; r1 < pre[1].count; ++r1)
+        for (q[1] = pre[1].begin[r1]; q[1] < pre[1].end[r1]; ++q[1])
+          for (int r2 = 0; r2 < pre[2].count; ++r2)
+            for (q[2] = pre[2].begin[r2]; q[2] < pre[2].end[r2]; ++q[2]) {
+              if (fold_only && q[0] == e.pos[0] && q[1] == e.pos[1] && q[2] == e.pos[2]) continue;
+              // Per dim, the taps reaching q whose source lies in x: t in [t_first, t_last).
+              TransposedTaps tt[kMaxSpatial];
+              int64_t t_first[kMaxSpatial], t_last[kMaxSpatial];
+              bool any = true;
+              for (int d = 0; d < kMaxSpatial; ++d) {
+                tt[d] = transposed_taps(q[d] + g.pad_lo[d], g.kernel[d], g.stride[d], g.dilation[d]);
+                // source_first - t * source_step in [0, x size)
+                t_first[d] = std::max<int64_t>(0, ceil_div(tt[d].source_first - g.out_size[d] + 1, tt[d].source_step));
+                t_last[d] = std::min<int64_t>(tt[d].count, floor_div(tt[d].source_first, tt[d].source_step) + 1);
+                any = any && t_first[d] < t_last[d];
+              }
+              if (!any) continue;
+              for (int64_t cx = 0; cx < c_x; ++cx) {
+                const scalar_t* x_channel = x + e.n * xs.batch + (group * c_x + cx) * xs.channel;
+                const scalar_t* w_channel = w + ((group * c_x + cx) * c_y + cy) * taps;
+                for (int64_t t0 = t_first[0]; t0 < t_last[0]; ++t0)
+                  for (int64_t t1 = t_first[1]; t1 < t_last[1]; ++t1)
+                    for (int64_t t2 = t_first[2]; t2 < t_last[2]; ++t2) {
+                      const int64_t source[kMaxSpatial] = {tt[0].source_first - t0 * tt[0].source_step,
+                                                          tt[1].source_first - t1 * tt[1].source_step,
+                                                          tt[2].source_first - t2 * tt[2].source_step};
+                      const int64_t r[kMaxSpatial] = {tt[0].first + t0 * tt[0].step, tt[1].first + t1 * tt[1].step,
+                                                     tt[2].first + t2 * tt[2].step};
+                      sum += load<acc_t>(x_channel, xs.position(source)) *
+                             load<acc_t>(w_channel, (r[0] * g.kernel[1] + r[1]) * g.kernel[2] + r[2]);
+                    }
+              }
+            }
+  return sum;
+}
+
+// Below this many x channels per group the phase GEMMs' K is too short for their tiles: gather directly.
+constexpr int64_t kPhaseGemmMinChannels = 4;
+
+// conv_weight_grad, depthwise: one (output channel c, tap r) term of the reduction, at flat k = (image, output).
+template <typename scalar_t>
+C10_HOST_DEVICE acc_type<scalar_t> depthwise_weight_grad_term(const ConvGeometry& g, const scalar_t* x,
+                                                              const Strides& xs, const scalar_t* gy,
+                                                              const Strides& gys, int64_t c, const int64_t* r,
+                                                              int64_t k) {
+  using acc_t = acc_type<scalar_t>;
+  const int64_t volume = g.out_volume(), n = k / volume;
+  int64_t o[kMaxSpatial], source[kMaxSpatial];
+  unflatten(k % volume, g.out_size, o);
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    source[d] = g.tap_source(d, o[d], r[d]);
+    if (source[d] < 0) return acc_t(0);
+  }
+  return load<acc_t>(gy, n * gys.batch + c * gys.channel + gys.position(o)) *
+         load<acc_t>(x, n * xs.batch + c / g.out_channels_per_group() * xs.channel + xs.position(source));
+}
+
+}  // namespace fastpad::cuda
