@@ -7,7 +7,7 @@ PIP = $(PYTHON) -m pip
 TORCH_VERSION ?= 2.13.0
 TORCH_INDEX_URL ?=
 
-.PHONY: install test test-sanitize bench check
+.PHONY: install test test-sanitize check-cuda bench check
 
 install:
 	@if ! $(PYTHON) -c "import torch" 2>/dev/null; then \
@@ -29,6 +29,10 @@ test: install
 # The CPU kernels built with AddressSanitizer and UBSan (in build/sanitize/), under a subset of the tests.
 test-sanitize: install
 	PYTHON=$(PYTHON) scripts/sanitize.sh
+
+# Compiles every csrc/cuda/*.cu with nvcc for sm_80 and sm_90; needs torch and nvcc, not a GPU.
+check-cuda:
+	PYTHON=$(PYTHON) scripts/cuda_compile_check.sh 80 90
 
 bench: install
 	$(PIP) install -q matplotlib  # for the PNG chart; bench still writes JSON and markdown without it

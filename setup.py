@@ -65,8 +65,9 @@ def extension():
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "8.0;9.0")
         return CUDAExtension(
             sources=sources + cuda_sources,
-            extra_compile_args={"cxx": cxx_flags + ["-DFASTPAD_WITH_CUDA"],
-                                "nvcc": ["-O3", "-DFASTPAD_WITH_CUDA", "--expt-relaxed-constexpr"]},
+            extra_compile_args={"cxx": cxx_flags,
+                                # -lineinfo: compute-sanitizer reports name source lines
+                                "nvcc": ["-O3", "--expt-relaxed-constexpr", "-lineinfo"]},
             **kwargs,
         )
     return CppExtension(extra_compile_args={"cxx": cxx_flags}, **kwargs)

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Compile-checks every csrc/cuda/*.cu with nvcc for sm_80 and sm_90 on a machine without a GPU or a CUDA build of
+# torch (DESIGN.md section 5): the CPU torch wheel ships the c10/cuda headers but not the one header its CMake
+# generates, c10/cuda/impl/cuda_cmake_macros.h, so a one-line stand-in for it goes on the include path.
+# Objects are written to a temporary directory and discarded; any compile error fails the script.
+# Usage: scripts/cuda_compile_check.sh [ARCH ...]   (default: 80 90); PYTHON and NVCC may be overridden.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PYTHON="${PYTHON:-python3}"
+NVCC="${NVCC:-nvcc}"
+archs=("$@")
+[ "${#archs[@]}" -gt 0 ] || archs=(80 90)
+
+if ! command -v "$NVCC" >/dev/null; then
+    echo "cuda_compile_check: nvcc not found (set NVCC); the CUDA sources cannot be checked" >&2
+    exit 1
+fi
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/stand_in/c10/cuda/impl"
+echo '#pragma once  // stand-in: the CPU torch wheel lacks this generated header' \
+    > "$work/stand_in/c10/cuda/impl/cuda_cmake_macros.h"
+
+mapfile -t torch_flags < <("$PYTHON" - <<'PY'
+import torch
+from torch.utils.cpp_extension import include_paths
+for path in include_paths():
+    print(f"-I{path}")
+print(f"-D_GLIBCXX_USE_CXX11_ABI={int(torch.compiled_with_cxx11_abi())}")
+PY
+)
+gencode=()
+for arch in "${archs[@]}"; do gencode+=(-gencode "arch=compute_${arch},code=sm_${arch}"); done
+
+# One nvcc per source, all at once (each is mostly single-threaded); logs are printed in order afterwards.
+sources=(csrc/cuda/*.cu)
+pids=()
+for source in "${sources[@]}"; do
+    "$NVCC" -std=c++20 -O3 -c "$source" -o "$work/$(basename "$source").o" \
+        -I"$work/stand_in" -Icsrc "${torch_flags[@]}" "${gencode[@]}" \
+        -DTORCH_API_INCLUDE_EXTENSION_H -DTORCH_EXTENSION_NAME=_C \
+        --expt-relaxed-constexpr -Werror all-warnings -Xcompiler -Wall \
+        >"$work/$(basename "$source").log" 2>&1 &
+    pids+=("$!")
+done
+status=0
+for i in "${!sources[@]}"; do
+    if wait "${pids[$i]}"; then
+        echo "cuda_compile_check: ${sources[$i]} OK for sm_${archs[*]}"
+    else
+        cat "$work/$(basename "${sources[$i]}").log" >&2
+        echo "cuda_compile_check: ${sources[$i]} FAILED" >&2
+        status=1
+    fi
+done
+exit "$status"
