@@ -82,18 +82,13 @@ std::tuple<at::Tensor, int64_t> emulate_conv(const at::Tensor& input, const at::
           }
         }
         for (int thread = 0; thread < kThreads; ++thread) {
-          const int64_t o[kMaxSpatial] = {it.od, it.row0 + thread / plan.tile_w, it.col0 + thread % plan.tile_w};
-          if (o[1] < g.out_size[1] && o[2] < g.out_size[2]) {
-            y_data[it.n * ys.batch + it.c * ys.channel + ys.position(o)] = static_cast<scalar_t>(sums[thread]);
-          }
+          halo_store(g, it, thread / plan.tile_w, thread % plan.tile_w, sums[thread], y_data, ys);
         }
       }
       path = 1;
     } else {
       for (int64_t index = 0; index < y.numel(); ++index) {
-        const ElementIndex e = decode_element(index, channels_last, g.out_channels, g.out_size);
-        y_data[e.n * ys.batch + e.c * ys.channel + ys.position(e.pos)] =
-            static_cast<scalar_t>(direct_conv_element(g, x_data, xs, w_data, bias_data, e));
+        direct_conv_element(g, x_data, xs, w_data, bias_data, y_data, ys, channels_last, index);
       }
       path = 2;
     }
@@ -117,7 +112,6 @@ std::tuple<at::Tensor, int64_t> emulate_conv_transpose(const at::Tensor& input, 
   const auto w = weight.contiguous();
   const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "emulate_conv_transpose", [&] {
-    using acc_t = acc_type<scalar_t>;
     const scalar_t* x_data = input.const_data_ptr<scalar_t>();
     const scalar_t* w_data = w.const_data_ptr<scalar_t>();
     const scalar_t* bias_data = b.defined() ? b.const_data_ptr<scalar_t>() : nullptr;
@@ -125,15 +119,7 @@ std::tuple<at::Tensor, int64_t> emulate_conv_transpose(const at::Tensor& input, 
     const Strides xs = strides_of(input), ys = strides_of(y);
     const auto gather = [&](bool fold_only) {
       for (int64_t index = 0; index < y.numel(); ++index) {
-        const ElementIndex e = decode_element(index, channels_last, g.in_channels, g.in_size);
-        bool folds = false;
-        const acc_t sum = transpose_gather_element(g, x_data, xs, w_data, e, fold_only, folds);
-        const int64_t offset = e.n * ys.batch + e.c * ys.channel + ys.position(e.pos);
-        if (!fold_only) {
-          y_data[offset] = static_cast<scalar_t>((bias_data != nullptr ? load<acc_t>(bias_data, e.c) : acc_t(0)) + sum);
-        } else if (folds) {
-          y_data[offset] = static_cast<scalar_t>(load<acc_t>(y_data, offset) + sum);
-        }
+        transpose_gather_element(g, x_data, xs, w_data, bias_data, y_data, ys, channels_last, fold_only, index);
       }
     };
     if (g.out_channels_per_group() < kPhaseGemmMinChannels) {

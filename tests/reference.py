@@ -213,3 +213,12 @@ def assert_memory_format_kept(x, y):
         assert y.is_contiguous(memory_format=fmt), f"output strides {y.stride()} are not {fmt}"
     else:
         assert y.is_contiguous(), f"output strides {y.stride()} are not contiguous"
+
+
+def model_forward_backward(model, x):
+    """A model's output, input gradient and parameter gradients for the loss sum(y^2)."""
+    model.zero_grad(set_to_none=True)
+    x = x.detach().requires_grad_()
+    y = model(x)
+    y.square().sum().backward()
+    return [y.detach(), x.grad] + [p.grad for p in model.parameters()]

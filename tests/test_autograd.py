@@ -11,6 +11,7 @@ from torch._dynamo.utils import counters
 
 import fastpad
 from reference import (
+    model_forward_backward,
     PADDING_MODES,
     as_tuple,
     assert_matches,
@@ -262,18 +263,10 @@ def make_model(device):
     ).to(device)
 
 
-def forward_backward(model, x):
-    model.zero_grad(set_to_none=True)
-    x = x.detach().requires_grad_()
-    y = model(x)
-    y.square().sum().backward()
-    return [y.detach(), x.grad] + [p.grad for p in model.parameters()]
-
-
 def assert_compiled_matches_eager(model, compiled, sizes, device):
     for size in sizes:
         x = torch.randn(2, 3, *size, device=device)
-        eager, got = forward_backward(model, x), forward_backward(compiled, x)
+        eager, got = model_forward_backward(model, x), model_forward_backward(compiled, x)
         assert eager[0].shape[2:] == tuple(2 * -(-i // 2) for i in size)
         for name, g, e in zip(["output", "input grad"] + [n for n, _ in model.named_parameters()], got, eager):
             assert relative_error(g, e) < 1e-5, f"{name} at size {size}: compiled differs from eager"

@@ -93,8 +93,6 @@ def dtype_cases():
 @pytest.mark.parametrize("dtype", dtype_cases())
 @pytest.mark.parametrize("nd", NDIMS)
 def test_low_precision(nd, dtype, device):
-    if dtype == torch.float16 and device != "cpu":
-        pytest.skip("float16 is a CPU-only extra (API_CONTRACT.md)")
     run_case(nd, device, dtype=dtype, padding="same", stride=2, padding_mode="reflect")
     run_case(nd, device, dtype=dtype, c_in=6, c_out=12, groups=6, padding="causal", dilation=2)
     run_case(nd, device, dtype=dtype, c_in=16, c_out=8, kernel=2, padding="same_lower", padding_mode="circular")

@@ -38,10 +38,7 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();
       sum += halo_patch_taps(g, plan, w, patch, it.c, kd, ty, tx);
     }
-    const int64_t o[kMaxSpatial] = {it.od, it.row0 + ty, it.col0 + tx};
-    if (o[1] < g.out_size[1] && o[2] < g.out_size[2]) {
-      y[it.n * ys.batch + it.c * ys.channel + ys.position(o)] = static_cast<scalar_t>(sum);
-    }
+    halo_store(g, it, ty, tx, sum, y, ys);
   }
 }
 
@@ -54,9 +51,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t total = g.batch * g.out_channels * g.out_volume();
   for (int64_t index = blockIdx.x * int64_t{kThreads} + threadIdx.x; index < total;
        index += int64_t{gridDim.x} * kThreads) {
-    const ElementIndex e = decode_element(index, channels_last, g.out_channels, g.out_size);
-    y[e.n * ys.batch + e.c * ys.channel + ys.position(e.pos)] =
-        static_cast<scalar_t>(direct_conv_element(g, x, xs, w, bias, e));
+    direct_conv_element(g, x, xs, w, bias, y, ys, channels_last, index);
   }
 }
 

@@ -15,25 +15,16 @@
 namespace fastpad::cuda {
 namespace {
 
-// One thread per y element, in y's memory order: the direct gather of cuda/problems.h's transpose_gather_element.
+// One thread per y element, in y's memory order: the direct gather of cuda/problems.h's transpose_gather_sum.
 // With fold_only it only adds, to what the phase GEMMs wrote, the padded positions that read the element.
 template <typename scalar_t>
 __global__ void __launch_bounds__(kThreads)
     transpose_gather_kernel(const ConvGeometry g, const scalar_t* x, const Strides xs, const scalar_t* w,
                             const scalar_t* bias, scalar_t* y, const Strides ys, bool channels_last, bool fold_only) {
-  using acc_t = acc_type<scalar_t>;
   const int64_t total = g.batch * g.in_channels * g.in_volume();
   for (int64_t index = blockIdx.x * int64_t{kThreads} + threadIdx.x; index < total;
        index += int64_t{gridDim.x} * kThreads) {
-    const ElementIndex e = decode_element(index, channels_last, g.in_channels, g.in_size);
-    bool folds = false;
-    const acc_t sum = transpose_gather_element(g, x, xs, w, e, fold_only, folds);
-    const int64_t offset = e.n * ys.batch + e.c * ys.channel + ys.position(e.pos);
-    if (!fold_only) {
-      y[offset] = static_cast<scalar_t>((bias != nullptr ? load<acc_t>(bias, e.c) : acc_t(0)) + sum);
-    } else if (folds) {
-      y[offset] = static_cast<scalar_t>(load<acc_t>(y, offset) + sum);
-    }
+    transpose_gather_element(g, x, xs, w, bias, y, ys, channels_last, fold_only, index);
   }
 }
 

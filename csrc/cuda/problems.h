@@ -27,6 +27,18 @@ struct GemmTile {
   int64_t k_end = 0;
 };
 
+// x at padded position pos (one per spatial dim) of the channel at `offset`, or zero where the padding mode says so.
+template <typename acc_t, typename scalar_t>
+C10_HOST_DEVICE acc_t load_padded(const ConvGeometry& g, const scalar_t* x, const Strides& xs, int64_t offset,
+                                  const int64_t* pos) {
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    const int64_t source = source_index(pos[d], g.in_size[d], g.mode);
+    if (source < 0) return acc_t(0);
+    offset += source * xs.spatial[d];
+  }
+  return load<acc_t>(x, offset);
+}
+
 // The GEMM of a conv, per group: M = batch * output positions, N = output channels of the group,
 // K = input channels of the group * kernel taps. A[m, k] is the padded input under tap k of output m; B is the weight.
 template <typename scalar_type>
@@ -82,13 +94,9 @@ struct ConvProblem {
     const int64_t taps = g.kernel_volume();
     int64_t r[kMaxSpatial];
     unflatten(k % taps, g.kernel, r);
-    int64_t offset = row.x_offset + k / taps * xs.channel;
-    for (int d = 0; d < kMaxSpatial; ++d) {
-      const int64_t source = source_index(row.corner[d] + r[d] * g.dilation[d], g.in_size[d], g.mode);
-      if (source < 0) return acc_t(0);
-      offset += source * xs.spatial[d];
-    }
-    return load<acc_t>(x, offset);
+    int64_t pos[kMaxSpatial];
+    for (int d = 0; d < kMaxSpatial; ++d) pos[d] = row.corner[d] + r[d] * g.dilation[d];
+    return load_padded<acc_t>(g, x, xs, row.x_offset + k / taps * xs.channel, pos);
   }
 
   C10_HOST_DEVICE BCol b_col(const Tile& t, int64_t n) const {
@@ -311,13 +319,9 @@ struct WeightGradProblem {
     const int64_t volume = g.out_volume();
     int64_t o[kMaxSpatial];
     unflatten(k % volume, g.out_size, o);
-    int64_t offset = col.x_offset + k / volume * xs.batch;
-    for (int d = 0; d < kMaxSpatial; ++d) {
-      const int64_t source = source_index(o[d] * g.stride[d] + col.shift[d], g.in_size[d], g.mode);
-      if (source < 0) return acc_t(0);
-      offset += source * xs.spatial[d];
-    }
-    return load<acc_t>(x, offset);
+    int64_t pos[kMaxSpatial];
+    for (int d = 0; d < kMaxSpatial; ++d) pos[d] = o[d] * g.stride[d] + col.shift[d];
+    return load_padded<acc_t>(g, x, xs, col.x_offset + k / volume * xs.batch, pos);
   }
 
   C10_HOST_DEVICE void store(const Tile& t, int64_t m, int64_t n, acc_t value) const {
@@ -349,7 +353,7 @@ WeightGradProblem<scalar_t> make_weight_grad_problem(const ConvGeometry& g, cons
 
 // conv: y at element e, the grouped convolution written out with each tap's padding resolved.
 template <typename scalar_t>
-C10_HOST_DEVICE acc_type<scalar_t> direct_conv_element(const ConvGeometry& g, const scalar_t* x, const Strides& xs,
+C10_HOST_DEVICE acc_type<scalar_t> direct_conv_sum(const ConvGeometry& g, const scalar_t* x, const Strides& xs,
                                                        const scalar_t* w, const scalar_t* bias,
                                                        const ElementIndex& e) {
   using acc_t = acc_type<scalar_t>;
@@ -375,6 +379,16 @@ C10_HOST_DEVICE acc_type<scalar_t> direct_conv_element(const ConvGeometry& g, co
     }
   }
   return sum;
+}
+
+// The work of direct_conv_kernel's thread for flat index `index` of y in its memory order.
+template <typename scalar_t>
+C10_HOST_DEVICE void direct_conv_element(const ConvGeometry& g, const scalar_t* x, const Strides& xs,
+                                         const scalar_t* w, const scalar_t* bias, scalar_t* y, const Strides& ys,
+                                         bool channels_last, int64_t index) {
+  const ElementIndex e = decode_element(index, channels_last, g.out_channels, g.out_size);
+  y[e.n * ys.batch + e.c * ys.channel + ys.position(e.pos)] =
+      static_cast<scalar_t>(direct_conv_sum(g, x, xs, w, bias, e));
 }
 
 // The depthwise halo kernel (conv.cu): a block computes a tile_h x tile_w tile of one output plane, staging per depth
@@ -463,13 +477,23 @@ C10_HOST_DEVICE acc_type<scalar_t> halo_patch_taps(const ConvGeometry& g, const 
   return sum;
 }
 
+// Stores the halo kernel's sum for thread (ty, tx) of a tile, where the tile covers an output.
+template <typename scalar_t>
+C10_HOST_DEVICE void halo_store(const ConvGeometry& g, const HaloItem& it, int ty, int tx, acc_type<scalar_t> sum,
+                                scalar_t* y, const Strides& ys) {
+  const int64_t o[kMaxSpatial] = {it.od, it.row0 + ty, it.col0 + tx};
+  if (o[1] < g.out_size[1] && o[2] < g.out_size[2]) {
+    y[it.n * ys.batch + it.c * ys.channel + ys.position(o)] = static_cast<scalar_t>(sum);
+  }
+}
+
 // conv_transpose: the sum of x[i] * w[r] over every padded position q that reads y's element e (padding_preimages)
 // and, per q, the taps reaching it (transposed_taps). With fold_only, q = e itself is left out, and `folds` says
 // whether any other q exists (else the element is complete as the phase GEMM wrote it).
 template <typename scalar_t>
-C10_HOST_DEVICE acc_type<scalar_t> transpose_gather_element(const ConvGeometry& g, const scalar_t* x,
-                                                            const Strides& xs, const scalar_t* w,
-                                                            const ElementIndex& e, bool fold_only, bool& folds) {
+C10_HOST_DEVICE acc_type<scalar_t> transpose_gather_sum(const ConvGeometry& g, const scalar_t* x, const Strides& xs,
+                                                        const scalar_t* w, const ElementIndex& e, bool fold_only,
+                                                        bool& folds) {
   using acc_t = acc_type<scalar_t>;
   const int64_t c_x = g.out_channels_per_group(), c_y = g.in_channels_per_group(), taps = g.kernel_volume();
   Preimages pre[kMaxSpatial];
@@ -522,6 +546,24 @@ C10_HOST_DEVICE acc_type<scalar_t> transpose_gather_element(const ConvGeometry& 
               }
             }
   return sum;
+}
+
+// The work of the transposed gather kernel's thread for flat index `index` of y in its memory order: y = bias + the
+// gather, or, with fold_only, y += the padded positions' share where there is one.
+template <typename scalar_t>
+C10_HOST_DEVICE void transpose_gather_element(const ConvGeometry& g, const scalar_t* x, const Strides& xs,
+                                              const scalar_t* w, const scalar_t* bias, scalar_t* y, const Strides& ys,
+                                              bool channels_last, bool fold_only, int64_t index) {
+  using acc_t = acc_type<scalar_t>;
+  const ElementIndex e = decode_element(index, channels_last, g.in_channels, g.in_size);
+  bool folds = false;
+  const acc_t sum = transpose_gather_sum(g, x, xs, w, e, fold_only, folds);
+  const int64_t offset = e.n * ys.batch + e.c * ys.channel + ys.position(e.pos);
+  if (!fold_only) {
+    y[offset] = static_cast<scalar_t>((bias != nullptr ? load<acc_t>(bias, e.c) : acc_t(0)) + sum);
+  } else if (folds) {
+    y[offset] = static_cast<scalar_t>(load<acc_t>(y, offset) + sum);
+  }
 }
 
 // Below this many x channels per group the phase GEMMs' K is too short for their tiles: gather directly.
