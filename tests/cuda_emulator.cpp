@@ -159,11 +159,11 @@ std::tuple<at::Tensor, int64_t> emulate_conv_weight_grad(const at::Tensor& input
       std::vector<acc_t> partial(kThreads);
       for (int64_t item = 0; item < g.out_channels * taps; ++item) {
         int64_t r[kMaxSpatial];
-        unflatten(item % taps, g.kernel, r);
+        const int64_t channel = unflatten(item, g.kernel, r);
         for (int thread = 0; thread < kThreads; ++thread) {
           acc_t sum = 0;
           for (int64_t k = thread; k < reduce; k += kThreads) {
-            sum += depthwise_weight_grad_term(g, x_data, xs, gy_data, gys, item / taps, r, k);
+            sum += depthwise_weight_grad_term(g, x_data, xs, gy_data, gys, channel, r, k);
           }
           partial[thread] = sum;
         }

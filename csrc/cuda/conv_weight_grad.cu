@@ -37,10 +37,10 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t taps = g.kernel_volume(), reduce = g.batch * g.out_volume(), items = g.out_channels * taps;
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     int64_t r[kMaxSpatial];
-    unflatten(item % taps, g.kernel, r);
+    const int64_t channel = unflatten(item, g.kernel, r);
     acc_t sum = 0;
     for (int64_t k = threadIdx.x; k < reduce; k += kThreads) {
-      sum += depthwise_weight_grad_term(g, x, xs, gy, gys, item / taps, r, k);
+      sum += depthwise_weight_grad_term(g, x, xs, gy, gys, channel, r, k);
     }
     partial[threadIdx.x] = sum;
     __syncthreads();

@@ -43,12 +43,29 @@ inline Strides strides_of(const at::Tensor& t) {
   return s;
 }
 
-// pos = the 3-d position of flat index `index` in a row-major box of `sizes`.
-C10_HOST_DEVICE inline void unflatten(int64_t index, const int64_t* sizes, int64_t* pos) {
-  pos[2] = index % sizes[2];
-  index /= sizes[2];
-  pos[1] = index % sizes[1];
-  pos[0] = index / sizes[1];
+// index / divisor and index % divisor, for index >= 0 and divisor > 0. In 32 bits when both fit: GPUs have no 64-bit
+// integer divide instruction and run a software routine several times as long instead.
+struct QuotientRemainder {
+  int64_t quotient;
+  int64_t remainder;
+};
+
+C10_HOST_DEVICE inline QuotientRemainder divide(int64_t index, int64_t divisor) {
+  const int64_t quotient = ((index | divisor) >> 32) == 0
+                               ? int64_t{static_cast<uint32_t>(index) / static_cast<uint32_t>(divisor)}
+                               : index / divisor;
+  return {quotient, index - quotient * divisor};
+}
+
+// pos = the 3-d position of flat index `index` in a row-major box of `sizes`, and returns index / box volume: the
+// index along whatever dimension lies outside the box (an image, a channel).
+C10_HOST_DEVICE inline int64_t unflatten(int64_t index, const int64_t* sizes, int64_t* pos) {
+  for (int d = kMaxSpatial - 1; d >= 0; --d) {
+    const QuotientRemainder qr = divide(index, sizes[d]);
+    pos[d] = qr.remainder;
+    index = qr.quotient;
+  }
+  return index;
 }
 
 // Decodes the flat index of an element of an output tensor [batch, channels, *sizes] in its memory order
@@ -62,17 +79,14 @@ struct ElementIndex {
 C10_HOST_DEVICE inline ElementIndex decode_element(int64_t index, bool channels_last, int64_t channels,
                                                    const int64_t* sizes) {
   ElementIndex e;
-  const int64_t volume = sizes[0] * sizes[1] * sizes[2];
   if (channels_last) {
-    e.c = index % channels;
-    index /= channels;
-    unflatten(index % volume, sizes, e.pos);
-    e.n = index / volume;
+    const QuotientRemainder qr = divide(index, channels);
+    e.c = qr.remainder;
+    e.n = unflatten(qr.quotient, sizes, e.pos);
   } else {
-    unflatten(index % volume, sizes, e.pos);
-    index /= volume;
-    e.c = index % channels;
-    e.n = index / channels;
+    const QuotientRemainder qr = divide(unflatten(index, sizes, e.pos), channels);
+    e.c = qr.remainder;
+    e.n = qr.quotient;
   }
   return e;
 }

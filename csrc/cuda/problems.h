@@ -81,22 +81,20 @@ struct ConvProblem {
   }
 
   C10_HOST_DEVICE ARow a_row(const Tile& t, int64_t m) const {
-    const int64_t volume = g.out_volume();
     int64_t o[kMaxSpatial];
-    unflatten(m % volume, g.out_size, o);
+    const int64_t n = unflatten(m, g.out_size, o);
     ARow row;
-    row.x_offset = m / volume * xs.batch + t.group * g.in_channels_per_group() * xs.channel;
+    row.x_offset = n * xs.batch + t.group * g.in_channels_per_group() * xs.channel;
     for (int d = 0; d < kMaxSpatial; ++d) row.corner[d] = g.tap_position(d, o[d], 0);
     return row;
   }
 
   C10_HOST_DEVICE acc_t a(const Tile&, const ARow& row, int64_t k) const {
-    const int64_t taps = g.kernel_volume();
     int64_t r[kMaxSpatial];
-    unflatten(k % taps, g.kernel, r);
+    const int64_t channel = unflatten(k, g.kernel, r);
     int64_t pos[kMaxSpatial];
     for (int d = 0; d < kMaxSpatial; ++d) pos[d] = row.corner[d] + r[d] * g.dilation[d];
-    return load_padded<acc_t>(g, x, xs, row.x_offset + k / taps * xs.channel, pos);
+    return load_padded<acc_t>(g, x, xs, row.x_offset + channel * xs.channel, pos);
   }
 
   C10_HOST_DEVICE BCol b_col(const Tile& t, int64_t n) const {
@@ -106,12 +104,11 @@ struct ConvProblem {
   C10_HOST_DEVICE acc_t b(const Tile&, const BCol& col, int64_t k) const { return load<acc_t>(w, col.w_offset + k); }
 
   C10_HOST_DEVICE void store(const Tile& t, int64_t m, int64_t n, acc_t value) const {
-    const int64_t volume = g.out_volume();
     int64_t o[kMaxSpatial];
-    unflatten(m % volume, g.out_size, o);
+    const int64_t image = unflatten(m, g.out_size, o);
     const int64_t c = t.group * g.out_channels_per_group() + n;
     if (bias != nullptr) value += load<acc_t>(bias, c);
-    y[m / volume * ys.batch + c * ys.channel + ys.position(o)] = static_cast<scalar_t>(value);
+    y[image * ys.batch + c * ys.channel + ys.position(o)] = static_cast<scalar_t>(value);
   }
 };
 
@@ -182,26 +179,24 @@ struct PhaseProblem {
     return t;
   }
 
-  C10_HOST_DEVICE int64_t outputs(const Tile& t) const { return t.count[0] * t.count[1] * t.count[2]; }
-
   C10_HOST_DEVICE ARow a_row(const Tile& t, int64_t m) const {
     int64_t j[kMaxSpatial];
-    unflatten(m % outputs(t), t.count, j);
+    const int64_t n = unflatten(m, t.count, j);
     ARow row;
-    row.x_offset = m / outputs(t) * xs.batch + t.group * g.out_channels_per_group() * xs.channel;
+    row.x_offset = n * xs.batch + t.group * g.out_channels_per_group() * xs.channel;
     for (int d = 0; d < kMaxSpatial; ++d) row.source[d] = t.taps[d].source_first + j[d];
     return row;
   }
 
-  C10_HOST_DEVICE void tap_of(const Tile& t, int64_t k, int64_t* tap) const {
+  // The phase's tap of k, and returns its x channel within the group.
+  C10_HOST_DEVICE int64_t tap_of(const Tile& t, int64_t k, int64_t* tap) const {
     const int64_t counts[kMaxSpatial] = {t.taps[0].count, t.taps[1].count, t.taps[2].count};
-    unflatten(k % t.tap_volume, counts, tap);
+    return unflatten(k, counts, tap);
   }
 
   C10_HOST_DEVICE acc_t a(const Tile& t, const ARow& row, int64_t k) const {
     int64_t tap[kMaxSpatial];
-    tap_of(t, k, tap);
-    int64_t offset = row.x_offset + k / t.tap_volume * xs.channel;
+    int64_t offset = row.x_offset + tap_of(t, k, tap) * xs.channel;
     for (int d = 0; d < kMaxSpatial; ++d) {
       const int64_t i = row.source[d] - tap[d] * t.taps[d].source_step;
       if (i < 0 || i >= g.out_size[d]) return acc_t(0);
@@ -214,10 +209,9 @@ struct PhaseProblem {
 
   C10_HOST_DEVICE acc_t b(const Tile& t, const BCol& col, int64_t k) const {
     int64_t tap[kMaxSpatial];
-    tap_of(t, k, tap);
+    const int64_t cx = t.group * g.out_channels_per_group() + tap_of(t, k, tap);
     int64_t r[kMaxSpatial];
     for (int d = 0; d < kMaxSpatial; ++d) r[d] = t.taps[d].first + tap[d] * t.taps[d].step;
-    const int64_t cx = t.group * g.out_channels_per_group() + k / t.tap_volume;
     const int64_t taps = g.kernel_volume();
     return load<acc_t>(w, (cx * g.in_channels_per_group() + col.w_offset) * taps +
                               (r[0] * g.kernel[1] + r[1]) * g.kernel[2] + r[2]);
@@ -225,11 +219,11 @@ struct PhaseProblem {
 
   C10_HOST_DEVICE void store(const Tile& t, int64_t m, int64_t n, acc_t value) const {
     int64_t p[kMaxSpatial];
-    unflatten(m % outputs(t), t.count, p);
+    const int64_t image = unflatten(m, t.count, p);
     for (int d = 0; d < kMaxSpatial; ++d) p[d] = t.phase[d] + p[d] * g.stride[d];
     const int64_t c = t.group * g.in_channels_per_group() + n;
     if (bias != nullptr) value += load<acc_t>(bias, c);
-    y[m / outputs(t) * ys.batch + c * ys.channel + ys.position(p)] = static_cast<scalar_t>(value);
+    y[image * ys.batch + c * ys.channel + ys.position(p)] = static_cast<scalar_t>(value);
   }
 };
 
@@ -299,29 +293,26 @@ struct WeightGradProblem {
   }
 
   C10_HOST_DEVICE acc_t a(const Tile&, const ARow& row, int64_t k) const {
-    const int64_t volume = g.out_volume();
     int64_t o[kMaxSpatial];
-    unflatten(k % volume, g.out_size, o);
-    return load<acc_t>(gy, row.gy_offset + k / volume * gys.batch + gys.position(o));
+    const int64_t n = unflatten(k, g.out_size, o);
+    return load<acc_t>(gy, row.gy_offset + n * gys.batch + gys.position(o));
   }
 
   C10_HOST_DEVICE BCol b_col(const Tile& t, int64_t n) const {
-    const int64_t taps = g.kernel_volume();
     int64_t r[kMaxSpatial];
-    unflatten(n % taps, g.kernel, r);
+    const int64_t channel = unflatten(n, g.kernel, r);
     BCol col;
-    col.x_offset = (t.group * g.in_channels_per_group() + n / taps) * xs.channel;
+    col.x_offset = (t.group * g.in_channels_per_group() + channel) * xs.channel;
     for (int d = 0; d < kMaxSpatial; ++d) col.shift[d] = r[d] * g.dilation[d] - g.pad_lo[d];
     return col;
   }
 
   C10_HOST_DEVICE acc_t b(const Tile&, const BCol& col, int64_t k) const {
-    const int64_t volume = g.out_volume();
     int64_t o[kMaxSpatial];
-    unflatten(k % volume, g.out_size, o);
+    const int64_t n = unflatten(k, g.out_size, o);
     int64_t pos[kMaxSpatial];
     for (int d = 0; d < kMaxSpatial; ++d) pos[d] = o[d] * g.stride[d] + col.shift[d];
-    return load_padded<acc_t>(g, x, xs, col.x_offset + k / volume * xs.batch, pos);
+    return load_padded<acc_t>(g, x, xs, col.x_offset + n * xs.batch, pos);
   }
 
   C10_HOST_DEVICE void store(const Tile& t, int64_t m, int64_t n, acc_t value) const {
@@ -576,9 +567,8 @@ C10_HOST_DEVICE acc_type<scalar_t> depthwise_weight_grad_term(const ConvGeometry
                                                               const Strides& gys, int64_t c, const int64_t* r,
                                                               int64_t k) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t volume = g.out_volume(), n = k / volume;
   int64_t o[kMaxSpatial], source[kMaxSpatial];
-  unflatten(k % volume, g.out_size, o);
+  const int64_t n = unflatten(k, g.out_size, o);
   for (int d = 0; d < kMaxSpatial; ++d) {
     source[d] = g.tap_source(d, o[d], r[d]);
     if (source[d] < 0) return acc_t(0);
