@@ -117,22 +117,21 @@ std::tuple<at::Tensor, int64_t> emulate_conv_transpose(const at::Tensor& input, 
     const scalar_t* bias_data = b.defined() ? b.const_data_ptr<scalar_t>() : nullptr;
     scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
     const Strides xs = strides_of(input), ys = strides_of(y);
-    const auto gather = [&](bool fold_only) {
+    const auto gather = [&](GatherPass pass, bool weight_finite) {
       for (int64_t index = 0; index < y.numel(); ++index) {
-        transpose_gather_element(g, x_data, xs, w_data, bias_data, y_data, ys, channels_last, fold_only, index);
+        transpose_gather_element(g, x_data, xs, w_data, bias_data, y_data, ys, channels_last, pass, weight_finite,
+                                 index);
       }
     };
     if (g.out_channels_per_group() < kPhaseGemmMinChannels) {
-      gather(false);
+      gather(GatherPass::Full, true);
       path = 0;
       return;
     }
     emulate_gemm(make_phase_problem(g, x_data, xs, w_data, bias_data, y_data, ys));
-    path = 1;
-    if (g.mode != PaddingMode::Zeros) {
-      gather(true);
-      path = 2;
-    }
+    const bool weight_finite = at::isfinite(w).all().item<bool>();
+    path = g.mode == PaddingMode::Zeros ? 1 : 2;
+    if (g.mode != PaddingMode::Zeros || !weight_finite) gather(GatherPass::AfterPhaseGemm, weight_finite);
   });
   return {y, path};
 }

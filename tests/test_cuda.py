@@ -636,6 +636,25 @@ def test_gradcheck_conv_transpose_op_padding_modes(per_group, mode):
         (gy, w, b))
 
 
+@pytest.mark.parametrize("mode", PADDING_MODES)
+@pytest.mark.parametrize("per_group", [2, 4], ids=["gather", "phase_gemm"])
+def test_conv_transpose_with_non_finite_weights_matches_the_cpu_op(per_group, mode):
+    """An inf or NaN weight gives the infs and NaNs of the CPU op (which matches torch) and no more: the phase GEMM
+    multiplies weights by zeros it loads for taps outside x, and the gather pass recomputes those outputs."""
+    g = Conv((6, 7), 4, 2 * per_group, 3, groups=2, stride=(2, 2), pads=((1, 2), (2, 1)), batch=2)
+    stride, pad_lo, _, dilation = op_geometry(g)
+    gy = torch.randn(output_shape(g), dtype=torch.float64)
+    w = torch.randn(g.c_out, g.c_in // g.groups, 3, 3, dtype=torch.float64)
+    w[1, 0, 0, 0], w[2, 1, 2, 1], w[3, 0, 1, 2] = float("inf"), float("nan"), float("-inf")
+    b = torch.randn(g.c_in, dtype=torch.float64)
+    args = (stride, pad_lo, list(g.size), dilation, g.groups, mode)
+    expected = ops.conv_transpose(gy, w, b, *args)
+    assert expected.isfinite().any() and not expected.isfinite().all()
+    poison(expected.shape, torch.float64, DEVICE)
+    actual = ops.conv_transpose(gy.to(DEVICE), w.to(DEVICE), b.to(DEVICE), *args)
+    torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, rtol=1e-12, atol=1e-12)
+
+
 # --------------------------------------------------------------------------------------------
 # torch.compile: fullgraph forward + backward, and mode="reduce-overhead" (CUDA graphs).
 

@@ -209,3 +209,19 @@ def test_emulation_catches_a_wrong_index(emulator):
     expected = torch.ops.fastpad.conv(x, w, b, *conv_args(case))
     with pytest.raises(AssertionError, match="relative error"):
         compare(y, expected, torch.float64, "conv", case)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("layout_kind", ["contiguous", "channels_last"])
+def test_transposed_gemm_with_non_finite_weights(emulator, mode, layout_kind):
+    """An inf or NaN weight gives torch's infs and NaNs, no more: where a phase GEMM multiplied such a weight by a zero
+    loaded for a tap outside x, the gather pass recomputes the output (the CPU ops match torch here)."""
+    case = base_case(c_in=5, c_out=8, mode=mode, stride=[2, 2], pad_lo=[1, 2], pad_hi=[2, 1], layout=layout_kind)
+    x, w, _, gy, bt = tensors(case, seed=7)
+    w[2, 1, 0, 0], w[3, 4, 2, 1], w[5, 0, 1, 2] = float("inf"), float("nan"), float("-inf")
+    args = (case["stride"], case["pad_lo"], case["size"], case["dilation"], case["groups"], mode)
+    gx, path = emulator.conv_transpose(gy, w, bt, *args)
+    expected = torch.ops.fastpad.conv_transpose(gy, w, bt, *args)
+    assert path == (1 if mode == "zeros" else 2)
+    assert expected.isfinite().any() and not expected.isfinite().all()
+    torch.testing.assert_close(gx, expected, equal_nan=True, rtol=1e-12, atol=1e-12)

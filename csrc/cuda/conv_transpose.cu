@@ -4,8 +4,12 @@
 // Phase decomposition: the outputs p = phase + j*s of one stride phase are reached by one fixed residue class of taps,
 // so each phase is an implicit GEMM over exactly those taps (cuda/implicit_gemm.cuh), never over inserted zeros.
 // Few input channels per group (depthwise) run a direct gather instead, which also folds padded positions back.
+// After the phase GEMMs, a gather pass folds padded positions back (modes other than zeros) and, for a weight with an
+// inf or NaN, recomputes the outputs where a GEMM multiplied it by a zero loaded outside x.
 #include <ATen/Dispatch.h>
+#include <ATen/ops/all.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/isfinite.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
@@ -15,16 +19,19 @@
 namespace fastpad::cuda {
 namespace {
 
-// One thread per y element, in y's memory order: the direct gather of cuda/problems.h's transpose_gather_sum.
-// With fold_only it only adds, to what the phase GEMMs wrote, the padded positions that read the element.
+// One thread per y element, in y's memory order: transpose_gather_element's pass. `weight_finite` (a device flag,
+// read without a host sync) says whether the weight is all finite; nullptr for the full pass, which needs no flag.
 template <typename scalar_t>
 __global__ void __launch_bounds__(kThreads)
     transpose_gather_kernel(const ConvGeometry g, const scalar_t* x, const Strides xs, const scalar_t* w,
-                            const scalar_t* bias, scalar_t* y, const Strides ys, bool channels_last, bool fold_only) {
+                            const scalar_t* bias, scalar_t* y, const Strides ys, bool channels_last, GatherPass pass,
+                            const bool* weight_finite) {
+  const bool finite = weight_finite == nullptr || *weight_finite;
+  if (pass == GatherPass::AfterPhaseGemm && g.mode == PaddingMode::Zeros && finite) return;  // nothing to complete
   const int64_t total = g.batch * g.in_channels * g.in_volume();
   for (int64_t index = blockIdx.x * int64_t{kThreads} + threadIdx.x; index < total;
        index += int64_t{gridDim.x} * kThreads) {
-    transpose_gather_element(g, x, xs, w, bias, y, ys, channels_last, fold_only, index);
+    transpose_gather_element(g, x, xs, w, bias, y, ys, channels_last, pass, finite, index);
   }
 }
 
@@ -48,16 +55,17 @@ at::Tensor conv_transpose_cuda(const at::Tensor& input, const at::Tensor& weight
     const scalar_t* bias_data = b.defined() ? b.const_data_ptr<scalar_t>() : nullptr;
     scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
     const Strides xs = strides_of(input), ys = strides_of(y);
-    const auto gather = [&](bool fold_only) {
+    const auto gather = [&](GatherPass pass, const bool* weight_finite) {
       launch(transpose_gather_kernel<scalar_t>, grid_for(y.numel(), kThreads), 0, g, x_data, xs, w_data, bias_data,
-             y_data, ys, channels_last, fold_only);
+             y_data, ys, channels_last, pass, weight_finite);
     };
     if (g.out_channels_per_group() < kPhaseGemmMinChannels) {
-      gather(/*fold_only=*/false);
+      gather(GatherPass::Full, nullptr);
       return;
     }
     run_implicit_gemm(make_phase_problem(g, x_data, xs, w_data, bias_data, y_data, ys));
-    if (g.mode != PaddingMode::Zeros) gather(/*fold_only=*/true);
+    const at::Tensor weight_finite = at::isfinite(w).all();  // stays on the device: no sync, CUDA graphs capture it
+    gather(GatherPass::AfterPhaseGemm, weight_finite.const_data_ptr<bool>());
   });
   return y;
 }

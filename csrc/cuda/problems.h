@@ -478,6 +478,13 @@ C10_HOST_DEVICE void halo_store(const ConvGeometry& g, const HaloItem& it, int t
   }
 }
 
+// The taps t in [first, last) of `taps` whose source, source_first - t * source_step, lies in [0, size) (x's extent).
+C10_HOST_DEVICE inline InteriorRange taps_inside(const TransposedTaps& taps, int64_t size) {
+  const int64_t first = std::max<int64_t>(0, ceil_div(taps.source_first - size + 1, taps.source_step));
+  const int64_t last = std::min<int64_t>(taps.count, floor_div(taps.source_first, taps.source_step) + 1);
+  return {first, std::max(first, last)};
+}
+
 // conv_transpose: the sum of x[i] * w[r] over every padded position q that reads y's element e (padding_preimages)
 // and, per q, the taps reaching it (transposed_taps). With fold_only, q = e itself is left out, and `folds` says
 // whether any other q exists (else the element is complete as the phase GEMM wrote it).
@@ -514,9 +521,9 @@ C10_HOST_DEVICE acc_type<scalar_t> transpose_gather_sum(const ConvGeometry& g, c
               bool any = true;
               for (int d = 0; d < kMaxSpatial; ++d) {
                 tt[d] = transposed_taps(q[d] + g.pad_lo[d], g.kernel[d], g.stride[d], g.dilation[d]);
-                // source_first - t * source_step in [0, x size)
-                t_first[d] = std::max<int64_t>(0, ceil_div(tt[d].source_first - g.out_size[d] + 1, tt[d].source_step));
-                t_last[d] = std::min<int64_t>(tt[d].count, floor_div(tt[d].source_first, tt[d].source_step) + 1);
+                const InteriorRange inside = taps_inside(tt[d], g.out_size[d]);
+                t_first[d] = inside.first;
+                t_last[d] = inside.last;
                 any = any && t_first[d] < t_last[d];
               }
               if (!any) continue;
@@ -539,22 +546,46 @@ C10_HOST_DEVICE acc_type<scalar_t> transpose_gather_sum(const ConvGeometry& g, c
   return sum;
 }
 
-// The work of the transposed gather kernel's thread for flat index `index` of y in its memory order: y = bias + the
-// gather, or, with fold_only, y += the padded positions' share where there is one.
+// The passes of the transposed gather kernel.
+enum class GatherPass {
+  Full,            // y = bias + the whole gather: the direct path
+  AfterPhaseGemm,  // completes what the phase GEMMs wrote: see transpose_gather_element
+};
+
+// Whether the phase GEMM multiplied a weight, for y's element at pos, by the zero it loads for a tap whose source lies
+// outside x: some dim has such a tap, and every dim has a tap (otherwise the GEMM's K is empty).
+C10_HOST_DEVICE inline bool phase_gemm_reads_outside(const ConvGeometry& g, const int64_t* pos) {
+  bool outside = false;
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    const TransposedTaps taps = transposed_taps(pos[d] + g.pad_lo[d], g.kernel[d], g.stride[d], g.dilation[d]);
+    if (taps.count == 0) return false;
+    const InteriorRange inside = taps_inside(taps, g.out_size[d]);
+    outside = outside || inside.first > 0 || inside.last < taps.count;
+  }
+  return outside;
+}
+
+// The work of the transposed gather kernel's thread for flat index `index` of y in its memory order.
+// Full: y = bias + the gather. AfterPhaseGemm: y += the share of the padded positions that read the element (modes
+// other than zeros); and where the weight holds an inf or NaN (weight_finite false), every element whose phase GEMM
+// multiplied a weight by a zero loaded outside x (0 * inf = NaN, where torch never forms that product) is recomputed
+// in full.
 template <typename scalar_t>
 C10_HOST_DEVICE void transpose_gather_element(const ConvGeometry& g, const scalar_t* x, const Strides& xs,
                                               const scalar_t* w, const scalar_t* bias, scalar_t* y, const Strides& ys,
-                                              bool channels_last, bool fold_only, int64_t index) {
+                                              bool channels_last, GatherPass pass, bool weight_finite, int64_t index) {
   using acc_t = acc_type<scalar_t>;
   const ElementIndex e = decode_element(index, channels_last, g.in_channels, g.in_size);
-  bool folds = false;
-  const acc_t sum = transpose_gather_sum(g, x, xs, w, e, fold_only, folds);
   const int64_t offset = e.n * ys.batch + e.c * ys.channel + ys.position(e.pos);
-  if (!fold_only) {
+  bool folds = false;
+  if (pass == GatherPass::Full || (!weight_finite && phase_gemm_reads_outside(g, e.pos))) {
+    const acc_t sum = transpose_gather_sum(g, x, xs, w, e, /*fold_only=*/false, folds);
     y[offset] = static_cast<scalar_t>((bias != nullptr ? load<acc_t>(bias, e.c) : acc_t(0)) + sum);
-  } else if (folds) {
-    y[offset] = static_cast<scalar_t>(load<acc_t>(y, offset) + sum);
+    return;
   }
+  if (g.mode == PaddingMode::Zeros) return;
+  const acc_t sum = transpose_gather_sum(g, x, xs, w, e, /*fold_only=*/true, folds);
+  if (folds) y[offset] = static_cast<scalar_t>(load<acc_t>(y, offset) + sum);
 }
 
 // Below this many x channels per group the phase GEMMs' K is too short for their tiles: gather directly.
