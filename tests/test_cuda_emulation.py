@@ -184,21 +184,25 @@ def test_every_kernel_path(emulator, name):
     assert (paths["conv"], paths["conv_transpose"], paths["conv_weight_grad"]) == expected_paths
 
 
-@pytest.mark.parametrize("seed", [20261122, None])
+FIXED_SEED = 20261122
+
+
+@pytest.mark.parametrize("seed", [FIXED_SEED, None])
 def test_random_problems(emulator, seed, capsys):
     """RANDOM_CASES random problems (FASTPAD_EMULATION_CASES) from a fixed seed and from a printed random one."""
     seed = random.randrange(2**31) if seed is None else seed
-    with capsys.disabled():
-        print(f"\nCUDA emulation: {RANDOM_CASES} random problems, seed {seed}")
     rng = random.Random(seed)
     seen = {"conv": set(), "conv_transpose": set(), "conv_weight_grad": set()}
     for index in range(RANDOM_CASES):
         case = draw(rng)
         for op, path in check_case(emulator, case, seed=seed + index).items():
             seen[op].add(path if op != "conv_weight_grad" else min(path, 2))
-    # The draw reaches every path the ops have (batch 0 gives -1).
-    assert {0, 1, 2} <= seen["conv"] and {0, 1, 2} <= seen["conv_transpose"], seen
-    assert {0, 1} <= seen["conv_weight_grad"], seen
+    with capsys.disabled():
+        print(f"\nCUDA emulation: {RANDOM_CASES} random problems, seed {seed}, paths taken {seen}")
+    if seed == FIXED_SEED and RANDOM_CASES >= 150:
+        # This draw reaches every path of every op (batch 0 gives -1); a random seed may miss a rare one.
+        assert {0, 1, 2} <= seen["conv"] and {0, 1, 2} <= seen["conv_transpose"], seen
+        assert {0, 1} <= seen["conv_weight_grad"], seen
 
 
 def test_emulation_catches_a_wrong_index(emulator):

@@ -4,6 +4,7 @@
 // Depthwise layers (one input channel per group) run direct kernels, through an input patch with its halo in shared
 // memory for contiguous layouts; every other layer is an implicit GEMM (cuda/implicit_gemm.cuh).
 #include <ATen/Dispatch.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
@@ -58,6 +59,8 @@ __global__ void __launch_bounds__(kThreads)
 at::Tensor conv_cuda(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                      at::IntArrayRef stride, at::IntArrayRef pad_lo, at::IntArrayRef pad_hi, at::IntArrayRef dilation,
                      int64_t groups, c10::string_view padding_mode) {
+  // The ATen calls inside the kernel work on plain tensors: autograd is this op's own registration.
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
   const ConvGeometry g = conv_geometry(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode);
   const c10::cuda::CUDAGuard device_guard(input.device());
   const auto format = output_memory_format(input);

@@ -7,6 +7,7 @@
 // After the phase GEMMs, a gather pass folds padded positions back (modes other than zeros) and, for a weight with an
 // inf or NaN, recomputes the outputs where a GEMM multiplied it by a zero loaded outside x.
 #include <ATen/Dispatch.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/ops/all.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/isfinite.h>
@@ -39,6 +40,8 @@ at::Tensor conv_transpose_cuda(const at::Tensor& input, const at::Tensor& weight
                                const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                                at::IntArrayRef crop_lo, at::IntArrayRef out_size, at::IntArrayRef dilation,
                                int64_t groups, c10::string_view padding_mode) {
+  // The ATen calls inside the kernel work on plain tensors: autograd is this op's own registration.
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
   const ConvGeometry g =
       conv_transpose_geometry(input, weight, bias, stride, crop_lo, out_size, dilation, groups, padding_mode);
   const c10::cuda::CUDAGuard device_guard(input.device());

@@ -4,6 +4,7 @@
 // (no atomics), so results are deterministic: depthwise layers reduce per (channel, tap) in one block; the others run
 // a split-K implicit GEMM (cuda/implicit_gemm.cuh) whose per-split partial sums are then added in a fixed order.
 #include <ATen/Dispatch.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -56,6 +57,8 @@ __global__ void __launch_bounds__(kThreads)
 at::Tensor conv_weight_grad_cuda(const at::Tensor& input, const at::Tensor& grad_output, at::IntArrayRef weight_shape,
                                  at::IntArrayRef stride, at::IntArrayRef pad_lo, at::IntArrayRef dilation,
                                  int64_t groups, c10::string_view padding_mode) {
+  // The ATen calls inside the kernel work on plain tensors: autograd is this op's own registration.
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
   const ConvGeometry g = conv_weight_grad_geometry(input, grad_output, weight_shape, stride, pad_lo, dilation, groups,
                                                    padding_mode);
   const c10::cuda::CUDAGuard device_guard(input.device());
