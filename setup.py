@@ -60,7 +60,8 @@ def extension():
         extra_link_args=link_flags,
         py_limited_api=False,
     )
-    cuda_sources = relative_sources(os.path.join("cuda", "*.cu"))
+    # The kernels and launchers (*.cu) and their torch-side bindings and registration (*.cpp).
+    cuda_sources = relative_sources(os.path.join("cuda", "*.cu"), os.path.join("cuda", "*.cpp"))
     if want_cuda() and cuda_sources:
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "8.0;9.0")
         return CUDAExtension(

@@ -23,4 +23,15 @@ TORCH_LIBRARY(fastpad, m) {
   m.def(
       "conv_weight_grad(Tensor input, Tensor grad_output, int[] weight_shape, int[] stride, SymInt[] pad_lo, "
       "int[] dilation, int groups, str padding_mode) -> Tensor");
+  // Private: the kernel path each op takes for these arguments on `backend` ("cpu" or "cuda", whatever device the
+  // tensors are on), as kernel_paths.h chooses it. Tests assert the path a case reaches with these.
+  m.def(
+      "_conv_path(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] pad_lo, int[] pad_hi, "
+      "int[] dilation, int groups, str padding_mode, str backend) -> str");
+  m.def(
+      "_conv_transpose_path(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] crop_lo, int[] out_size, "
+      "int[] dilation, int groups, str padding_mode, str backend) -> str");
+  m.def(
+      "_conv_weight_grad_path(Tensor input, Tensor grad_output, int[] weight_shape, int[] stride, int[] pad_lo, "
+      "int[] dilation, int groups, str padding_mode, str backend) -> str");
 }

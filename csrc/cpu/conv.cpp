@@ -1,8 +1,8 @@
 // fastpad::conv on CPU: y[o] = bias + sum_r w[r] * xpad[o*s - pad_lo + r*d], 1-3 spatial dims.
 // Layout: contiguous N,C,spatial or channels_last (4-d/5-d); the output keeps the input's memory format.
 // Padding is never materialised: taps in the padding read zero or their reflected/clamped/wrapped source.
-// Depthwise problems go to the direct kernels of depthwise.cpp; the rest to GEMMs over phase planes (NCHW, and
-// channels-last with one group), a fused im2col + GEMM (grouped channels-last), or, with few input channels per
+// The kernel is kernel_paths.h's choose_conv_path: the direct kernels of depthwise.cpp; GEMMs over phase planes (NCHW,
+// and channels-last with one group); a fused im2col + GEMM (grouped channels-last); or, with few input channels per
 // group (stems), a direct kernel (channels-last) or one GEMM over columns copied from the phase planes (NCHW).
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -17,6 +17,7 @@
 #include "cpu/depthwise.h"
 #include "cpu/gemm_tiles.h"
 #include "cpu/phase_planes.h"
+#include "kernel_paths.h"
 
 namespace fastpad::cpu {
 namespace {
@@ -245,13 +246,12 @@ void phase_plane_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at:
 // into columns first, so that one GEMM reduces over channels and taps together (K = Cg_in * kh * kw).
 template <typename scalar_t>
 void phase_plane_conv_nchw(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
-                           const at::Tensor& bias, at::Tensor& y) {
+                           const at::Tensor& bias, at::Tensor& y, bool tap_gemms) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
   const int64_t groups = g.groups, c_in = g.in_channels_per_group(), c_out = g.out_channels_per_group();
   const int64_t taps_2d = g.kernel[1] * g.kernel[2], slice = g.in_size[1] * g.in_size[2];
   const int64_t out_w = g.out_size[2], out_slice = g.out_size[1] * out_w;
-  const bool tap_gemms = c_in >= kTapGemmMinChannels;
   // Tap GEMMs: [groups, kd, kh*kw, Cg_out, Cg_in]. Columns: [groups, kd, Cg_out, Cg_in * kh*kw].
   const auto w5 = weight.to(acc_dtype).reshape({groups, c_out, c_in, g.kernel[0], taps_2d});
   const at::Tensor w_acc = (tap_gemms ? w5.permute({0, 3, 4, 1, 2}) : w5.permute({0, 3, 1, 2, 4})).contiguous();
@@ -324,21 +324,30 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
                      input.options().memory_format(format));
   if (y.numel() == 0) return y;
   const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
-  if (depthwise_supported(g, channels_last)) {
+  const ConvPath path = choose_conv_path(g, Backend::Cpu, channels_last, /*element_bytes=*/0);
+  if (path == ConvPath::CpuDepthwise) {
     depthwise_conv(g, x, weight, b, y, channels_last);
-  } else {
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_cpu", [&] {
-      if (channels_last && g.in_channels_per_group() < kTapGemmMinChannels) {
-        direct_conv_nhwc<scalar_t>(g, x, weight, b, y);
-      } else if (channels_last && g.groups == 1) {
-        phase_plane_conv_nhwc<scalar_t>(g, x, weight, b, y);
-      } else if (channels_last) {
-        gemm_conv_nhwc<scalar_t>(g, x, weight, b, y);
-      } else {
-        phase_plane_conv_nchw<scalar_t>(g, x, weight, b, y);
-      }
-    });
+    return y;
   }
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_cpu", [&] {
+    switch (path) {
+      case ConvPath::CpuChannelsLastDirect:
+        direct_conv_nhwc<scalar_t>(g, x, weight, b, y);
+        break;
+      case ConvPath::CpuChannelsLastPhasePlanes:
+        phase_plane_conv_nhwc<scalar_t>(g, x, weight, b, y);
+        break;
+      case ConvPath::CpuChannelsLastIm2col:
+        gemm_conv_nhwc<scalar_t>(g, x, weight, b, y);
+        break;
+      case ConvPath::CpuTapGemms:
+      case ConvPath::CpuColumnGemm:
+        phase_plane_conv_nchw<scalar_t>(g, x, weight, b, y, path == ConvPath::CpuTapGemms);
+        break;
+      default:
+        TORCH_INTERNAL_ASSERT(false, "fastpad conv: no CPU kernel for path ", path_name(path));
+    }
+  });
   return y;
 }
 

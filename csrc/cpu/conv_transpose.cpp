@@ -2,8 +2,8 @@
 // (padding_mode zeros) or folded onto the position the mode reads p from (the adjoint of conv).
 // Layout: contiguous N,C,spatial or channels_last; the output keeps the input's memory format.
 // The crop is folded into col2im: positions outside the output are never written, no full-size output exists.
-// Depthwise problems go to the direct kernels of depthwise.cpp; NCHW problems with enough channels and positions to
-// the adjoint of conv's tap GEMMs over phase planes; the rest to a GEMM and col2im.
+// kernel_paths.h's choose_conv_transpose_path picks the kernel: the direct kernels of depthwise.cpp; for NCHW problems
+// with enough channels and positions, the adjoint of conv's tap GEMMs over phase planes; else a GEMM and col2im.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -16,6 +16,7 @@
 #include "cpu/gemm_tiles.h"
 #include "cpu/phase_planes.h"
 #include "cpu/row_ops.h"
+#include "kernel_paths.h"
 
 namespace fastpad::cpu {
 namespace {
@@ -195,6 +196,8 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
                      input.options().memory_format(format));
   if (y.numel() == 0) return y;
   const auto x = input.contiguous(format);
+  const ConvTransposePath path =
+      choose_conv_transpose_path(g, Backend::Cpu, channels_last, at::isfinite(weight).all().item<bool>());
 
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_transpose_cpu", [&] {
     using acc_t = acc_type<scalar_t>;
@@ -208,14 +211,18 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     } else {
       y_acc.zero_();
     }
-    if (depthwise_supported(g, channels_last)) {
-      depthwise_conv_transpose(g, x, weight, y_acc, channels_last);
-    } else if (!channels_last && g.in_channels_per_group() >= kTapGemmMinChannels &&
-               g.out_channels_per_group() >= kTapGemmMinChannels &&
-               g.out_size[1] * g.out_size[2] >= kTapGemmMinPositions && at::isfinite(weight).all().item<bool>()) {
-      phase_plane_transpose_nchw<scalar_t>(g, x, weight, y_acc);
-    } else {
-      transpose_gemm<scalar_t>(g, x, weight, y_acc, channels_last);
+    switch (path) {
+      case ConvTransposePath::CpuDepthwise:
+        depthwise_conv_transpose(g, x, weight, y_acc, channels_last);
+        break;
+      case ConvTransposePath::CpuPhasePlanes:
+        phase_plane_transpose_nchw<scalar_t>(g, x, weight, y_acc);
+        break;
+      case ConvTransposePath::CpuGemmCol2im:
+        transpose_gemm<scalar_t>(g, x, weight, y_acc, channels_last);
+        break;
+      default:
+        TORCH_INTERNAL_ASSERT(false, "fastpad conv_transpose: no CPU kernel for path ", path_name(path));
     }
     if (!y_acc.is_same(y)) y.copy_(y_acc);
   });

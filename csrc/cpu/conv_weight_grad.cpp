@@ -14,6 +14,7 @@
 #include "cpu/depthwise.h"
 #include "cpu/gemm_tiles.h"
 #include "cpu/phase_planes.h"
+#include "kernel_paths.h"
 
 namespace fastpad::cpu {
 namespace {
@@ -130,12 +131,18 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
   const auto gy = grad_output.contiguous(format);
   at::Tensor grad;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_weight_grad_cpu", [&] {
-    if (depthwise_supported(g, channels_last)) {
-      grad = depthwise_weight_grad(g, x, gy, channels_last);
-    } else if (channels_last) {
-      grad = weight_grad_gemm<scalar_t>(g, x, gy);
-    } else {
-      grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy);
+    switch (choose_weight_grad_path(g, Backend::Cpu, channels_last)) {
+      case WeightGradPath::CpuDepthwise:
+        grad = depthwise_weight_grad(g, x, gy, channels_last);
+        break;
+      case WeightGradPath::CpuChannelsLastGemm:
+        grad = weight_grad_gemm<scalar_t>(g, x, gy);
+        break;
+      case WeightGradPath::CpuPhasePlanes:
+        grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy);
+        break;
+      default:
+        TORCH_INTERNAL_ASSERT(false, "fastpad conv_weight_grad: no CPU path");
     }
   });
   // A fresh tensor, so the strides are the canonical contiguous ones even where a dim has size 1.

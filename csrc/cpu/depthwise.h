@@ -1,5 +1,6 @@
 // Direct CPU kernels for depthwise problems (one conv-input channel per group, channel multiplier
-// m = C_out / C_in), for all three ops. Layout: contiguous N,C,spatial (any m) or channels-last (m == 1).
+// m = C_out / C_in), for all three ops, where kernel_paths.h's cpu_depthwise says so.
+// Layout: contiguous N,C,spatial (any m) or channels-last (m == 1).
 // Padding: NCHW rows are read through phase rows whose borders the padding mode resolves; channels-last
 // resolves each tap's source pixel. No padded tensor is built.
 #pragma once
@@ -9,11 +10,6 @@
 #include "geometry.h"
 
 namespace fastpad::cpu {
-
-// Whether the direct kernels take this problem. In every op's geometry, `in_channels` is the conv input side.
-inline bool depthwise_supported(const ConvGeometry& g, bool channels_last) {
-  return g.in_channels_per_group() == 1 && (!channels_last || g.out_channels_per_group() == 1);
-}
 
 // y = conv(x, weight, bias); y allocated in x's layout.
 void depthwise_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,

@@ -28,11 +28,6 @@ namespace fastpad::cpu {
 constexpr int64_t kPhasePlaneBytes = 256 * 1024;
 // For the GEMM kernels: the phase planes of a whole group plus the band's GEMM buffers, larger for wider GEMMs.
 constexpr int64_t kGemmPhasePlaneBytes = 1024 * 1024;
-// Below this many channels per group (stems), a GEMM per tap reduces over too few values to run well.
-constexpr int64_t kTapGemmMinChannels = 16;
-// Below this many positions per (H, W) slice, GEMMs per tap are too narrow: repacking the weights for each tap
-// costs more than the product (HiFi-GAN's 32-sample ConvTranspose1d ran 2x slower than one GEMM + col2im).
-constexpr int64_t kTapGemmMinPositions = 256;
 
 template <typename acc_t>
 class PhasePlanes {

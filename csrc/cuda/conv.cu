@@ -2,15 +2,10 @@
 // Layout: any input strides (contiguous, channels_last, strided), read in place; the output keeps the input's format.
 // Padding is never materialised: every tap in the padding reads zero or its reflected/clamped/wrapped source.
 // Depthwise layers (one input channel per group) run direct kernels, through an input patch with its halo in shared
-// memory for contiguous layouts; every other layer is an implicit GEMM (cuda/implicit_gemm.cuh).
-#include <ATen/Dispatch.h>
-#include <ATen/core/LegacyTypeDispatch.h>
-#include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <torch/library.h>
-
-#include "conv_params.h"
+// memory for contiguous layouts; every other layer is an implicit GEMM (cuda/implicit_gemm.cuh). The path comes
+// from kernel_paths.h, chosen by the binding (cuda/bindings.cpp); this file is torch-free.
 #include "cuda/implicit_gemm.cuh"
+#include "cuda/launchers.h"
 
 namespace fastpad::cuda {
 namespace {
@@ -23,8 +18,7 @@ __global__ void __launch_bounds__(kThreads)
     depthwise_halo_kernel(const ConvGeometry g, const HaloPlan plan, const scalar_t* x, const Strides xs,
                           const scalar_t* w, const scalar_t* bias, scalar_t* y, const Strides ys) {
   using acc_t = acc_type<scalar_t>;
-  extern __shared__ __align__(16) unsigned char shared_bytes[];
-  acc_t* patch = reinterpret_cast<acc_t*>(shared_bytes);
+  acc_t* patch = reinterpret_cast<acc_t*>(dynamic_shared_memory());
   const int ty = threadIdx.x / plan.tile_w, tx = threadIdx.x % plan.tile_w;
   for (int64_t item = blockIdx.x; item < plan.tiles; item += gridDim.x) {
     const HaloItem it = halo_item(g, plan, item);
@@ -56,47 +50,37 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-at::Tensor conv_cuda(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
-                     at::IntArrayRef stride, at::IntArrayRef pad_lo, at::IntArrayRef pad_hi, at::IntArrayRef dilation,
-                     int64_t groups, c10::string_view padding_mode) {
-  // The ATen calls inside the kernel work on plain tensors: autograd is this op's own registration.
-  at::AutoDispatchBelowADInplaceOrView below_autograd;
-  const ConvGeometry g = conv_geometry(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode);
-  const c10::cuda::CUDAGuard device_guard(input.device());
-  const auto format = output_memory_format(input);
-  auto y = at::empty(tensor_shape(g.batch, g.out_channels, g.out_size, input.dim() - 2),
-                     input.options().memory_format(format));
-  if (y.numel() == 0) return y;
-  const auto w = weight.contiguous();
-  const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_cuda", [&] {
-    const scalar_t* x_data = input.const_data_ptr<scalar_t>();
-    const scalar_t* w_data = w.const_data_ptr<scalar_t>();
-    const scalar_t* bias_data = b.defined() ? b.const_data_ptr<scalar_t>() : nullptr;
-    scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
-    const Strides xs = strides_of(input), ys = strides_of(y);
-    const bool channels_last = format != at::MemoryFormat::Contiguous;
-    if (g.in_channels_per_group() != 1) {
-      run_implicit_gemm(make_conv_problem(g, x_data, xs, w_data, bias_data, y_data, ys));
+template <typename scalar_t>
+void launch_conv_typed(const ConvLaunch& a) {
+  const ConvGeometry& g = a.g;
+  const auto* x = static_cast<const scalar_t*>(a.x);
+  const auto* w = static_cast<const scalar_t*>(a.w);
+  const auto* bias = static_cast<const scalar_t*>(a.bias);
+  auto* y = static_cast<scalar_t*>(a.y);
+  switch (a.path) {
+    case ConvPath::CudaImplicitGemm:
+      run_implicit_gemm(a.stream, make_conv_problem(g, x, a.xs, w, bias, y, a.ys));
+      return;
+    case ConvPath::CudaDepthwiseHalo: {
+      const HaloPlan plan = halo_plan(g, sizeof(acc_type<scalar_t>));
+      const size_t patch_bytes = size_t(plan.patch_h) * plan.patch_w * sizeof(acc_type<scalar_t>);
+      launch(a.stream, depthwise_halo_kernel<scalar_t>, grid_for(plan.tiles), patch_bytes, g, plan, x, a.xs, w, bias,
+             y, a.ys);
       return;
     }
-    const HaloPlan plan = halo_plan(g, sizeof(acc_type<scalar_t>));
-    if (!channels_last && plan.fits) {
-      const size_t patch_bytes = size_t(plan.patch_h) * plan.patch_w * sizeof(acc_type<scalar_t>);
-      launch(depthwise_halo_kernel<scalar_t>, grid_for(plan.tiles), patch_bytes, g, plan, x_data, xs, w_data,
-             bias_data, y_data, ys);
-    } else {
-      launch(direct_conv_kernel<scalar_t>, grid_for(y.numel(), kThreads), 0, g, x_data, xs, w_data, bias_data, y_data,
-             ys, channels_last);
-    }
-  });
-  return y;
+    case ConvPath::CudaDirect:
+      launch(a.stream, direct_conv_kernel<scalar_t>, grid_for(g.batch * g.out_channels * g.out_volume(), kThreads), 0,
+             g, x, a.xs, w, bias, y, a.ys, a.channels_last);
+      return;
+    default:
+      throw std::invalid_argument(std::string("fastpad conv: no CUDA kernel for path ") + path_name(a.path));
+  }
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(fastpad, CUDA, m) {
-  m.impl("conv", &conv_cuda);
+void launch_conv(const ConvLaunch& a) {
+  dispatch_scalar_type(a.dtype, [&](auto* type) { launch_conv_typed<std::remove_pointer_t<decltype(type)>>(a); });
 }
 
 }  // namespace fastpad::cuda

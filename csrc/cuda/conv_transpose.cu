@@ -5,17 +5,10 @@
 // so each phase is an implicit GEMM over exactly those taps (cuda/implicit_gemm.cuh), never over inserted zeros.
 // Few input channels per group (depthwise) run a direct gather instead, which also folds padded positions back.
 // After the phase GEMMs, a gather pass folds padded positions back (modes other than zeros) and, for a weight with an
-// inf or NaN, recomputes the outputs where a GEMM multiplied it by a zero loaded outside x.
-#include <ATen/Dispatch.h>
-#include <ATen/core/LegacyTypeDispatch.h>
-#include <ATen/ops/all.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/isfinite.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <torch/library.h>
-
-#include "conv_params.h"
+// inf or NaN, recomputes the outputs where a GEMM multiplied it by a zero loaded outside x. Torch-free: the binding
+// (cuda/bindings.cpp) picks the path and computes the weight_finite flag.
 #include "cuda/implicit_gemm.cuh"
+#include "cuda/launchers.h"
 
 namespace fastpad::cuda {
 namespace {
@@ -36,47 +29,39 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-at::Tensor conv_transpose_cuda(const at::Tensor& input, const at::Tensor& weight,
-                               const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                               at::IntArrayRef crop_lo, at::IntArrayRef out_size, at::IntArrayRef dilation,
-                               int64_t groups, c10::string_view padding_mode) {
-  // The ATen calls inside the kernel work on plain tensors: autograd is this op's own registration.
-  at::AutoDispatchBelowADInplaceOrView below_autograd;
-  const ConvGeometry g =
-      conv_transpose_geometry(input, weight, bias, stride, crop_lo, out_size, dilation, groups, padding_mode);
-  const c10::cuda::CUDAGuard device_guard(input.device());
-  const auto format = output_memory_format(input);
-  const bool channels_last = format != at::MemoryFormat::Contiguous;
-  auto y = at::empty(tensor_shape(g.batch, g.in_channels, g.in_size, input.dim() - 2),
-                     input.options().memory_format(format));
-  if (y.numel() == 0) return y;
-  const auto w = weight.contiguous();
-  const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_transpose_cuda", [&] {
-    const scalar_t* x_data = input.const_data_ptr<scalar_t>();
-    const scalar_t* w_data = w.const_data_ptr<scalar_t>();
-    const scalar_t* bias_data = b.defined() ? b.const_data_ptr<scalar_t>() : nullptr;
-    scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
-    const Strides xs = strides_of(input), ys = strides_of(y);
-    const auto gather = [&](GatherPass pass, const bool* weight_finite) {
-      launch(transpose_gather_kernel<scalar_t>, grid_for(y.numel(), kThreads), 0, g, x_data, xs, w_data, bias_data,
-             y_data, ys, channels_last, pass, weight_finite);
-    };
-    if (g.out_channels_per_group() < kPhaseGemmMinChannels) {
+template <typename scalar_t>
+void launch_conv_transpose_typed(const ConvTransposeLaunch& a) {
+  const ConvGeometry& g = a.g;
+  const auto* x = static_cast<const scalar_t*>(a.x);
+  const auto* w = static_cast<const scalar_t*>(a.w);
+  const auto* bias = static_cast<const scalar_t*>(a.bias);
+  auto* y = static_cast<scalar_t*>(a.y);
+  const auto gather = [&](GatherPass pass, const bool* weight_finite) {
+    launch(a.stream, transpose_gather_kernel<scalar_t>, grid_for(g.batch * g.in_channels * g.in_volume(), kThreads),
+           0, g, x, a.xs, w, bias, y, a.ys, a.channels_last, pass, weight_finite);
+  };
+  switch (a.path) {
+    case ConvTransposePath::CudaDirectGather:
       gather(GatherPass::Full, nullptr);
       return;
-    }
-    run_implicit_gemm(make_phase_problem(g, x_data, xs, w_data, bias_data, y_data, ys));
-    const at::Tensor weight_finite = at::isfinite(w).all();  // stays on the device: no sync, CUDA graphs capture it
-    gather(GatherPass::AfterPhaseGemm, weight_finite.const_data_ptr<bool>());
-  });
-  return y;
+    case ConvTransposePath::CudaPhaseGemm:
+    case ConvTransposePath::CudaPhaseGemmFold:
+      if (a.weight_finite == nullptr) {
+        throw std::invalid_argument("fastpad conv_transpose: the phase GEMMs need the weight_finite flag");
+      }
+      run_implicit_gemm(a.stream, make_phase_problem(g, x, a.xs, w, bias, y, a.ys));
+      gather(GatherPass::AfterPhaseGemm, a.weight_finite);
+      return;
+    default:
+      throw std::invalid_argument(std::string("fastpad conv_transpose: no CUDA kernel for path ") + path_name(a.path));
+  }
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(fastpad, CUDA, m) {
-  m.impl("conv_transpose", &conv_transpose_cuda);
+void launch_conv_transpose(const ConvTransposeLaunch& a) {
+  dispatch_scalar_type(a.dtype,
+                       [&](auto* type) { launch_conv_transpose_typed<std::remove_pointer_t<decltype(type)>>(a); });
 }
 
 }  // namespace fastpad::cuda

@@ -2,16 +2,10 @@
 // Layout: any strides for input and grad_output, read in place; the result is a contiguous weight_shape tensor.
 // Padding is never materialised: each tap reads the padded input through source_index. The reduction order is fixed
 // (no atomics), so results are deterministic: depthwise layers reduce per (channel, tap) in one block; the others run
-// a split-K implicit GEMM (cuda/implicit_gemm.cuh) whose per-split partial sums are then added in a fixed order.
-#include <ATen/Dispatch.h>
-#include <ATen/core/LegacyTypeDispatch.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/zeros.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <torch/library.h>
-
-#include "conv_params.h"
+// a split-K implicit GEMM (cuda/implicit_gemm.cuh) whose per-split partial sums, in the caller's workspace, are then
+// added in a fixed order. Torch-free: the binding (cuda/bindings.cpp) picks the path and allocates the workspace.
 #include "cuda/implicit_gemm.cuh"
+#include "cuda/launchers.h"
 
 namespace fastpad::cuda {
 namespace {
@@ -54,41 +48,43 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-at::Tensor conv_weight_grad_cuda(const at::Tensor& input, const at::Tensor& grad_output, at::IntArrayRef weight_shape,
-                                 at::IntArrayRef stride, at::IntArrayRef pad_lo, at::IntArrayRef dilation,
-                                 int64_t groups, c10::string_view padding_mode) {
-  // The ATen calls inside the kernel work on plain tensors: autograd is this op's own registration.
-  at::AutoDispatchBelowADInplaceOrView below_autograd;
-  const ConvGeometry g = conv_weight_grad_geometry(input, grad_output, weight_shape, stride, pad_lo, dilation, groups,
-                                                   padding_mode);
-  const c10::cuda::CUDAGuard device_guard(input.device());
-  if (g.batch == 0) return at::zeros(weight_shape, input.options());
-  auto grad = at::empty(weight_shape, input.options());  // contiguous: [C_out, C_in / groups * taps]
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_weight_grad_cuda", [&] {
-    using acc_t = acc_type<scalar_t>;
-    const scalar_t* x_data = input.const_data_ptr<scalar_t>();
-    const scalar_t* gy_data = grad_output.const_data_ptr<scalar_t>();
-    const Strides xs = strides_of(input), gys = strides_of(grad_output);
-    if (g.in_channels_per_group() == 1) {
-      launch(depthwise_weight_grad_kernel<scalar_t>, grid_for(grad.numel()), 0, g, x_data, xs, gy_data, gys,
-             grad.mutable_data_ptr<scalar_t>());
+template <typename scalar_t>
+void launch_conv_weight_grad_typed(const WeightGradLaunch& a) {
+  using acc_t = acc_type<scalar_t>;
+  const ConvGeometry& g = a.g;
+  const auto* x = static_cast<const scalar_t*>(a.x);
+  const auto* gy = static_cast<const scalar_t*>(a.gy);
+  auto* grad = static_cast<scalar_t*>(a.grad);
+  const int64_t grad_elements = g.out_channels * g.in_channels_per_group() * g.kernel_volume();
+  switch (a.path) {
+    case WeightGradPath::CudaDepthwiseReduction:
+      launch(a.stream, depthwise_weight_grad_kernel<scalar_t>, grid_for(grad_elements), 0, g, x, a.xs, gy, a.gys,
+             grad);
+      return;
+    case WeightGradPath::CudaSplitKGemm: {
+      auto problem = make_weight_grad_problem(g, x, a.xs, gy, a.gys);
+      problem.partial = static_cast<acc_t*>(a.workspace);
+      run_implicit_gemm(a.stream, problem);
+      launch(a.stream, sum_splits_kernel<scalar_t>, grid_for(grad_elements, kThreads), 0,
+             static_cast<const acc_t*>(a.workspace), problem.splits, grad_elements, grad);
       return;
     }
-    auto problem = make_weight_grad_problem(g, x_data, xs, gy_data, gys);
-    auto partial =
-        at::empty({problem.splits, grad.numel()}, input.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
-    problem.partial = partial.mutable_data_ptr<acc_t>();
-    run_implicit_gemm(problem);
-    launch(sum_splits_kernel<scalar_t>, grid_for(grad.numel(), kThreads), 0, partial.const_data_ptr<acc_t>(),
-           problem.splits, grad.numel(), grad.mutable_data_ptr<scalar_t>());
-  });
-  return grad;
+    default:
+      throw std::invalid_argument(std::string("fastpad conv_weight_grad: no CUDA kernel for path ") + path_name(a.path));
+  }
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(fastpad, CUDA, m) {
-  m.impl("conv_weight_grad", &conv_weight_grad_cuda);
+int64_t weight_grad_workspace_elements(const WeightGradLaunch& a) {
+  if (a.path != WeightGradPath::CudaSplitKGemm) return 0;
+  const auto problem = make_weight_grad_problem<float>(a.g, nullptr, a.xs, nullptr, a.gys);
+  return problem.splits * a.g.out_channels * a.g.in_channels_per_group() * a.g.kernel_volume();
+}
+
+void launch_conv_weight_grad(const WeightGradLaunch& a) {
+  dispatch_scalar_type(a.dtype,
+                       [&](auto* type) { launch_conv_weight_grad_typed<std::remove_pointer_t<decltype(type)>>(a); });
 }
 
 }  // namespace fastpad::cuda

@@ -16,7 +16,9 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <mma.h>
+#ifndef FASTPAD_CUDA_SIM
+#include <mma.h>  // the shim brings its own nvcuda::wmma
+#endif
 
 #include "cuda/launch.cuh"
 #include "cuda/problems.h"
@@ -94,12 +96,12 @@ __global__ void __launch_bounds__(kThreads) fma_gemm_kernel(const Problem p) {
 template <typename scalar_t>
 struct TensorCoreType;
 template <>
-struct TensorCoreType<at::Half> {
+struct TensorCoreType<c10::Half> {
   using type = __half;
   static __device__ __forceinline__ type from_float(float v) { return __float2half_rn(v); }
 };
 template <>
-struct TensorCoreType<at::BFloat16> {
+struct TensorCoreType<c10::BFloat16> {
   using type = __nv_bfloat16;
   static __device__ __forceinline__ type from_float(float v) { return __float2bfloat16_rn(v); }
 };
@@ -160,15 +162,15 @@ __global__ void __launch_bounds__(kThreads) tensor_core_gemm_kernel(const Proble
   }
 }
 
-// Runs the Problem's GEMM on the current stream: tensor cores for 16-bit types, FMA tiles otherwise.
+// Runs the Problem's GEMM on `stream`: tensor cores for 16-bit types, FMA tiles otherwise.
 template <typename Problem>
-void run_implicit_gemm(const Problem& p) {
+void run_implicit_gemm(cudaStream_t stream, const Problem& p) {
   const int64_t items = p.items();
   if (items <= 0) return;
   if constexpr (is_16_bit<typename Problem::scalar_t>) {
-    launch(tensor_core_gemm_kernel<Problem>, grid_for(items), 0, p);
+    launch(stream, tensor_core_gemm_kernel<Problem>, grid_for(items), 0, p);
   } else {
-    launch(fma_gemm_kernel<Problem>, grid_for(items), 0, p);
+    launch(stream, fma_gemm_kernel<Problem>, grid_for(items), 0, p);
   }
 }
 

@@ -1,11 +1,10 @@
 // Index helpers every CUDA kernel of fastpad shares: element access through strides (any layout, no copies of the
-// input), the accumulation type and flat-index decoding. Host + device, and free of CUDA runtime headers, so the
-// kernels' index math also compiles as plain C++ (tests/cuda_emulator.cpp runs it on CPU).
+// input), the accumulation type and flat-index decoding. Host + device and free of torch (only c10's header-only
+// 16-bit types), so the launchers compile as plain C++ under the CUDA execution shim (tests/cuda_sim/).
 // Layout: a tensor is seen as [N, C, D, H, W]; 1-d and 2-d tensors have leading spatial dims of size 1 (stride 0).
 // Padding: none here; kernels resolve padded positions with geometry.h's source_index.
 #pragma once
 
-#include <ATen/core/Tensor.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
@@ -20,7 +19,7 @@ template <typename scalar_t>
 using acc_type = std::conditional_t<std::is_same_v<scalar_t, double>, double, float>;
 
 template <typename scalar_t>
-constexpr bool is_16_bit = std::is_same_v<scalar_t, at::Half> || std::is_same_v<scalar_t, at::BFloat16>;
+constexpr bool is_16_bit = std::is_same_v<scalar_t, c10::Half> || std::is_same_v<scalar_t, c10::BFloat16>;
 
 // Element strides of the [N, C, D, H, W] view of a 3-d, 4-d or 5-d tensor. Strides are taken as they are, so
 // channels_last, strided and expanded (stride 0) tensors are read in place.
@@ -33,15 +32,6 @@ struct Strides {
     return pos[0] * spatial[0] + pos[1] * spatial[1] + pos[2] * spatial[2];
   }
 };
-
-inline Strides strides_of(const at::Tensor& t) {
-  Strides s;
-  s.batch = t.stride(0);
-  s.channel = t.stride(1);
-  const int64_t offset = kMaxSpatial - (t.dim() - 2);
-  for (int64_t i = 2; i < t.dim(); ++i) s.spatial[offset + i - 2] = t.stride(i);
-  return s;
-}
 
 // index / divisor and index % divisor, for index >= 0 and divisor > 0. In 32 bits when both fit: GPUs have no 64-bit
 // integer divide instruction and run a software routine several times as long instead.

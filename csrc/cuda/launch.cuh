@@ -1,11 +1,14 @@
-// Launching fastpad's CUDA kernels: grid sizing and a launch on the current stream, checked.
+// Launching fastpad's CUDA kernels: grid sizing, the block's dynamic shared memory, and a checked launch on the
+// stream the binding passes. Under the CUDA execution shim (FASTPAD_CUDA_SIM, tests/cuda_sim/) the same launches run
+// on CPU fibers instead: this header is the one place where the two builds differ.
 // Layout and padding: none here (see the kernels).
 #pragma once
 
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "cuda/indexing.h"
@@ -20,11 +23,29 @@ inline unsigned int grid_for(int64_t items, int64_t per_block = 1) {
   return static_cast<unsigned int>(std::clamp<int64_t>(blocks, 1, kMaxBlocks));
 }
 
-// Launches `kernel` on the current stream of the current device (the caller holds a device guard) and checks it.
+// The block's dynamic shared memory: `shared_bytes` of the launch, 16-byte aligned.
+__device__ __forceinline__ unsigned char* dynamic_shared_memory() {
+#ifdef FASTPAD_CUDA_SIM
+  return ::cuda_sim::dynamic_shared();
+#else
+  extern __shared__ __align__(16) unsigned char bytes[];
+  return bytes;
+#endif
+}
+
+// Launches `kernel` with kThreads threads per block on `stream` and checks the launch; a failure throws.
 template <typename Kernel, typename... Args>
-void launch(Kernel kernel, unsigned int blocks, size_t shared_bytes, Args&&... args) {
-  kernel<<<blocks, kThreads, shared_bytes, c10::cuda::getCurrentCUDAStream()>>>(std::forward<Args>(args)...);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+void launch(cudaStream_t stream, Kernel kernel, unsigned int blocks, size_t shared_bytes, Args&&... args) {
+#ifdef FASTPAD_CUDA_SIM
+  (void)stream;
+  ::cuda_sim::launch(kernel, blocks, kThreads, shared_bytes, std::forward<Args>(args)...);
+#else
+  kernel<<<blocks, kThreads, shared_bytes, stream>>>(std::forward<Args>(args)...);
+  const cudaError_t error = cudaGetLastError();
+  if (error != cudaSuccess) {
+    throw std::runtime_error(std::string("fastpad: CUDA kernel launch failed: ") + cudaGetErrorString(error));
+  }
+#endif
 }
 
 }  // namespace fastpad::cuda

@@ -1,7 +1,7 @@
 // The index math of fastpad's CUDA kernels, host + device: the implicit GEMM problems of the three ops (what A, B and
-// C of each GEMM are), the per-element bodies of the direct kernels, and the host-side plans that pick tiles, splits
-// and kernels. The kernels in conv.cu, conv_transpose.cu and conv_weight_grad.cu run these; tests/cuda_emulator.cpp
-// runs the very same code on CPU, so the index math is checked against the reference without a GPU.
+// C of each GEMM are), the per-element bodies of the direct kernels, and the host-side plans that size tiles and
+// splits. The kernels in conv.cu, conv_transpose.cu and conv_weight_grad.cu run these; under the CUDA execution shim
+// (tests/cuda_sim/) those kernels run on CPU, so all of it is checked against the CPU ops without a GPU.
 // Layout: any strides (cuda/indexing.h). Padding: resolved per element with geometry.h, never materialised.
 #pragma once
 

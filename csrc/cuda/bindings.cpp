@@ -1,0 +1,121 @@
+// The CUDA ops' tensor side (see cuda/bindings.h): argument checks and geometry (conv_params.h), the output tensors,
+// the kernel path (kernel_paths.h) and the launch struct; the kernels themselves are behind cuda/launchers.h.
+#include "cuda/bindings.h"
+
+#include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/ops/all.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/isfinite.h>
+#include <ATen/ops/zeros.h>
+
+#include "conv_params.h"
+#include "cuda/launchers.h"
+
+namespace fastpad::cuda {
+namespace {
+
+ScalarType scalar_type_of(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kDouble: return ScalarType::Float64;
+    case at::kFloat: return ScalarType::Float32;
+    case at::kHalf: return ScalarType::Float16;
+    case at::kBFloat16: return ScalarType::BFloat16;
+    default: TORCH_CHECK(false, "fastpad: CUDA kernels take float64, float32, float16 or bfloat16, got ",
+                         t.scalar_type());
+  }
+}
+
+// float32 accumulation, float64 for float64: cuda/indexing.h's acc_type.
+int64_t accumulator_bytes(const at::Tensor& t) { return t.scalar_type() == at::kDouble ? 8 : 4; }
+
+// Element strides of the [N, C, D, H, W] view of a 3-d, 4-d or 5-d tensor, taken as they are (any layout).
+Strides strides_of(const at::Tensor& t) {
+  Strides s;
+  s.batch = t.stride(0);
+  s.channel = t.stride(1);
+  const int64_t offset = kMaxSpatial - (t.dim() - 2);
+  for (int64_t i = 2; i < t.dim(); ++i) s.spatial[offset + i - 2] = t.stride(i);
+  return s;
+}
+
+const void* data_or_null(const at::Tensor& t) { return t.defined() ? t.const_data_ptr() : nullptr; }
+
+at::Tensor contiguous_bias(const std::optional<at::Tensor>& bias) {
+  return bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
+}
+
+}  // namespace
+
+std::pair<at::Tensor, ConvPath> conv_binding(const at::Tensor& input, const at::Tensor& weight,
+                                             const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                                             at::IntArrayRef pad_lo, at::IntArrayRef pad_hi, at::IntArrayRef dilation,
+                                             int64_t groups, c10::string_view padding_mode, cudaStream_t stream) {
+  // The ATen calls inside the kernel work on plain tensors: autograd is this op's own registration.
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  const ConvGeometry g = conv_geometry(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode);
+  const auto format = output_memory_format(input);
+  const bool channels_last = format != at::MemoryFormat::Contiguous;
+  const ConvPath path = choose_conv_path(g, Backend::Cuda, channels_last, accumulator_bytes(input));
+  auto y = at::empty(tensor_shape(g.batch, g.out_channels, g.out_size, input.dim() - 2),
+                     input.options().memory_format(format));
+  if (y.numel() == 0) return {y, path};
+  const auto w = weight.contiguous();
+  const auto b = contiguous_bias(bias);
+  launch_conv({g, path, scalar_type_of(input), input.const_data_ptr(), strides_of(input), w.const_data_ptr(),
+               data_or_null(b), y.mutable_data_ptr(), strides_of(y), channels_last, stream});
+  return {y, path};
+}
+
+std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
+    const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+    at::IntArrayRef crop_lo, at::IntArrayRef out_size, at::IntArrayRef dilation, int64_t groups,
+    c10::string_view padding_mode, cudaStream_t stream) {
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  const ConvGeometry g =
+      conv_transpose_geometry(input, weight, bias, stride, crop_lo, out_size, dilation, groups, padding_mode);
+  const auto format = output_memory_format(input);
+  const bool channels_last = format != at::MemoryFormat::Contiguous;
+  // The CUDA choice does not depend on the weight's values (the kernels read the flag below on the device).
+  const ConvTransposePath path = choose_conv_transpose_path(g, Backend::Cuda, channels_last, /*weight_finite=*/true);
+  auto y = at::empty(tensor_shape(g.batch, g.in_channels, g.in_size, input.dim() - 2),
+                     input.options().memory_format(format));
+  if (y.numel() == 0) return {y, path};
+  const auto w = weight.contiguous();
+  const auto b = contiguous_bias(bias);
+  at::Tensor weight_finite;
+  if (path != ConvTransposePath::CudaDirectGather) {
+    weight_finite = at::isfinite(w).all();  // stays on the device: no sync, CUDA graphs capture it
+  }
+  launch_conv_transpose({g, path, scalar_type_of(input), input.const_data_ptr(), strides_of(input),
+                         w.const_data_ptr(), data_or_null(b), y.mutable_data_ptr(), strides_of(y), channels_last,
+                         weight_finite.defined() ? weight_finite.const_data_ptr<bool>() : nullptr, stream});
+  return {y, path};
+}
+
+std::pair<at::Tensor, WeightGradPath> conv_weight_grad_binding(const at::Tensor& input,
+                                                                const at::Tensor& grad_output,
+                                                                at::IntArrayRef weight_shape, at::IntArrayRef stride,
+                                                                at::IntArrayRef pad_lo, at::IntArrayRef dilation,
+                                                                int64_t groups, c10::string_view padding_mode,
+                                                                cudaStream_t stream) {
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  const ConvGeometry g = conv_weight_grad_geometry(input, grad_output, weight_shape, stride, pad_lo, dilation, groups,
+                                                   padding_mode);
+  const bool channels_last = output_memory_format(input) != at::MemoryFormat::Contiguous;
+  const WeightGradPath path = choose_weight_grad_path(g, Backend::Cuda, channels_last);
+  if (g.batch == 0) return {at::zeros(weight_shape, input.options()), path};
+  auto grad = at::empty(weight_shape, input.options());  // contiguous: [C_out, C_in / groups * taps]
+  WeightGradLaunch launch{g,       path, scalar_type_of(input), input.const_data_ptr(), strides_of(input),
+                          grad_output.const_data_ptr(), strides_of(grad_output), grad.mutable_data_ptr(), nullptr,
+                          stream};
+  at::Tensor workspace;
+  if (const int64_t elements = weight_grad_workspace_elements(launch); elements > 0) {
+    workspace = at::empty({elements}, input.options().dtype(input.scalar_type() == at::kDouble ? at::kDouble
+                                                                                                : at::kFloat));
+    launch.workspace = workspace.mutable_data_ptr();
+  }
+  launch_conv_weight_grad(launch);
+  return {grad, path};
+}
+
+}  // namespace fastpad::cuda

@@ -1,0 +1,61 @@
+// The private ops torch.ops.fastpad._{conv,conv_transpose,conv_weight_grad}_path: the kernel path kernel_paths.h
+// picks for an op's arguments on a backend, with the op's own argument checks. For any device's tensors.
+#include "kernel_paths.h"
+
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <string>
+
+#include "conv_params.h"
+
+namespace fastpad {
+namespace {
+
+Backend parse_backend(c10::string_view backend) {
+  if (backend == "cpu") return Backend::Cpu;
+  if (backend == "cuda") return Backend::Cuda;
+  TORCH_CHECK(false, "fastpad: backend must be 'cpu' or 'cuda', got '", backend, "'");
+}
+
+bool is_channels_last(const at::Tensor& input) {
+  return output_memory_format(input) != at::MemoryFormat::Contiguous;
+}
+
+std::string conv_path(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                      at::IntArrayRef stride, at::IntArrayRef pad_lo, at::IntArrayRef pad_hi,
+                      at::IntArrayRef dilation, int64_t groups, c10::string_view padding_mode,
+                      c10::string_view backend) {
+  const ConvGeometry g = conv_geometry(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode);
+  const int64_t accumulator_bytes = input.scalar_type() == at::kDouble ? 8 : 4;
+  return path_name(choose_conv_path(g, parse_backend(backend), is_channels_last(input), accumulator_bytes));
+}
+
+std::string conv_transpose_path(const at::Tensor& input, const at::Tensor& weight,
+                                const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                                at::IntArrayRef crop_lo, at::IntArrayRef out_size, at::IntArrayRef dilation,
+                                int64_t groups, c10::string_view padding_mode, c10::string_view backend) {
+  const ConvGeometry g =
+      conv_transpose_geometry(input, weight, bias, stride, crop_lo, out_size, dilation, groups, padding_mode);
+  const bool weight_finite = at::isfinite(weight).all().item<bool>();
+  return path_name(choose_conv_transpose_path(g, parse_backend(backend), is_channels_last(input), weight_finite));
+}
+
+std::string conv_weight_grad_path(const at::Tensor& input, const at::Tensor& grad_output,
+                                  at::IntArrayRef weight_shape, at::IntArrayRef stride, at::IntArrayRef pad_lo,
+                                  at::IntArrayRef dilation, int64_t groups, c10::string_view padding_mode,
+                                  c10::string_view backend) {
+  const ConvGeometry g = conv_weight_grad_geometry(input, grad_output, weight_shape, stride, pad_lo, dilation, groups,
+                                                   padding_mode);
+  return path_name(choose_weight_grad_path(g, parse_backend(backend), is_channels_last(input)));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(fastpad, CompositeExplicitAutograd, m) {
+  m.impl("_conv_path", &conv_path);
+  m.impl("_conv_transpose_path", &conv_transpose_path);
+  m.impl("_conv_weight_grad_path", &conv_weight_grad_path);
+}
+
+}  // namespace fastpad

@@ -1,0 +1,133 @@
+// The kernel choice, as data: one enum of kernel paths per op, and one function per op that picks the path from the
+// problem (geometry, backend, layout, element size). The CPU ops, the CUDA bindings, the CUDA execution shim's tests
+// and the private ops torch.ops.fastpad._{conv,conv_transpose,conv_weight_grad}_path all switch on these, so the
+// choice is made here and nowhere else. Host code only; free of torch.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/problems.h"
+#include "geometry.h"
+
+namespace fastpad {
+
+enum class Backend { Cpu, Cuda };
+
+enum class ConvPath {
+  CpuDepthwise,                // cpu/depthwise.cpp: NCHW (any multiplier) or channels-last (multiplier 1)
+  CpuTapGemms,                 // NCHW: one GEMM per tap straight off the phase planes
+  CpuColumnGemm,               // NCHW stems (few channels): taps copied into columns, one GEMM
+  CpuChannelsLastDirect,       // channels-last stems: the direct kernel
+  CpuChannelsLastPhasePlanes,  // channels-last, one group: GEMMs over channels-last phase planes
+  CpuChannelsLastIm2col,       // channels-last, grouped: fused im2col + GEMM
+  CudaImplicitGemm,            // cuda/implicit_gemm.cuh
+  CudaDepthwiseHalo,           // depthwise, contiguous: the input patch with its halo in shared memory
+  CudaDirect,                  // depthwise channels-last, or a patch too large for shared memory
+};
+
+enum class ConvTransposePath {
+  CpuDepthwise,       // cpu/depthwise.cpp
+  CpuPhasePlanes,     // NCHW: the adjoint of conv's tap GEMMs
+  CpuGemmCol2im,      // a GEMM per tile of x positions, then col2im
+  CudaDirectGather,   // few channels per group: one thread per output gathers every tap
+  CudaPhaseGemm,      // one implicit GEMM per stride phase (zeros padding)
+  CudaPhaseGemmFold,  // the phase GEMMs, then a pass folding padded positions back (other modes)
+};
+
+enum class WeightGradPath {
+  CpuDepthwise,            // cpu/depthwise.cpp
+  CpuPhasePlanes,          // NCHW: chunked GEMM reductions over phase-plane columns
+  CpuChannelsLastGemm,     // channels-last: chunked GEMM reductions over im2col columns
+  CudaDepthwiseReduction,  // one block per (channel, tap), a tree over its threads
+  CudaSplitKGemm,          // the implicit GEMM split along the reduction, partial sums added in order
+};
+
+// Below this many channels per group (stems), a GEMM per tap reduces over too few values to run well.
+constexpr int64_t kTapGemmMinChannels = 16;
+// Below this many positions per (H, W) slice, GEMMs per tap are too narrow: repacking the weights for each tap
+// costs more than the product (HiFi-GAN's 32-sample ConvTranspose1d ran 2x slower than one GEMM + col2im).
+constexpr int64_t kTapGemmMinPositions = 256;
+
+// Whether the CPU depthwise kernels take the problem. In every op's geometry, `in_channels` is the conv input side.
+inline bool cpu_depthwise(const ConvGeometry& g, bool channels_last) {
+  return g.in_channels_per_group() == 1 && (!channels_last || g.out_channels_per_group() == 1);
+}
+
+// conv. element_bytes: the size of the accumulation type, which sizes the CUDA halo patch.
+inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool channels_last, int64_t element_bytes) {
+  if (backend == Backend::Cuda) {
+    if (g.in_channels_per_group() != 1) return ConvPath::CudaImplicitGemm;
+    return !channels_last && cuda::halo_plan(g, element_bytes).fits ? ConvPath::CudaDepthwiseHalo
+                                                                     : ConvPath::CudaDirect;
+  }
+  if (cpu_depthwise(g, channels_last)) return ConvPath::CpuDepthwise;
+  if (!channels_last) {
+    return g.in_channels_per_group() >= kTapGemmMinChannels ? ConvPath::CpuTapGemms : ConvPath::CpuColumnGemm;
+  }
+  if (g.in_channels_per_group() < kTapGemmMinChannels) return ConvPath::CpuChannelsLastDirect;
+  return g.groups == 1 ? ConvPath::CpuChannelsLastPhasePlanes : ConvPath::CpuChannelsLastIm2col;
+}
+
+// conv_transpose, in conv_transpose_geometry's terms (in_* is the transposed output y, out_* the input x).
+// weight_finite: whether the weight holds no inf or NaN; the CPU phase planes multiply weights by the zeros of
+// positions outside x, so they take only finite weights.
+inline ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend backend, bool channels_last,
+                                                    bool weight_finite) {
+  if (backend == Backend::Cuda) {
+    if (g.out_channels_per_group() < cuda::kPhaseGemmMinChannels) return ConvTransposePath::CudaDirectGather;
+    return g.mode == PaddingMode::Zeros ? ConvTransposePath::CudaPhaseGemm : ConvTransposePath::CudaPhaseGemmFold;
+  }
+  if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;
+  const bool phase_planes = !channels_last && g.in_channels_per_group() >= kTapGemmMinChannels &&
+                            g.out_channels_per_group() >= kTapGemmMinChannels &&
+                            g.out_size[1] * g.out_size[2] >= kTapGemmMinPositions && weight_finite;
+  return phase_planes ? ConvTransposePath::CpuPhasePlanes : ConvTransposePath::CpuGemmCol2im;
+}
+
+inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend backend, bool channels_last) {
+  if (backend == Backend::Cuda) {
+    return g.in_channels_per_group() == 1 ? WeightGradPath::CudaDepthwiseReduction : WeightGradPath::CudaSplitKGemm;
+  }
+  if (cpu_depthwise(g, channels_last)) return WeightGradPath::CpuDepthwise;
+  return channels_last ? WeightGradPath::CpuChannelsLastGemm : WeightGradPath::CpuPhasePlanes;
+}
+
+inline const char* path_name(ConvPath path) {
+  switch (path) {
+    case ConvPath::CpuDepthwise: return "cpu_depthwise";
+    case ConvPath::CpuTapGemms: return "cpu_tap_gemms";
+    case ConvPath::CpuColumnGemm: return "cpu_column_gemm";
+    case ConvPath::CpuChannelsLastDirect: return "cpu_channels_last_direct";
+    case ConvPath::CpuChannelsLastPhasePlanes: return "cpu_channels_last_phase_planes";
+    case ConvPath::CpuChannelsLastIm2col: return "cpu_channels_last_im2col";
+    case ConvPath::CudaImplicitGemm: return "cuda_implicit_gemm";
+    case ConvPath::CudaDepthwiseHalo: return "cuda_depthwise_halo";
+    case ConvPath::CudaDirect: return "cuda_direct";
+  }
+  return "?";
+}
+
+inline const char* path_name(ConvTransposePath path) {
+  switch (path) {
+    case ConvTransposePath::CpuDepthwise: return "cpu_depthwise";
+    case ConvTransposePath::CpuPhasePlanes: return "cpu_phase_planes";
+    case ConvTransposePath::CpuGemmCol2im: return "cpu_gemm_col2im";
+    case ConvTransposePath::CudaDirectGather: return "cuda_direct_gather";
+    case ConvTransposePath::CudaPhaseGemm: return "cuda_phase_gemm";
+    case ConvTransposePath::CudaPhaseGemmFold: return "cuda_phase_gemm_fold";
+  }
+  return "?";
+}
+
+inline const char* path_name(WeightGradPath path) {
+  switch (path) {
+    case WeightGradPath::CpuDepthwise: return "cpu_depthwise";
+    case WeightGradPath::CpuPhasePlanes: return "cpu_phase_planes";
+    case WeightGradPath::CpuChannelsLastGemm: return "cpu_channels_last_gemm";
+    case WeightGradPath::CudaDepthwiseReduction: return "cuda_depthwise_reduction";
+    case WeightGradPath::CudaSplitKGemm: return "cuda_split_k_gemm";
+  }
+  return "?";
+}
+
+}  // namespace fastpad

@@ -1,0 +1,365 @@
+// The CUDA execution shim's runtime (see cuda_sim.h): fibers, the block scheduler, barriers, warp collectives, shared
+// memory and its poison. Single-threaded: launches are serialised by a mutex. This file has no thread_local of its
+// own, so this library's TLS block holds only the kernels' `__shared__` arrays, which are poisoned as a whole.
+#include "cuda_sim.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define CUDA_SIM_ASAN 1
+#endif
+
+namespace cuda_sim {
+
+Index3 thread_index, block_index, block_dim, grid_dim;
+
+enum class Schedule : int { Ascending = 0, Descending = 1, Interleaved = 2, Random = 3 };
+
+namespace {
+
+constexpr size_t kStackBytes = 256 * 1024;
+constexpr unsigned char kPoison = 0xff;  // all bits set: NaN in float64, float32, float16 and bfloat16
+
+struct Settings {
+  Schedule schedule = Schedule::Ascending;
+  uint64_t seed = 0;
+  unsigned int grid_cap = 0;  // 0: no cap
+  bool poison = true;
+};
+
+enum class State { Runnable, AtBarrier, AtWarpCall, Exited };
+
+struct Fiber {
+  ucontext_t context;
+  void* stack = nullptr;
+  State state = State::Runnable;
+  const char* barrier_file = nullptr;
+  int barrier_line = 0;
+  WarpCall* warp_call = nullptr;
+};
+
+struct Launch {
+  std::vector<Fiber> fibers;
+  ucontext_t scheduler;
+  const std::function<void()>* body = nullptr;
+  std::vector<unsigned char> dynamic_shared;
+  unsigned int current = 0;
+  std::string error;
+  std::mt19937_64 random;
+#ifdef CUDA_SIM_ASAN
+  void* scheduler_fake_stack = nullptr;
+  const void* scheduler_stack_bottom = nullptr;  // the thread's own stack, where the scheduler runs
+  size_t scheduler_stack_size = 0;
+#endif
+};
+
+Settings settings;
+Launch* active = nullptr;
+std::mutex launch_mutex;
+
+// A zero-initialised thread_local of this library: touching it makes sure this thread's TLS block for the library
+// exists before it is poisoned (see poison_static_shared).
+thread_local volatile char tls_anchor;
+
+struct TlsBlock {
+  unsigned char* start = nullptr;
+  size_t initialised = 0;  // .tdata, left alone
+  size_t size = 0;
+};
+
+// This library's TLS block in the calling thread: the kernels' `__shared__` arrays (static thread_local).
+TlsBlock this_library_tls() {
+  Dl_info info{};
+  dladdr(reinterpret_cast<void*>(&this_library_tls), &info);
+  struct Query {
+    void* base;
+    TlsBlock block;
+  } query{info.dli_fbase, {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* module, size_t, void* data) {
+        auto* q = static_cast<Query*>(data);
+        if (reinterpret_cast<void*>(module->dlpi_addr) != q->base) return 0;
+        for (int i = 0; i < module->dlpi_phnum; ++i) {
+          const auto& header = module->dlpi_phdr[i];
+          if (header.p_type != PT_TLS) continue;
+          q->block = {static_cast<unsigned char*>(module->dlpi_tls_data), header.p_filesz, header.p_memsz};
+        }
+        return 1;
+      },
+      &query);
+  return query.block;
+}
+
+void poison_static_shared() {
+  tls_anchor = 1;
+  const TlsBlock block = this_library_tls();
+  if (block.start == nullptr) throw std::runtime_error("cuda_sim: this library's TLS block was not found");
+  std::memset(block.start + block.initialised, kPoison, block.size - block.initialised);
+}
+
+void switch_to_fiber(Launch& l, unsigned int t) {
+  Fiber& f = l.fibers[t];
+  l.current = t;
+  thread_index = {t, 0, 0};
+#ifdef CUDA_SIM_ASAN
+  __sanitizer_start_switch_fiber(&l.scheduler_fake_stack, f.stack, kStackBytes);
+#endif
+  swapcontext(&l.scheduler, &f.context);
+#ifdef CUDA_SIM_ASAN
+  __sanitizer_finish_switch_fiber(l.scheduler_fake_stack, nullptr, nullptr);
+#endif
+}
+
+// From a fiber: back to the scheduler, which resumes it later (or never, after an error).
+void yield_to_scheduler(Launch& l) {
+  Fiber& f = l.fibers[l.current];
+#ifdef CUDA_SIM_ASAN
+  void* fake_stack = nullptr;
+  __sanitizer_start_switch_fiber(&fake_stack, l.scheduler_stack_bottom, l.scheduler_stack_size);
+#endif
+  swapcontext(&f.context, &l.scheduler);
+#ifdef CUDA_SIM_ASAN
+  __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+#endif
+}
+
+void fiber_entry() {
+  Launch& l = *active;
+#ifdef CUDA_SIM_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &l.scheduler_stack_bottom, &l.scheduler_stack_size);
+#endif
+  (*l.body)();
+  l.fibers[l.current].state = State::Exited;
+#ifdef CUDA_SIM_ASAN
+  __sanitizer_start_switch_fiber(nullptr, l.scheduler_stack_bottom, l.scheduler_stack_size);  // this stack is done
+#endif
+  setcontext(&l.scheduler);
+}
+
+// The order in which the threads in `ready` run until their next synchronisation.
+void order(Launch& l, std::vector<unsigned int>& ready) {
+  switch (settings.schedule) {
+    case Schedule::Ascending:
+      std::sort(ready.begin(), ready.end());
+      break;
+    case Schedule::Descending:
+      std::sort(ready.begin(), ready.end(), std::greater<>());
+      break;
+    case Schedule::Interleaved:  // lane 0 of every warp, then lane 1 of every warp, ...
+      std::sort(ready.begin(), ready.end(), [](unsigned int a, unsigned int b) {
+        return std::make_pair(a % 32, a / 32) < std::make_pair(b % 32, b / 32);
+      });
+      break;
+    case Schedule::Random:
+      std::shuffle(ready.begin(), ready.end(), l.random);
+      break;
+  }
+}
+
+std::string describe(const char* file, int line) {
+  std::ostringstream out;
+  out << file << ":" << line;
+  return out.str();
+}
+
+// Completes every warp whose 32 lanes all wait at the same collective; returns the threads it released. A warp with
+// some lanes at a collective and others elsewhere (a barrier, exited) is an error.
+std::vector<unsigned int> complete_warp_calls(Launch& l) {
+  std::vector<unsigned int> released;
+  const unsigned int threads = static_cast<unsigned int>(l.fibers.size());
+  for (unsigned int warp0 = 0; warp0 < threads; warp0 += 32) {
+    const unsigned int lanes = std::min(32u, threads - warp0);
+    unsigned int waiting = 0;
+    for (unsigned int t = warp0; t < warp0 + lanes; ++t) waiting += l.fibers[t].state == State::AtWarpCall;
+    if (waiting == 0) continue;
+    unsigned int first_waiting = warp0;
+    while (l.fibers[first_waiting].state != State::AtWarpCall) ++first_waiting;
+    const WarpCall& first = *l.fibers[first_waiting].warp_call;
+    if (waiting != 32) {
+      l.error = "divergent warp collective: " + std::to_string(waiting) + " of the 32 lanes of warp " +
+                std::to_string(warp0 / 32) + " wait at " + describe(first.file, first.line) +
+                ", the others are elsewhere (a barrier, exited)";
+      return {};
+    }
+    WarpCall* calls[32];
+    for (unsigned int lane = 0; lane < 32; ++lane) {
+      const WarpCall& call = *l.fibers[warp0 + lane].warp_call;
+      calls[lane] = l.fibers[warp0 + lane].warp_call;
+      if (call.execute != first.execute || call.line != first.line || std::strcmp(call.file, first.file) != 0) {
+        l.error = "different warp collectives in warp " + std::to_string(warp0 / 32) + ": " +
+                  describe(first.file, first.line) + " and " + describe(call.file, call.line);
+        return {};
+      }
+      if (call.memory != first.memory || call.ldm != first.ldm || call.layout != first.layout) {
+        l.error = "warp collective at " + describe(call.file, call.line) + ": lane " + std::to_string(lane) +
+                  " passes another pointer, ldm or layout than lane 0";
+        return {};
+      }
+    }
+    first.execute(calls);
+    for (unsigned int t = warp0; t < warp0 + 32; ++t) {
+      l.fibers[t].state = State::Runnable;
+      released.push_back(t);
+    }
+  }
+  return released;
+}
+
+// Releases the barrier if every live thread waits at the same one; else records the error.
+std::vector<unsigned int> release_barrier(Launch& l) {
+  std::vector<unsigned int> waiting, exited;
+  for (unsigned int t = 0; t < l.fibers.size(); ++t) {
+    if (l.fibers[t].state == State::AtBarrier) waiting.push_back(t);
+    if (l.fibers[t].state == State::Exited) exited.push_back(t);
+  }
+  const Fiber& first = l.fibers[waiting.front()];
+  if (!exited.empty()) {
+    l.error = "divergent barrier: " + std::to_string(waiting.size()) + " threads (first " +
+              std::to_string(waiting.front()) + ") wait at __syncthreads() at " +
+              describe(first.barrier_file, first.barrier_line) + " while " + std::to_string(exited.size()) +
+              " threads (first " + std::to_string(exited.front()) + ") have exited";
+    return {};
+  }
+  for (unsigned int t : waiting) {
+    const Fiber& f = l.fibers[t];
+    if (f.barrier_line != first.barrier_line || std::strcmp(f.barrier_file, first.barrier_file) != 0) {
+      l.error = "different __syncthreads: thread " + std::to_string(waiting.front()) + " waits at " +
+                describe(first.barrier_file, first.barrier_line) + ", thread " + std::to_string(t) + " at " +
+                describe(f.barrier_file, f.barrier_line);
+      return {};
+    }
+  }
+  for (unsigned int t : waiting) l.fibers[t].state = State::Runnable;
+  return waiting;
+}
+
+// Runs one block to completion; false (with l.error set) on a synchronisation error.
+bool run_block(Launch& l) {
+  const unsigned int threads = static_cast<unsigned int>(l.fibers.size());
+  for (unsigned int t = 0; t < threads; ++t) {
+    Fiber& f = l.fibers[t];
+#ifdef CUDA_SIM_ASAN
+    __asan_unpoison_memory_region(f.stack, kStackBytes);  // frames an earlier, abandoned block left poisoned
+#endif
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = f.stack;
+    f.context.uc_stack.ss_size = kStackBytes;
+    f.context.uc_link = nullptr;
+    makecontext(&f.context, fiber_entry, 0);
+    f.state = State::Runnable;
+  }
+  std::vector<unsigned int> ready(threads);
+  std::iota(ready.begin(), ready.end(), 0u);
+  for (;;) {
+    order(l, ready);
+    for (unsigned int t : ready) switch_to_fiber(l, t);
+    if (!l.error.empty()) return false;
+    ready = complete_warp_calls(l);
+    if (!l.error.empty()) return false;
+    if (!ready.empty()) continue;
+    const bool all_exited = std::all_of(l.fibers.begin(), l.fibers.end(),
+                                        [](const Fiber& f) { return f.state == State::Exited; });
+    if (all_exited) return true;
+    ready = release_barrier(l);
+    if (!l.error.empty()) return false;
+  }
+}
+
+struct Stacks {
+  std::vector<void*> stacks;
+  ~Stacks() {
+    for (void* s : stacks) munmap(s, kStackBytes);
+  }
+  void reserve(size_t count) {
+    while (stacks.size() < count) {
+      void* s = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (s == MAP_FAILED) throw std::runtime_error("cuda_sim: cannot allocate a fiber stack");
+      stacks.push_back(s);
+    }
+  }
+};
+
+Stacks stacks;
+
+}  // namespace
+
+void sync_threads(const char* file, int line) {
+  Launch& l = *active;
+  Fiber& f = l.fibers[l.current];
+  f.state = State::AtBarrier;
+  f.barrier_file = file;
+  f.barrier_line = line;
+  yield_to_scheduler(l);
+}
+
+void warp_collective(WarpCall& call) {
+  Launch& l = *active;
+  Fiber& f = l.fibers[l.current];
+  f.state = State::AtWarpCall;
+  f.warp_call = &call;
+  yield_to_scheduler(l);
+}
+
+unsigned char* dynamic_shared() { return active->dynamic_shared.data(); }
+
+void check_matrix_pointer(const void* pointer, unsigned int ldm, size_t element_bytes, const char* what,
+                          const std::source_location& where) {
+  std::string problem;
+  if (reinterpret_cast<uintptr_t>(pointer) % 32 != 0) problem = "a pointer that is not 256-bit aligned";
+  if ((ldm * element_bytes) % 16 != 0) problem = "ldm " + std::to_string(ldm) + " (not a multiple of 16 bytes)";
+  if (problem.empty()) return;
+  Launch& l = *active;
+  l.error = std::string(what) + " at " + describe(where.file_name(), static_cast<int>(where.line())) + ": " + problem;
+  // This thread cannot go on: park it as exited; the scheduler reports the error.
+  l.fibers[l.current].state = State::Exited;
+  yield_to_scheduler(l);
+}
+
+void run_grid(unsigned int blocks, unsigned int threads, size_t shared_bytes, const std::function<void()>& body) {
+  std::lock_guard<std::mutex> lock(launch_mutex);
+  Launch l;
+  l.body = &body;
+  l.fibers.resize(threads);
+  l.random.seed(settings.seed);
+  stacks.reserve(threads);
+  for (unsigned int t = 0; t < threads; ++t) l.fibers[t].stack = stacks.stacks[t];
+  const unsigned int grid = settings.grid_cap > 0 ? std::min(blocks, settings.grid_cap) : blocks;
+  grid_dim = {grid, 1, 1};
+  block_dim = {threads, 1, 1};
+  active = &l;
+  for (unsigned int b = 0; b < grid; ++b) {
+    block_index = {b, 0, 0};
+    l.dynamic_shared.assign(shared_bytes, settings.poison ? kPoison : 0);
+    if (settings.poison) poison_static_shared();
+    const bool ok = run_block(l) && l.error.empty();
+    if (!ok) {
+      active = nullptr;
+      throw std::runtime_error("cuda_sim: block " + std::to_string(b) + ": " + l.error);
+    }
+  }
+  active = nullptr;
+}
+
+}  // namespace cuda_sim
+
+// Set from Python (ctypes) before the kernels run: schedule (0 ascending, 1 descending, 2 interleaved warps, 3 random),
+// the random schedule's seed, the grid cap (0 for none) and whether shared memory is poisoned.
+extern "C" void cuda_sim_configure(int schedule, uint64_t seed, unsigned int grid_cap, int poison) {
+  cuda_sim::settings = {static_cast<cuda_sim::Schedule>(schedule), seed, grid_cap, poison != 0};
+}

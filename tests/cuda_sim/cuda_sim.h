@@ -1,0 +1,229 @@
+// The CUDA execution shim: force-included (g++ -include) when csrc/cuda/*.cu are compiled as plain C++ with
+// FASTPAD_CUDA_SIM, so that the real kernel bodies run on CPU, unchanged.
+//
+// - Every CUDA thread of a block is a fiber (ucontext); blocks run one at a time, so `__shared__` (a function-scope
+//   `static thread_local`) is storage that all fibers of the block share. It is filled with a poison pattern (all
+//   bits set: NaN for every float type) before each block, and so is the dynamic shared memory.
+// - `__syncthreads()` releases the block only when every live thread waits at the same barrier (same file and line);
+//   otherwise the launch fails with "divergent barrier" or "different __syncthreads".
+// - Between two synchronisations, threads run in the order of a schedule (ascending, descending, interleaved warps, or
+//   seeded random); results must not depend on it.
+// - A grid cap makes grid-stride loops run several work items per block.
+// - nvcuda::wmma: every *_sync call is a warp-collective rendezvous of all 32 lanes with the same arguments; it checks
+//   256-bit pointer alignment and an ldm that is a multiple of 16 bytes. A fragment holds its 256 elements spread
+//   over the lanes (element e = i * 32 + lane, a legal mapping: CUDA leaves it unspecified), and the MMA is computed
+//   once per warp, in float.
+// The real cuda_fp16.h / cuda_bf16.h give the 16-bit types and their host conversions; cuda_runtime_api.h gives types
+// only (no CUDA runtime call is made).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <source_location>
+#include <tuple>
+#include <utility>
+
+// The CUDA headers define these as attributes for the host compiler; in the shim they mean plain C++.
+#undef __global__
+#undef __device__
+#undef __host__
+#undef __shared__
+#undef __forceinline__
+#undef __launch_bounds__
+#undef __align__
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define __shared__ static thread_local
+#define __syncthreads() ::cuda_sim::sync_threads(__FILE__, __LINE__)
+#define threadIdx (::cuda_sim::thread_index)
+#define blockIdx (::cuda_sim::block_index)
+#define blockDim (::cuda_sim::block_dim)
+#define gridDim (::cuda_sim::grid_dim)
+
+namespace cuda_sim {
+
+struct Index3 {
+  unsigned int x = 0, y = 0, z = 0;
+};
+
+// The running fiber's thread and block, and the launch's dimensions (1-d grids and blocks).
+extern Index3 thread_index, block_index, block_dim, grid_dim;
+
+void sync_threads(const char* file, int line);
+unsigned char* dynamic_shared();
+
+// Runs `body` as every thread of every block of the grid (capped, see configure); throws std::runtime_error on a
+// barrier or warp-collective error.
+void run_grid(unsigned int blocks, unsigned int threads, size_t shared_bytes, const std::function<void()>& body);
+
+template <typename Kernel, typename... Args>
+void launch(Kernel kernel, unsigned int blocks, unsigned int threads, size_t shared_bytes, Args&&... args) {
+  auto arguments = std::make_tuple(std::decay_t<Args>(std::forward<Args>(args))...);  // by value, as CUDA passes them
+  run_grid(blocks, threads, shared_bytes, [&] { std::apply(kernel, arguments); });
+}
+
+// A warp-collective call: each lane of the warp leaves its arguments here and waits; once all 32 lanes wait at the
+// same call, `execute` runs once with every lane's record (lane order), then the lanes go on.
+struct WarpCall {
+  void (*execute)(WarpCall* const* lanes);
+  const void* fragment;  // this lane's fragment (read or written by execute)
+  const void* second;    // mma: b
+  const void* third;     // mma: c
+  void* result;          // mma: d; store: the memory
+  const void* memory;    // load and store: the memory, which must be the same for every lane
+  unsigned int ldm;
+  int layout;
+  const char* file;
+  unsigned int line;
+};
+void warp_collective(WarpCall& call);
+
+// The checks every load/store makes: 256-bit aligned pointer, ldm a multiple of 16 bytes. Throws on failure.
+void check_matrix_pointer(const void* pointer, unsigned int ldm, size_t element_bytes, const char* what,
+                          const std::source_location& where);
+
+}  // namespace cuda_sim
+
+namespace nvcuda::wmma {
+
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+
+constexpr int kLanes = 32;
+
+template <typename Use, int M, int N, int K, typename T, typename Layout = void>
+struct fragment {
+  static_assert(M == 16 && N == 16 && K == 16, "the shim implements the 16x16x16 shape only");
+  static constexpr int num_elements = 16 * 16 / kLanes;
+  T x[num_elements];
+};
+
+namespace detail {
+// Lane `lane`'s element i is element i * 32 + lane of the row-major 16 x 16 matrix.
+inline int element_of(int lane, int i) { return i * kLanes + lane; }
+
+inline float to_float(float v) { return v; }
+inline float to_float(__half v) { return __half2float(v); }
+inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename Fragment, typename T, bool kColumnMajor>
+void execute_load(cuda_sim::WarpCall* const* lanes) {
+  const T* memory = static_cast<const T*>(lanes[0]->memory);
+  for (int lane = 0; lane < kLanes; ++lane) {
+    auto* frag = static_cast<Fragment*>(const_cast<void*>(lanes[lane]->fragment));
+    for (int i = 0; i < Fragment::num_elements; ++i) {
+      const int e = element_of(lane, i), row = e / 16, col = e % 16;
+      frag->x[i] = kColumnMajor ? memory[col * lanes[0]->ldm + row] : memory[row * lanes[0]->ldm + col];
+    }
+  }
+}
+
+template <typename Fragment>
+void execute_store(cuda_sim::WarpCall* const* lanes) {
+  float* memory = static_cast<float*>(lanes[0]->result);
+  const bool column_major = lanes[0]->layout == mem_col_major;
+  for (int lane = 0; lane < kLanes; ++lane) {
+    const auto* frag = static_cast<const Fragment*>(lanes[lane]->fragment);
+    for (int i = 0; i < Fragment::num_elements; ++i) {
+      const int e = element_of(lane, i), row = e / 16, col = e % 16;
+      (column_major ? memory[col * lanes[0]->ldm + row] : memory[row * lanes[0]->ldm + col]) = frag->x[i];
+    }
+  }
+}
+
+// D = A B + C over the whole warp's fragments: gathered, computed once in float, scattered back.
+template <typename FragA, typename FragB, typename FragC, typename FragD>
+void execute_mma(cuda_sim::WarpCall* const* lanes) {
+  float a[256], b[256], c[256];
+  for (int lane = 0; lane < kLanes; ++lane) {
+    for (int i = 0; i < FragA::num_elements; ++i) {
+      const int e = element_of(lane, i);
+      a[e] = to_float(static_cast<const FragA*>(lanes[lane]->fragment)->x[i]);
+      b[e] = to_float(static_cast<const FragB*>(lanes[lane]->second)->x[i]);
+      c[e] = static_cast<const FragC*>(lanes[lane]->third)->x[i];
+    }
+  }
+  float d[256];
+  for (int row = 0; row < 16; ++row) {
+    for (int col = 0; col < 16; ++col) {
+      float sum = c[row * 16 + col];
+      for (int k = 0; k < 16; ++k) sum += a[row * 16 + k] * b[k * 16 + col];
+      d[row * 16 + col] = sum;
+    }
+  }
+  for (int lane = 0; lane < kLanes; ++lane) {
+    auto* frag = static_cast<FragD*>(lanes[lane]->result);
+    for (int i = 0; i < FragD::num_elements; ++i) frag->x[i] = d[element_of(lane, i)];
+  }
+}
+
+inline cuda_sim::WarpCall warp_call(const std::source_location& where) {
+  cuda_sim::WarpCall call{};
+  call.file = where.file_name();
+  call.line = where.line();
+  return call;
+}
+}  // namespace detail
+
+template <typename Use, typename T, typename Layout>
+void fill_fragment(fragment<Use, 16, 16, 16, T, Layout>& frag, T value) {
+  for (auto& element : frag.x) element = value;
+}
+
+template <typename Use, typename T, typename Layout>
+void load_matrix_sync(fragment<Use, 16, 16, 16, T, Layout>& frag, const T* memory, unsigned int ldm,
+                      std::source_location where = std::source_location::current()) {
+  static_assert(!std::is_same_v<Use, accumulator>, "the shim loads matrix_a and matrix_b fragments only");
+  cuda_sim::check_matrix_pointer(memory, ldm, sizeof(T), "wmma::load_matrix_sync", where);
+  auto call = detail::warp_call(where);
+  call.execute = &detail::execute_load<fragment<Use, 16, 16, 16, T, Layout>, T, std::is_same_v<Layout, col_major>>;
+  call.fragment = &frag;
+  call.memory = memory;
+  call.ldm = ldm;
+  cuda_sim::warp_collective(call);
+}
+
+template <typename TA, typename LA, typename TB, typename LB>
+void mma_sync(fragment<accumulator, 16, 16, 16, float>& d, const fragment<matrix_a, 16, 16, 16, TA, LA>& a,
+              const fragment<matrix_b, 16, 16, 16, TB, LB>& b, const fragment<accumulator, 16, 16, 16, float>& c,
+              std::source_location where = std::source_location::current()) {
+  static_assert(std::is_same_v<LA, row_major> && std::is_same_v<LB, row_major>,
+                "the shim's MMA takes fragments loaded row-major");
+  auto call = detail::warp_call(where);
+  using Acc = fragment<accumulator, 16, 16, 16, float>;
+  call.execute = &detail::execute_mma<fragment<matrix_a, 16, 16, 16, TA, LA>, fragment<matrix_b, 16, 16, 16, TB, LB>,
+                                      Acc, Acc>;
+  call.fragment = &a;
+  call.second = &b;
+  call.third = &c;
+  call.result = &d;
+  cuda_sim::warp_collective(call);
+}
+
+inline void store_matrix_sync(float* memory, const fragment<accumulator, 16, 16, 16, float>& frag, unsigned int ldm,
+                              layout_t layout, std::source_location where = std::source_location::current()) {
+  cuda_sim::check_matrix_pointer(memory, ldm, sizeof(float), "wmma::store_matrix_sync", where);
+  auto call = detail::warp_call(where);
+  call.execute = &detail::execute_store<fragment<accumulator, 16, 16, 16, float>>;
+  call.fragment = &frag;
+  call.result = memory;
+  call.memory = memory;
+  call.ldm = ldm;
+  call.layout = layout;
+  cuda_sim::warp_collective(call);
+}
+
+}  // namespace nvcuda::wmma

@@ -1,0 +1,360 @@
+"""fastpad's CUDA kernels, executed on CPU by the CUDA execution shim (tests/cuda_sim/).
+
+csrc/cuda/*.cu (the real kernels and their torch-free launchers) are compiled as plain C++ with
+tests/cuda_sim/cuda_sim.h force-included: every CUDA thread is a fiber, `__syncthreads()` is a checked barrier,
+`__shared__` is block-shared and poisoned, WMMA calls are warp-collective rendezvous. The bindings the CUDA build
+registers (csrc/cuda/bindings.cpp) run on CPU tensors and call those launchers, so the kernel choice, the launch
+configuration, the thread mapping, the shared-memory staging and the tensor-core fragment code all execute here.
+Each case is compared with the CPU ops (which the rest of the suite checks against F.pad + F.conv*) under every
+thread schedule, with a grid cap that makes the grid-stride loops reuse shared memory, and the schedules must agree
+bit for bit. What only a GPU can show: races that change no result under any schedule here, the memory model, nvcc's
+code generation, speed.
+"""
+
+import ctypes
+import glob
+import hashlib
+import os
+import random
+import subprocess
+import tempfile
+
+import pytest
+import torch
+from torch.utils import cpp_extension
+
+import fastpad  # noqa: F401  (registers torch.ops.fastpad)
+from reference import poison, relative_error, tolerance
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIM = os.path.join(ROOT, "tests", "cuda_sim")
+DTYPES = (torch.float64, torch.float32, torch.bfloat16, torch.float16)
+MODES = ("zeros", "reflect", "replicate", "circular")
+RANDOM_CASES = int(os.environ.get("FASTPAD_CUDA_SIM_CASES", "150"))
+# cuda_sim_configure's schedules: the order threads run in between synchronisations.
+SCHEDULES = {"ascending": 0, "descending": 1, "interleaved": 2, "random": 3}
+GRID_CAP = 3  # blocks per launch: every grid-stride loop runs several items per block
+# Under scripts/sanitize.sh (ASan and UBSan preloaded) the kernels are built with the sanitizers too.
+SANITIZED = "libasan" in os.environ.get("LD_PRELOAD", "")
+
+
+def cuda_include_dir():
+    """The CUDA toolkit's include directory (cuda_fp16.h, cuda_bf16.h, cuda_runtime_api.h), or None."""
+    candidates = [os.environ.get("CUDA_HOME", ""), "/usr/local/cuda", *sorted(glob.glob("/usr/local/cuda-*"))[::-1]]
+    for home in candidates:
+        if home and os.path.isfile(os.path.join(home, "include", "cuda_fp16.h")):
+            return os.path.join(home, "include")
+    return None
+
+
+def kernel_sources():
+    return sorted(glob.glob(os.path.join(ROOT, "csrc", "cuda", "*.cu"))) + [os.path.join(SIM, "cuda_sim.cpp")]
+
+
+def build_kernel_library(include):
+    """libfastpad_cuda_sim.so: the .cu files compiled by g++ under the shim, and its runtime. Cached by the hash of
+    every source and flag, so an unchanged tree is not rebuilt."""
+    flags = ["-std=c++20", "-fPIC", "-DFASTPAD_CUDA_SIM", "-Wall", "-Werror", "-Wno-unknown-pragmas",
+             "-Wno-sign-compare", f"-I{os.path.join(ROOT, 'csrc')}", f"-I{SIM}", f"-I{include}",
+             *(f"-I{path}" for path in cpp_extension.include_paths())]
+    flags += (["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
+              if SANITIZED else ["-O2"])
+    headers = glob.glob(os.path.join(ROOT, "csrc", "**", "*.h*"), recursive=True) + [os.path.join(SIM, "cuda_sim.h")]
+    digest = hashlib.sha256(" ".join(flags).encode())
+    for path in sorted(kernel_sources() + headers):
+        with open(path, "rb") as f:
+            digest.update(path.encode() + f.read())
+    build = os.path.join(tempfile.gettempdir(), f"fastpad_cuda_sim_{digest.hexdigest()[:16]}")
+    library = os.path.join(build, "libfastpad_cuda_sim.so")
+    if os.path.exists(library):
+        return library
+    os.makedirs(build, exist_ok=True)
+    objects, jobs = [], []
+    for source in kernel_sources():
+        obj = os.path.join(build, os.path.basename(source) + ".o")
+        language = ["-include", os.path.join(SIM, "cuda_sim.h"), "-x", "c++"] if source.endswith(".cu") else []
+        jobs.append(subprocess.Popen(["g++", *flags, *language, "-c", source, "-o", obj],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        objects.append(obj)
+    failures = [job.communicate()[0] for job in jobs if job.wait() != 0]
+    assert not failures, "building the CUDA sources under the shim failed:\n" + "\n".join(failures)
+    link_flags = ["-fsanitize=address,undefined"] if SANITIZED else []
+    subprocess.run(["g++", "-shared", *link_flags, *objects, "-o", library + ".tmp"], check=True)
+    os.replace(library + ".tmp", library)
+    return library
+
+
+@pytest.fixture(scope="module")
+def sim():
+    """torch.ops.fastpad_cuda_sim, with configure(schedule, seed, grid_cap, poison) from the kernel library."""
+    include = cuda_include_dir()
+    if include is None:
+        if os.environ.get("CI"):
+            pytest.fail("the CUDA toolkit headers (cuda_fp16.h) are missing: the shim cannot build")
+        pytest.skip("the CUDA toolkit headers (cuda_fp16.h) are missing")
+    library = build_kernel_library(include)
+    kernels = ctypes.CDLL(library, mode=ctypes.RTLD_GLOBAL)
+    kernels.cuda_sim_configure.argtypes = [ctypes.c_int, ctypes.c_uint64, ctypes.c_uint, ctypes.c_int]
+    build = os.path.join(os.path.dirname(library), "ops")
+    os.makedirs(build, exist_ok=True)
+    cpp_extension.load(
+        name="fastpad_cuda_sim_ops",
+        sources=[os.path.join(SIM, "sim_ops.cpp"), os.path.join(ROOT, "csrc", "cuda", "bindings.cpp"),
+                 os.path.join(ROOT, "csrc", "conv_params.cpp")],
+        extra_include_paths=[os.path.join(ROOT, "csrc"), include],
+        extra_cflags=["-O2"],
+        extra_ldflags=[library, f"-Wl,-rpath,{os.path.dirname(library)}"],
+        is_python_module=False,
+        build_directory=build,
+    )
+    ops = torch.ops.fastpad_cuda_sim
+
+    class Sim:
+        conv, conv_transpose, conv_weight_grad = ops.conv, ops.conv_transpose, ops.conv_weight_grad
+
+        @staticmethod
+        def configure(schedule="ascending", seed=0, grid_cap=GRID_CAP, poison=True):
+            kernels.cuda_sim_configure(SCHEDULES[schedule], seed, grid_cap, int(poison))
+
+    Sim.configure()
+    return Sim
+
+
+def layout(t, kind):
+    """The tensor in the given memory layout, same values."""
+    if kind == "channels_last" and t.dim() in (4, 5):
+        return t.to(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
+    if kind == "strided":  # every other element of a wider tensor along the last dim
+        wide = torch.empty(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype)
+        wide[..., ::2] = t
+        return wide[..., ::2]
+    return t.contiguous()
+
+
+def draw(rng):
+    """A random conv problem (op-level arguments) that torch accepts."""
+    nd = rng.choice((1, 2, 2, 3))
+    mode = rng.choice(MODES)
+    while True:
+        size = [rng.randint(1, 6 if nd == 3 else 13) for _ in range(nd)]
+        kernel = [rng.randint(1, 3 if nd == 3 else 4) for _ in range(nd)]
+        stride = [rng.randint(1, 3) for _ in range(nd)]
+        dilation = [rng.randint(1, 2) for _ in range(nd)]
+        if mode == "reflect":
+            pad_lo = [rng.randint(0, s - 1) for s in size]
+            pad_hi = [rng.randint(0, s - 1) for s in size]
+        elif mode == "circular":
+            pad_lo = [rng.randint(0, s) for s in size]
+            pad_hi = [rng.randint(0, s) for s in size]
+        else:
+            pad_lo = [rng.randint(0, 4) for _ in size]
+            pad_hi = [rng.randint(-1 if mode == "zeros" else 0, 4) for _ in size]
+        if all(s + lo + hi >= d * (k - 1) + 1 for s, lo, hi, k, d in zip(size, pad_lo, pad_hi, kernel, dilation)):
+            break
+    grouping = rng.choice(("dense", "dense", "wide", "grouped", "depthwise", "multiplier"))
+    if grouping == "dense":
+        groups, c_in, c_out = 1, rng.randint(1, 9), rng.randint(1, 9)
+    elif grouping == "wide":  # crosses the 64-wide GEMM tiles
+        groups, c_in, c_out = 1, rng.randint(5, 12), rng.randint(60, 70)
+    elif grouping == "grouped":
+        groups = rng.randint(2, 3)
+        c_in, c_out = groups * rng.randint(2, 5), groups * rng.randint(1, 5)
+    else:
+        groups = rng.randint(1, 6)
+        c_in, c_out = groups, groups * (rng.randint(2, 3) if grouping == "multiplier" else 1)
+    dtype = rng.choice(DTYPES[:2] * 3 + DTYPES[2:])
+    return dict(nd=nd, size=size, kernel=kernel, stride=stride, dilation=dilation, pad_lo=pad_lo, pad_hi=pad_hi,
+                mode=mode, groups=groups, c_in=c_in, c_out=c_out, batch=rng.randint(0, 2), dtype=dtype,
+                layout=rng.choice(("contiguous", "channels_last", "strided")), bias=rng.random() < 0.7)
+
+
+def tensors(case, seed):
+    """x, w, b, the conv's output gradient gy and a bias for conv_transpose (whose output has x's channels),
+    random (never zeros), in the case's dtype and layout."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(case["batch"], case["c_in"], *case["size"], generator=gen, dtype=torch.float64)
+    w = torch.randn(case["c_out"], case["c_in"] // case["groups"], *case["kernel"], generator=gen, dtype=torch.float64)
+    b = torch.randn(case["c_out"], generator=gen, dtype=torch.float64) if case["bias"] else None
+    y = torch.ops.fastpad.conv(x, w, b, *conv_args(case))
+    gy = torch.randn(y.shape, generator=gen, dtype=torch.float64)
+    bt = torch.randn(case["c_in"], generator=gen, dtype=torch.float64) if case["bias"] else None
+    cast = lambda t: None if t is None else layout(t.to(case["dtype"]), case["layout"])  # noqa: E731
+    to = lambda t: None if t is None else t.to(case["dtype"])  # noqa: E731
+    return cast(x), to(w), to(b), cast(gy), to(bt)
+
+
+def conv_args(case):
+    return (case["stride"], case["pad_lo"], case["pad_hi"], case["dilation"], case["groups"], case["mode"])
+
+
+def run_op(sim, op, args, schedules):
+    """Runs the shim's `op` under each schedule (outputs poisoned first); the results must agree bit for bit.
+    Returns (result, path)."""
+    results = []
+    for schedule in schedules:
+        sim.configure(schedule, seed=len(results) + 1)
+        like = args[0]
+        poison(like.shape if op != "conv_weight_grad" else args[2], like.dtype, blocks=2)
+        results.append(getattr(sim, op)(*args))
+    first, path = results[0]
+    for schedule, (other, other_path) in zip(schedules[1:], results[1:]):
+        assert other_path == path
+        assert torch.equal(first.contiguous().view(BITS[first.dtype]), other.contiguous().view(BITS[other.dtype])), (
+            f"{op}: the {schedule} schedule gives another result than {schedules[0]}")
+    return first, path
+
+
+BITS = {torch.float64: torch.int64, torch.float32: torch.int32, torch.bfloat16: torch.int16,
+        torch.float16: torch.int16}
+
+
+def check_case(sim, case, seed, schedules=tuple(SCHEDULES)):
+    """Each op through the shim against the CPU op in float64 on the same (dtype-rounded) values, under every
+    schedule; returns the kernel path of each op."""
+    x, w, b, gy, bt = tensors(case, seed)
+    f64 = lambda t: None if t is None else t.double()  # noqa: E731
+    dtype, paths = case["dtype"], {}
+    stride, pad_lo, _, dilation, groups, mode = conv_args(case)
+
+    y, paths["conv"] = run_op(sim, "conv", (x, w, b, *conv_args(case)), schedules)
+    expected = torch.ops.fastpad.conv(f64(x), f64(w), f64(b), *conv_args(case))
+    compare(y, expected, dtype, "conv", case)
+
+    transpose_args = (stride, pad_lo, case["size"], dilation, groups, mode)
+    gx, paths["conv_transpose"] = run_op(sim, "conv_transpose", (gy, w, bt, *transpose_args), schedules)
+    expected = torch.ops.fastpad.conv_transpose(f64(gy), f64(w), f64(bt), *transpose_args)
+    compare(gx, expected, dtype, "conv_transpose", case)
+
+    grad_args = (list(w.shape), stride, pad_lo, dilation, groups, mode)
+    gw, paths["conv_weight_grad"] = run_op(sim, "conv_weight_grad", (x, gy, *grad_args), schedules)
+    expected = torch.ops.fastpad.conv_weight_grad(f64(x), f64(gy), *grad_args)
+    compare(gw, expected, dtype, "conv_weight_grad", case)
+
+    # The bindings choose with kernel_paths.h, as the private path ops report it.
+    assert paths["conv"] == torch.ops.fastpad._conv_path(x, w, b, *conv_args(case), "cuda")
+    assert paths["conv_transpose"] == torch.ops.fastpad._conv_transpose_path(gy, w, bt, *transpose_args, "cuda")
+    assert paths["conv_weight_grad"] == torch.ops.fastpad._conv_weight_grad_path(x, gy, *grad_args, "cuda")
+    return paths
+
+
+def compare(actual, expected, dtype, what, case):
+    assert actual.shape == expected.shape, f"{what}: shape {tuple(actual.shape)} != {tuple(expected.shape)} in {case}"
+    if actual.numel() == 0:
+        return
+    assert actual.isfinite().all(), f"{what}: unwritten (NaN-poisoned) elements in {case}"
+    err = relative_error(actual, expected)
+    assert err <= tolerance(dtype), f"{what}: relative error {err:.3g} > {tolerance(dtype):.1g} in {case}"
+
+
+def base_case(**changes):
+    case = dict(nd=2, size=[9, 11], kernel=[3, 3], stride=[1, 1], dilation=[1, 1], pad_lo=[1, 1], pad_hi=[1, 1],
+                mode="zeros", groups=1, c_in=4, c_out=6, batch=2, dtype=torch.float64, layout="contiguous", bias=True)
+    case.update(changes)
+    return case
+
+
+GEMM, HALO, DIRECT = "cuda_implicit_gemm", "cuda_depthwise_halo", "cuda_direct"
+GATHER, PHASE, FOLD = "cuda_direct_gather", "cuda_phase_gemm", "cuda_phase_gemm_fold"
+REDUCTION, SPLIT_K = "cuda_depthwise_reduction", "cuda_split_k_gemm"
+
+# Problems that reach each kernel path of each op, small enough to run every schedule. Each names, per op
+# (conv, conv_transpose, conv_weight_grad), the path it reaches in zeros mode; other modes turn PHASE into FOLD.
+PATH_CASES = {
+    "gemm_tiles_crossed": (base_case(c_in=9, c_out=70, size=[6, 5], stride=[2, 1]), (GEMM, PHASE, SPLIT_K)),
+    "gemm_wide_y_channels": (base_case(c_in=66, c_out=5, size=[4, 5], pad_lo=[2, 1]), (GEMM, PHASE, SPLIT_K)),
+    "gemm_split_k_two_splits": (base_case(c_in=4, c_out=6, size=[24, 24], batch=2), (GEMM, PHASE, SPLIT_K)),
+    "gemm_grouped_3d": (base_case(nd=3, size=[4, 5, 4], kernel=[2, 3, 2], stride=[2, 1, 2], dilation=[1, 2, 1],
+                                  pad_lo=[1, 2, 0], pad_hi=[0, 2, 1], c_in=8, c_out=8, groups=2),
+                        (GEMM, PHASE, SPLIT_K)),
+    "depthwise_halo_2d": (base_case(c_in=4, c_out=8, groups=4, size=[19, 40], stride=[2, 2]),
+                          (HALO, GATHER, REDUCTION)),
+    "depthwise_halo_1d": (base_case(nd=1, c_in=3, c_out=3, groups=3, size=[300], kernel=[5], stride=[1],
+                                    dilation=[2], pad_lo=[8], pad_hi=[0]), (HALO, GATHER, REDUCTION)),
+    "depthwise_patch_too_large": (base_case(c_in=2, c_out=2, groups=2, size=[40, 30], kernel=[3, 3],
+                                            dilation=[60, 60], pad_lo=[60, 60], pad_hi=[60, 60], batch=1),
+                                  (DIRECT, GATHER, REDUCTION)),
+}
+LAYOUTS = ("contiguous", "channels_last", "strided")
+
+
+def expected_paths(case, paths):
+    conv, transpose, grad = paths
+    if case["layout"] == "channels_last" and case["nd"] > 1 and conv == HALO:
+        conv = DIRECT  # channels_last depthwise runs the direct kernel along C
+    if case["mode"] != "zeros" and transpose == PHASE:
+        transpose = FOLD
+    return conv, transpose, grad
+
+
+def path_case(name, mode, layout_kind, dtype):
+    case, paths = PATH_CASES[name]
+    case = dict(case, mode=mode, layout=layout_kind, dtype=dtype)
+    if mode in ("reflect", "circular"):  # pads must stay below the input size (reflect) or within it (circular)
+        if name == "depthwise_patch_too_large":
+            case.update(size=[70, 70])
+        limit = 1 if mode == "reflect" else 0
+        case["pad_lo"] = [min(p, s - limit) for p, s in zip(case["pad_lo"], case["size"])]
+        case["pad_hi"] = [min(p, s - limit) for p, s in zip(case["pad_hi"], case["size"])]
+    return case, expected_paths(case, paths)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("layout_kind", LAYOUTS)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(PATH_CASES))
+def test_every_kernel_path(sim, name, mode, layout_kind, dtype):
+    """Every kernel path x padding mode x layout x dtype, all three ops, under every schedule with the grid cap."""
+    case, paths = path_case(name, mode, layout_kind, dtype)
+    taken = check_case(sim, case, seed=len(name))
+    assert (taken["conv"], taken["conv_transpose"], taken["conv_weight_grad"]) == paths
+
+
+FIXED_SEED = 20261122
+
+
+@pytest.mark.parametrize("seed", [FIXED_SEED, None])
+def test_random_problems(sim, seed, capsys):
+    """RANDOM_CASES random problems (FASTPAD_CUDA_SIM_CASES) from a fixed seed and from a printed random one, each
+    under the random schedule and one other."""
+    seed = random.randrange(2**31) if seed is None else seed
+    rng = random.Random(seed)
+    seen = {"conv": set(), "conv_transpose": set(), "conv_weight_grad": set()}
+    for index in range(RANDOM_CASES):
+        case = draw(rng)
+        schedules = ("random", ("ascending", "descending", "interleaved")[index % 3])
+        for op, path in check_case(sim, case, seed=seed + index, schedules=schedules).items():
+            seen[op].add(path)
+    with capsys.disabled():
+        print(f"\nCUDA execution shim: {RANDOM_CASES} random problems, seed {seed}, paths taken {seen}")
+    if seed == FIXED_SEED and RANDOM_CASES >= 150:
+        # This draw reaches every path of every op; a random seed may miss a rare one.
+        assert seen["conv"] == {GEMM, HALO, DIRECT}, seen
+        assert seen["conv_transpose"] == {GATHER, PHASE, FOLD}, seen
+        assert seen["conv_weight_grad"] == {REDUCTION, SPLIT_K}, seen
+
+
+def test_shim_catches_a_wrong_index(sim):
+    """The comparison can fail: the shim's result on a shifted input (a one-position indexing error) differs."""
+    case = base_case(c_in=6, c_out=5, mode="reflect")
+    x, w, b, _, _ = tensors(case, seed=1)
+    y, _ = sim.conv(torch.roll(x, 1, dims=-1), w, b, *conv_args(case))
+    expected = torch.ops.fastpad.conv(x, w, b, *conv_args(case))
+    with pytest.raises(AssertionError, match="relative error"):
+        compare(y, expected, torch.float64, "conv", case)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("layout_kind", ["contiguous", "channels_last"])
+def test_transposed_gemm_with_non_finite_weights(sim, mode, layout_kind):
+    """An inf or NaN weight gives torch's infs and NaNs, no more: where a phase GEMM multiplied such a weight by a zero
+    loaded for a tap outside x, the gather pass recomputes the output (the CPU ops match torch here)."""
+    case = base_case(c_in=5, c_out=8, mode=mode, stride=[2, 2], pad_lo=[1, 2], pad_hi=[2, 1], layout=layout_kind)
+    x, w, _, gy, bt = tensors(case, seed=7)
+    w[2, 1, 0, 0], w[3, 4, 2, 1], w[5, 0, 1, 2] = float("inf"), float("nan"), float("-inf")
+    args = (case["stride"], case["pad_lo"], case["size"], case["dilation"], case["groups"], mode)
+    sim.configure("random", seed=3)
+    gx, path = sim.conv_transpose(gy, w, bt, *args)
+    expected = torch.ops.fastpad.conv_transpose(gy, w, bt, *args)
+    assert path == (PHASE if mode == "zeros" else FOLD)
+    assert expected.isfinite().any() and not expected.isfinite().all()
+    torch.testing.assert_close(gx, expected, equal_nan=True, rtol=1e-12, atol=1e-12)
