@@ -84,19 +84,8 @@ def build_kernel_library(include):
     return library
 
 
-@pytest.fixture(scope="module")
-def sim():
-    """torch.ops.fastpad_cuda_sim, with configure(schedule, seed, grid_cap, poison) from the kernel library."""
-    include = cuda_include_dir()
-    if include is None:
-        if os.environ.get("CI"):
-            pytest.fail("the CUDA toolkit headers (cuda_fp16.h) are missing: the shim cannot build")
-        pytest.skip("the CUDA toolkit headers (cuda_fp16.h) are missing")
-    library = build_kernel_library(include)
-    kernels = ctypes.CDLL(library, mode=ctypes.RTLD_GLOBAL)
-    kernels.cuda_sim_configure.argtypes = [ctypes.c_int, ctypes.c_uint64, ctypes.c_uint, ctypes.c_int]
-    build = os.path.join(os.path.dirname(library), "ops")
-    os.makedirs(build, exist_ok=True)
+def load_sim_ops(build, library, include):
+    """torch.ops.fastpad_cuda_sim: the CUDA bindings on CPU tensors, linked with the kernel library."""
     cpp_extension.load(
         name="fastpad_cuda_sim_ops",
         sources=[os.path.join(SIM, "sim_ops.cpp"), os.path.join(ROOT, "csrc", "cuda", "bindings.cpp"),
@@ -107,6 +96,27 @@ def sim():
         is_python_module=False,
         build_directory=build,
     )
+
+
+@pytest.fixture(scope="module")
+def sim():
+    """torch.ops.fastpad_cuda_sim, with configure(schedule, seed, grid_cap, poison) from the kernel library."""
+    include = cuda_include_dir()
+    if include is None:
+        if os.environ.get("CI"):
+            pytest.fail("the CUDA toolkit headers (cuda_fp16.h) are missing: the shim cannot build")
+        pytest.skip("the CUDA toolkit headers (cuda_fp16.h) are missing")
+    preload = os.environ.pop("LD_PRELOAD", None)  # the compilers run plain; the sanitizers stay in this process
+    try:
+        library = build_kernel_library(include)
+        kernels = ctypes.CDLL(library, mode=ctypes.RTLD_GLOBAL)
+        build = os.path.join(os.path.dirname(library), "ops")
+        os.makedirs(build, exist_ok=True)
+        load_sim_ops(build, library, include)
+    finally:
+        if preload is not None:
+            os.environ["LD_PRELOAD"] = preload
+    kernels.cuda_sim_configure.argtypes = [ctypes.c_int, ctypes.c_uint64, ctypes.c_uint, ctypes.c_int]
     ops = torch.ops.fastpad_cuda_sim
 
     class Sim:

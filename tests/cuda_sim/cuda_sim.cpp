@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -178,47 +179,74 @@ std::string describe(const char* file, int line) {
   return out.str();
 }
 
-// Completes every warp whose 32 lanes all wait at the same collective; returns the threads it released. A warp with
-// some lanes at a collective and others elsewhere (a barrier, exited) is an error.
-std::vector<unsigned int> complete_warp_calls(Launch& l) {
-  std::vector<unsigned int> released;
-  const unsigned int threads = static_cast<unsigned int>(l.fibers.size());
-  for (unsigned int warp0 = 0; warp0 < threads; warp0 += 32) {
-    const unsigned int lanes = std::min(32u, threads - warp0);
-    unsigned int waiting = 0;
-    for (unsigned int t = warp0; t < warp0 + lanes; ++t) waiting += l.fibers[t].state == State::AtWarpCall;
-    if (waiting == 0) continue;
-    unsigned int first_waiting = warp0;
-    while (l.fibers[first_waiting].state != State::AtWarpCall) ++first_waiting;
-    const WarpCall& first = *l.fibers[first_waiting].warp_call;
-    if (waiting != 32) {
-      l.error = "divergent warp collective: " + std::to_string(waiting) + " of the 32 lanes of warp " +
-                std::to_string(warp0 / 32) + " wait at " + describe(first.file, first.line) +
-                ", the others are elsewhere (a barrier, exited)";
-      return {};
+// How many lanes of the warp starting at thread warp0 wait at a warp collective.
+unsigned int lanes_at_warp_call(const Launch& l, unsigned int warp0) {
+  unsigned int waiting = 0;
+  for (unsigned int t = warp0; t < warp0 + 32; ++t) waiting += l.fibers[t].state == State::AtWarpCall;
+  return waiting;
+}
+
+// Runs the collective all 32 lanes of the warp at warp0 wait at and makes them runnable; false (with l.error set)
+// when the lanes wait at different calls or pass different arguments.
+bool execute_warp_call(Launch& l, unsigned int warp0) {
+  WarpCall* calls[32];
+  const WarpCall& first = *l.fibers[warp0].warp_call;
+  for (unsigned int lane = 0; lane < 32; ++lane) {
+    const WarpCall& call = *l.fibers[warp0 + lane].warp_call;
+    calls[lane] = l.fibers[warp0 + lane].warp_call;
+    if (call.execute != first.execute || call.line != first.line || std::strcmp(call.file, first.file) != 0) {
+      l.error = "different warp collectives in warp " + std::to_string(warp0 / 32) + ": " +
+                describe(first.file, first.line) + " and " + describe(call.file, call.line);
+      return false;
     }
-    WarpCall* calls[32];
-    for (unsigned int lane = 0; lane < 32; ++lane) {
-      const WarpCall& call = *l.fibers[warp0 + lane].warp_call;
-      calls[lane] = l.fibers[warp0 + lane].warp_call;
-      if (call.execute != first.execute || call.line != first.line || std::strcmp(call.file, first.file) != 0) {
-        l.error = "different warp collectives in warp " + std::to_string(warp0 / 32) + ": " +
-                  describe(first.file, first.line) + " and " + describe(call.file, call.line);
-        return {};
-      }
-      if (call.memory != first.memory || call.ldm != first.ldm || call.layout != first.layout) {
-        l.error = "warp collective at " + describe(call.file, call.line) + ": lane " + std::to_string(lane) +
-                  " passes another pointer, ldm or layout than lane 0";
-        return {};
-      }
-    }
-    first.execute(calls);
-    for (unsigned int t = warp0; t < warp0 + 32; ++t) {
-      l.fibers[t].state = State::Runnable;
-      released.push_back(t);
+    if (call.memory != first.memory || call.ldm != first.ldm || call.layout != first.layout) {
+      l.error = "warp collective at " + describe(call.file, call.line) + ": lane " + std::to_string(lane) +
+                " passes another pointer, ldm or layout than lane 0";
+      return false;
     }
   }
-  return released;
+  first.execute(calls);
+  for (unsigned int t = warp0; t < warp0 + 32; ++t) l.fibers[t].state = State::Runnable;
+  return true;
+}
+
+// Once no thread can run: a warp with some lanes at a collective and the others elsewhere can never complete it.
+bool check_no_divergent_warp_call(Launch& l) {
+  for (unsigned int warp0 = 0; warp0 < l.fibers.size(); warp0 += 32) {
+    const unsigned int waiting = lanes_at_warp_call(l, warp0);
+    if (waiting == 0) continue;
+    unsigned int first = warp0;
+    while (l.fibers[first].state != State::AtWarpCall) ++first;
+    const WarpCall& call = *l.fibers[first].warp_call;
+    l.error = "divergent warp collective: " + std::to_string(waiting) + " of the 32 lanes of warp " +
+              std::to_string(warp0 / 32) + " wait at " + describe(call.file, call.line) +
+              ", the others are elsewhere (a barrier, exited)";
+    return false;
+  }
+  return true;
+}
+
+// Where a warp goes on after its collective completes: ascending and descending let it run ahead of the other warps
+// (to its next barrier or collective) before they resume; interleaved keeps all warps in step; random puts each lane
+// anywhere in the queue.
+void requeue_warp(Launch& l, unsigned int warp0, std::deque<unsigned int>& queue) {
+  std::vector<unsigned int> lanes(32);
+  std::iota(lanes.begin(), lanes.end(), warp0);
+  order(l, lanes);
+  switch (settings.schedule) {
+    case Schedule::Ascending:
+    case Schedule::Descending:
+      queue.insert(queue.begin(), lanes.begin(), lanes.end());
+      break;
+    case Schedule::Interleaved:
+      queue.insert(queue.end(), lanes.begin(), lanes.end());
+      break;
+    case Schedule::Random:
+      for (unsigned int t : lanes) {
+        queue.insert(queue.begin() + static_cast<std::ptrdiff_t>(l.random() % (queue.size() + 1)), t);
+      }
+      break;
+  }
 }
 
 // Releases the barrier if every live thread waits at the same one; else records the error.
@@ -268,11 +296,19 @@ bool run_block(Launch& l) {
   std::iota(ready.begin(), ready.end(), 0u);
   for (;;) {
     order(l, ready);
-    for (unsigned int t : ready) switch_to_fiber(l, t);
-    if (!l.error.empty()) return false;
-    ready = complete_warp_calls(l);
-    if (!l.error.empty()) return false;
-    if (!ready.empty()) continue;
+    std::deque<unsigned int> queue(ready.begin(), ready.end());
+    while (!queue.empty()) {
+      const unsigned int t = queue.front();
+      queue.pop_front();
+      switch_to_fiber(l, t);
+      if (!l.error.empty()) return false;
+      const unsigned int warp0 = t / 32 * 32;
+      if (l.fibers[t].state == State::AtWarpCall && lanes_at_warp_call(l, warp0) == 32) {
+        if (!execute_warp_call(l, warp0)) return false;
+        requeue_warp(l, warp0, queue);
+      }
+    }
+    if (!check_no_divergent_warp_call(l)) return false;
     const bool all_exited = std::all_of(l.fibers.begin(), l.fibers.end(),
                                         [](const Fiber& f) { return f.state == State::Exited; });
     if (all_exited) return true;

@@ -7,7 +7,8 @@
 // - `__syncthreads()` releases the block only when every live thread waits at the same barrier (same file and line);
 //   otherwise the launch fails with "divergent barrier" or "different __syncthreads".
 // - Between two synchronisations, threads run in the order of a schedule (ascending, descending, interleaved warps, or
-//   seeded random); results must not depend on it.
+//   seeded random); results must not depend on it. Under ascending and descending, a warp whose collective completes
+//   runs ahead of the others to its next synchronisation; under interleaved all warps move in step.
 // - A grid cap makes grid-stride loops run several work items per block.
 // - nvcuda::wmma: every *_sync call is a warp-collective rendezvous of all 32 lanes with the same arguments; it checks
 //   256-bit pointer alignment and an ldm that is a multiple of 16 bytes. A fragment holds its 256 elements spread
