@@ -1,9 +1,11 @@
 """Calls shaped to reach each CPU kernel path, forward and backward, with bitwise comparison helpers: shared by
-tests/test_determinism.py and tests/test_concurrency.py."""
+tests/test_determinism.py, tests/test_concurrency.py and tests/test_kernel_paths.py (which asserts, through the
+private path ops, that each call reaches the kernels it names)."""
 
 from dataclasses import dataclass
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import fastpad
 from fastpad.reference import output_and_grads
@@ -26,6 +28,8 @@ class CodePath:
     dilation: int = 1
     padding_mode: str = "zeros"
     channels_last: bool = False
+    # The CPU kernel path (kernel_paths.h) of each op the forward and backward run, e.g. {"conv": "cpu_tap_gemms"}.
+    kernels: tuple = ()
 
     @property
     def result_ops(self):
@@ -61,44 +65,52 @@ class CodePath:
         return x, w, b, gy
 
 
-# The kernel each path reaches in csrc/cpu (forward; input grad; weight grad). NCHW weight gradients and channels-last
-# non-depthwise ones are the chunked GEMM reductions of conv_weight_grad.cpp.
+# Each call names the CPU kernel path (kernel_paths.h) of the forward op, the input gradient's op and the weight
+# gradient's op; tests/test_kernel_paths.py checks that the calls reach them.
+def _kernels(conv, conv_transpose, conv_weight_grad):
+    return (("conv", conv), ("conv_transpose", conv_transpose), ("conv_weight_grad", conv_weight_grad))
+
+
+DEPTHWISE = _kernels("cpu_depthwise", "cpu_depthwise", "cpu_depthwise")
 CODE_PATHS = {
-    # depthwise.cpp NCHW, channel multiplier 2, for all three ops
-    "1d_depthwise_x2_causal_dilated": CodePath(False, (37,), 8, 16, 4, groups=8, padding="causal", dilation=2),
-    # tap GEMMs (16 channels); GEMM + col2im folding the reflection back (under 256 positions); chunked NCHW
-    "1d_dense_reflect_s2": CodePath(False, (64,), 16, 24, 7, stride=2, padding_mode="reflect"),
-    # depthwise.cpp NCHW
-    "2d_depthwise_reflect_s2": CodePath(False, (17, 19), 8, 8, 3, groups=8, stride=2, padding_mode="reflect"),
-    # depthwise.cpp channels-last
+    "1d_depthwise_x2_causal_dilated": CodePath(False, (37,), 8, 16, 4, groups=8, padding="causal", dilation=2,
+                                               kernels=DEPTHWISE),
+    "1d_dense_reflect_s2": CodePath(False, (64,), 16, 24, 7, stride=2, padding_mode="reflect",
+                                    kernels=_kernels("cpu_tap_gemms", "cpu_gemm_col2im", "cpu_phase_planes")),
+    "2d_depthwise_reflect_s2": CodePath(False, (17, 19), 8, 8, 3, groups=8, stride=2, padding_mode="reflect",
+                                        kernels=DEPTHWISE),
     "2d_depthwise_channels_last_circular": CodePath(False, (15, 16), 16, 16, 5, groups=16, padding_mode="circular",
-                                                    channels_last=True),
-    # tap GEMMs; phase-plane transpose (400 positions); chunked NCHW
-    "2d_dense_replicate": CodePath(False, (20, 20), 16, 16, 3, padding_mode="replicate"),
-    # NCHW stem (3 channels): one GEMM over copied columns; GEMM + col2im; chunked NCHW
-    "2d_stem_s2": CodePath(False, (21, 22), 3, 16, 3, stride=2),
-    # channels-last, one group: phase planes; channels-last GEMM + col2im; chunked channels-last
-    "2d_dense_channels_last_s2": CodePath(False, (18, 17), 16, 24, 3, stride=2, channels_last=True),
-    # grouped channels-last: fused im2col + GEMM
+                                                    channels_last=True, kernels=DEPTHWISE),
+    "2d_dense_replicate": CodePath(False, (20, 20), 16, 16, 3, padding_mode="replicate",
+                                   kernels=_kernels("cpu_tap_gemms", "cpu_phase_planes", "cpu_phase_planes")),
+    "2d_stem_s2": CodePath(False, (21, 22), 3, 16, 3, stride=2,
+                           kernels=_kernels("cpu_column_gemm", "cpu_gemm_col2im", "cpu_phase_planes")),
+    "2d_dense_channels_last_s2": CodePath(False, (18, 17), 16, 24, 3, stride=2, channels_last=True,
+                                          kernels=_kernels("cpu_channels_last_phase_planes", "cpu_gemm_col2im",
+                                                           "cpu_channels_last_gemm")),
     "2d_grouped_channels_last_reflect": CodePath(False, (13, 14), 32, 32, 3, groups=2, padding_mode="reflect",
-                                                 channels_last=True),
-    # channels-last stem (3 channels): the direct kernel
+                                                 channels_last=True,
+                                                 kernels=_kernels("cpu_channels_last_im2col", "cpu_gemm_col2im",
+                                                                  "cpu_channels_last_gemm")),
     "2d_stem_channels_last_circular": CodePath(False, (19, 20), 3, 16, 3, stride=2, padding_mode="circular",
-                                               channels_last=True),
-    # 3-d tap GEMMs
-    "3d_dense_replicate": CodePath(False, (6, 7, 8), 16, 16, 3, padding_mode="replicate"),
-    # 3-d grouped channels-last: fused im2col + GEMM
-    "3d_grouped_channels_last": CodePath(False, (5, 6, 7), 32, 32, 3, groups=2, channels_last=True),
-    # transposed, NCHW, few positions: GEMM + col2im; backward conv on 8 channels: the NCHW column GEMM
-    "1d_transposed_s4": CodePath(True, (24,), 16, 8, 8, stride=4),
-    # transposed, NCHW, 16 channels and 256 positions: phase-plane transpose
-    "2d_transposed_phase_planes": CodePath(True, (16, 16), 16, 16, 4, stride=2),
-    # transposed channels-last: GEMM + col2im; backward conv on 12 channels: the channels-last direct kernel
-    "2d_transposed_channels_last": CodePath(True, (9, 10), 8, 12, 3, stride=2, channels_last=True),
-    # transposed depthwise
-    "2d_transposed_depthwise": CodePath(True, (9, 9), 8, 8, 4, groups=8, stride=2),
-    # transposed 3-d: GEMM + col2im
-    "3d_transposed": CodePath(True, (4, 5, 6), 4, 6, 3, stride=2),
+                                               channels_last=True,
+                                               kernels=_kernels("cpu_channels_last_direct", "cpu_gemm_col2im",
+                                                                "cpu_channels_last_gemm")),
+    "3d_dense_replicate": CodePath(False, (6, 7, 8), 16, 16, 3, padding_mode="replicate",
+                                   kernels=_kernels("cpu_tap_gemms", "cpu_gemm_col2im", "cpu_phase_planes")),
+    "3d_grouped_channels_last": CodePath(False, (5, 6, 7), 32, 32, 3, groups=2, channels_last=True,
+                                         kernels=_kernels("cpu_channels_last_im2col", "cpu_gemm_col2im",
+                                                          "cpu_channels_last_gemm")),
+    "1d_transposed_s4": CodePath(True, (24,), 16, 8, 8, stride=4,
+                                 kernels=_kernels("cpu_column_gemm", "cpu_gemm_col2im", "cpu_phase_planes")),
+    "2d_transposed_phase_planes": CodePath(True, (16, 16), 16, 16, 4, stride=2,
+                                           kernels=_kernels("cpu_tap_gemms", "cpu_phase_planes", "cpu_phase_planes")),
+    "2d_transposed_channels_last": CodePath(True, (9, 10), 8, 12, 3, stride=2, channels_last=True,
+                                            kernels=_kernels("cpu_channels_last_direct", "cpu_gemm_col2im",
+                                                             "cpu_channels_last_gemm")),
+    "2d_transposed_depthwise": CodePath(True, (9, 9), 8, 8, 4, groups=8, stride=2, kernels=DEPTHWISE),
+    "3d_transposed": CodePath(True, (4, 5, 6), 4, 6, 3, stride=2,
+                              kernels=_kernels("cpu_column_gemm", "cpu_gemm_col2im", "cpu_phase_planes")),
 }
 RESULT_NAMES = ("output", "input grad", "weight grad", "bias grad")
 # The integer type of each float type's width, to compare bit patterns.
@@ -137,3 +149,26 @@ def assert_bitwise_equal(actual_results, expected_results, what):
             raise AssertionError(f"{what}: {name} shapes differ, {tuple(actual.shape)} vs {tuple(expected.shape)}")
         difference = (actual.double() - expected.double()).abs().max().item()
         raise AssertionError(f"{what}: {name} not bitwise identical (max |difference| {difference:.3g})")
+
+
+class _RecordFastpadOps(TorchDispatchMode):
+    """Records every call of fastpad's three ops below autograd: (name, every argument, defaults filled in)."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.namespace == "fastpad":
+            rest = func._schema.arguments[len(args):]
+            self.calls.append((func._opname, (*args, *(kwargs.get(a.name, a.default_value) for a in rest))))
+        return func(*args, **kwargs)
+
+
+def kernels_reached(path, inputs, backend="cpu"):
+    """The set of (op, kernel path) that path's forward and backward reach on `backend`, asked of the private path
+    ops with the arguments each op call received."""
+    with _RecordFastpadOps() as record:
+        run_forward_backward(path, inputs)
+    return {(op, getattr(torch.ops.fastpad, f"_{op}_path")(*args, backend)) for op, args in record.calls}

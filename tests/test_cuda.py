@@ -473,9 +473,45 @@ PATHS = {
 }
 
 
+# The CUDA kernel path (kernel_paths.h) each PATHS case reaches: conv, its input gradient (conv_transpose) and
+# conv_weight_grad. tests/test_kernel_paths.py checks these on any machine, through the private path ops.
+HALO, DIRECT, GEMM = "cuda_depthwise_halo", "cuda_direct", "cuda_implicit_gemm"
+GATHER, PHASE, FOLD = "cuda_direct_gather", "cuda_phase_gemm", "cuda_phase_gemm_fold"
+REDUCTION, SPLIT_K = "cuda_depthwise_reduction", "cuda_split_k_gemm"
+CUDA_KERNELS = {
+    "halo_2d": (HALO, GATHER, REDUCTION),
+    "halo_1d": (HALO, GATHER, REDUCTION),
+    "halo_3d": (HALO, GATHER, REDUCTION),
+    "direct_channels_last": (DIRECT, GATHER, REDUCTION),
+    "direct_big_patch": (DIRECT, GATHER, REDUCTION),
+    "gemm_float32": (GEMM, PHASE, SPLIT_K),
+    "gemm_float16": (GEMM, FOLD, SPLIT_K),
+    "gemm_bfloat16": (GEMM, FOLD, SPLIT_K),
+    "gemm_fold_reflect": (GEMM, FOLD, SPLIT_K),
+    "gather_circular": (GEMM, GATHER, SPLIT_K),
+    "wgrad_depthwise": (HALO, GATHER, REDUCTION),
+    "wgrad_split_k": (GEMM, FOLD, SPLIT_K),
+}
+
+
+def cuda_kernels_reached(path, device=None):
+    """The CUDA kernel path of each op of PATHS[path], as the private path ops report kernel_paths.h's choice (for
+    tensors on any device)."""
+    g, mode, dtype, layout = PATHS[path]
+    x, w, b = conv_inputs(g.size, g.c_in, g.c_out, g.per_dim(g.kernel), g.groups, batch=g.batch, dtype=dtype,
+                          device=device or DEVICE)
+    x = with_layout(x, layout)
+    gy = random_like_layout(output_shape(g), dtype, x)
+    stride, pad_lo, pad_hi, dilation = op_geometry(g)
+    return (ops._conv_path(x, w, b, stride, pad_lo, pad_hi, dilation, g.groups, mode, "cuda"),
+            ops._conv_transpose_path(gy, w, None, stride, pad_lo, list(x.shape[2:]), dilation, g.groups, mode, "cuda"),
+            ops._conv_weight_grad_path(x, gy, list(w.shape), stride, pad_lo, dilation, g.groups, mode, "cuda"))
+
+
 @pytest.mark.parametrize("path", list(PATHS))
 def test_kernel_paths_small(path):
     g, mode, dtype, layout = PATHS[path]
+    assert cuda_kernels_reached(path) == CUDA_KERNELS[path]
     check_ops(g, mode, dtype, layout)
 
 
