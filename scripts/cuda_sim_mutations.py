@@ -1,0 +1,87 @@
+"""Mutation check of the CUDA execution shim: injects one kernel bug at a time into a copy of the sources and shows that
+tests/test_cuda_sim.py, run on that copy, fails. Not part of CI (each mutation rebuilds the shim library).
+
+    python scripts/cuda_sim_mutations.py            # every mutation; prints a markdown table, exits 1 if one survives
+
+Needs the installed fastpad (for the CPU ops the shim is compared with), g++ and the CUDA headers, as the test does.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GEMM_CASES = "gemm_tiles_crossed and zeros and contiguous and (float32 or bfloat16)"
+HALO_CASES = "depthwise_halo_2d and zeros and contiguous and float32"
+
+# (name, file, text, replacement, the tests that must fail, run under ASan + UBSan)
+MUTATIONS = [
+    ("staging barrier removed (FMA GEMM)", "csrc/cuda/implicit_gemm.cuh",
+     "          [&](int k, int n, acc_t v) { b_tile[k][n] = v; });\n      __syncthreads();",
+     "          [&](int k, int n, acc_t v) { b_tile[k][n] = v; });", GEMM_CASES, False),
+    ("trailing barrier removed (tensor-core GEMM)", "csrc/cuda/implicit_gemm.cuh",
+     "          wmma::mma_sync(acc[f], a_frag, b_frag, acc[f]);\n        }\n      }\n      __syncthreads();",
+     "          wmma::mma_sync(acc[f], a_frag, b_frag, acc[f]);\n        }\n      }", GEMM_CASES, False),
+    ("barrier inside if (threadIdx.x < 128) (depthwise halo)", "csrc/cuda/conv.cu",
+     "      __syncthreads();\n      sum += halo_patch_taps",
+     "      if (threadIdx.x < 128) __syncthreads();\n      sum += halo_patch_taps", HALO_CASES, False),
+    ("WMMA leading dimension not a multiple of 16 bytes", "csrc/cuda/implicit_gemm.cuh",
+     "constexpr int kPad = 8;", "constexpr int kPad = 4;", GEMM_CASES, False),
+    ("wrong warp-to-tile mapping", "csrc/cuda/implicit_gemm.cuh",
+     "warp_m = warp % 4, warp_n = warp / 4", "warp_m = warp % 4, warp_n = warp % 2", GEMM_CASES, False),
+    ("shared array one element short (depthwise weight gradient)", "csrc/cuda/conv_weight_grad.cu",
+     "__shared__ acc_t partial[kThreads];", "__shared__ acc_t partial[kThreads - 1];", HALO_CASES, True),
+]
+
+
+def sanitizer_env():
+    libraries = [subprocess.run(["gcc", f"-print-file-name={name}"], capture_output=True, text=True).stdout.strip()
+                 for name in ("libasan.so", "libubsan.so")]
+    return {"LD_PRELOAD": " ".join(libraries),
+            "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1:abort_on_error=1:detect_odr_violation=0",
+            "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
+
+
+def run_mutation(name, path, text, replacement, selection, sanitize):
+    """Returns (caught, how): whether the shim's tests failed on the mutated copy, and the failure's first line."""
+    with tempfile.TemporaryDirectory() as copy:
+        for folder in ("csrc", "tests"):
+            shutil.copytree(os.path.join(ROOT, folder), os.path.join(copy, folder),
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        target = os.path.join(copy, path)
+        with open(target) as f:
+            source = f.read()
+        if source.count(text) != 1:
+            raise SystemExit(f"mutation '{name}': the text to replace occurs {source.count(text)} times in {path}")
+        with open(target, "w") as f:
+            f.write(source.replace(text, replacement))
+        env = dict(os.environ, **(sanitizer_env() if sanitize else {}))
+        result = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--capture=sys",
+                                 os.path.join(copy, "tests", "test_cuda_sim.py"), "-k", selection],
+                                capture_output=True, text=True, env=env, cwd=copy)
+    output = result.stdout + result.stderr
+    evidence = next((line.strip() for line in output.splitlines()
+                     if "cuda_sim: block" in line or "runtime error" in line or "AssertionError" in line
+                     or "relative error" in line or "unwritten" in line), "")
+    return result.returncode != 0, evidence[:160]
+
+
+def main():
+    rows, survived = [], 0
+    for name, path, text, replacement, selection, sanitize in MUTATIONS:
+        start = time.time()
+        caught, evidence = run_mutation(name, path, text, replacement, selection, sanitize)
+        survived += not caught
+        rows.append(f"| {name} | {'ASan + UBSan' if sanitize else 'plain'} | {'caught' if caught else 'MISSED'} | "
+                    f"{evidence.replace('|', '/')} | {time.time() - start:.0f} s |")
+        print(rows[-1], flush=True)
+    print("\n| injected bug | build | result | first failure line | time |\n|---|---|---|---|---|")
+    print("\n".join(rows))
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
