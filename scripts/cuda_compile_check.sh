@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Compile-checks every csrc/cuda/*.cu with nvcc for sm_80 and sm_90 on a machine without a GPU or a CUDA build of
-# torch (DESIGN.md section 5): the CPU torch wheel ships the c10/cuda headers but not the one header its CMake
-# generates, c10/cuda/impl/cuda_cmake_macros.h, so a one-line stand-in for it goes on the include path.
+# Compile-checks every csrc/cuda/*.cu (kernels and launchers) and csrc/cuda/*.cpp (the torch bindings and the CUDA
+# registration) with nvcc for sm_80 and sm_90 on a machine without a GPU or a CUDA build of torch: the CPU torch
+# wheel ships the c10/cuda headers but not the one header its CMake generates, c10/cuda/impl/cuda_cmake_macros.h,
+# so a one-line stand-in for it goes on the include path.
 # Objects are written to a temporary directory and discarded; any compile error fails the script.
 # Usage: scripts/cuda_compile_check.sh [ARCH ...]   (default: 80 90); PYTHON and NVCC may be overridden.
 set -euo pipefail
@@ -35,7 +36,7 @@ gencode=()
 for arch in "${archs[@]}"; do gencode+=(-gencode "arch=compute_${arch},code=sm_${arch}"); done
 
 # One nvcc per source, all at once (each is mostly single-threaded); logs are printed in order afterwards.
-sources=(csrc/cuda/*.cu)
+sources=(csrc/cuda/*.cu csrc/cuda/*.cpp)
 pids=()
 for source in "${sources[@]}"; do
     "$NVCC" -std=c++20 -O3 -c "$source" -o "$work/$(basename "$source").o" \
