@@ -1,8 +1,8 @@
 // The CUDA execution shim: force-included (g++ -include) when csrc/cuda/*.cu are compiled as plain C++ with
 // FASTPAD_CUDA_SIM, so that the real kernel bodies run on CPU, unchanged.
 //
-// - Every CUDA thread of a block is a fiber (ucontext); blocks run one at a time, so `__shared__` (a function-scope
-//   `static thread_local`) is storage that all fibers of the block share. It is filled with a poison pattern (all
+// - Every CUDA thread of a block is a fiber with its own stack; blocks run one at a time, so `__shared__` (a
+//   function-scope `static thread_local`) is storage that all fibers of the block share. It is filled with a poison pattern (all
 //   bits set: NaN for every float type) before each block, and so is the dynamic shared memory.
 // - `__syncthreads()` releases the block only when every live thread waits at the same barrier (same file and line);
 //   otherwise the launch fails with "divergent barrier" or "different __syncthreads".
