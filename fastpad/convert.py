@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
 from torch import fx, nn
 
-from . import _geometry, functional
+from . import functional
 from . import nn as fused_nn
+from ._graph_fusion import (TORCH_CONV_MODULES, Replacement, count_pad_ops, fuse_padded_convolutions, has_hooks,
+                            plain_torch_module_dims, torch_padding_pairs)
 
 PadPairs = Tuple[Tuple[int, int], ...]
+ExampleInputs = Union[torch.Tensor, Tuple, None]
 
-_TORCH_CONVS = {1: nn.Conv1d, 2: nn.Conv2d, 3: nn.Conv3d}
 _FUSED_CONVS = {1: fused_nn.Conv1d, 2: fused_nn.Conv2d, 3: fused_nn.Conv3d}
 _PAD_MODULES = {
     **{cls: "zeros" for cls in (nn.ZeroPad1d, nn.ZeroPad2d, nn.ZeroPad3d,
@@ -28,39 +30,32 @@ _PAD_MODULES = {
     **{cls: "replicate" for cls in (nn.ReplicationPad1d, nn.ReplicationPad2d, nn.ReplicationPad3d)},
     **{cls: "circular" for cls in (nn.CircularPad1d, nn.CircularPad2d, nn.CircularPad3d)},
 }
-_F_PAD_MODES = {"constant": "zeros", "reflect": "reflect", "replicate": "replicate", "circular": "circular"}
-_FUNCTIONAL_CONVS = {F.conv1d: 1, F.conv2d: 2, F.conv3d: 3, torch.conv1d: 1, torch.conv2d: 2, torch.conv3d: 3}
-
-
-@dataclass(frozen=True)
-class Replacement:
-    """One change made by `convert`: where (the module path, or the FX node), what was there, what replaced it."""
-    path: str
-    original: str
-    fused: str
-
-    def __str__(self) -> str:
-        return f"{self.path or '<root>'}: {self.original} -> {self.fused}"
 
 
 @dataclass
 class ConversionReport:
-    """What `convert` replaced, and what it recognised but left alone (with the reason)."""
+    """What `convert` replaced, what it recognised but left alone (with the reason), how it got there (`path`: the
+    modules only, or the modules and then a graph), and for a graph the pad ops still in it."""
     replaced: List[Replacement]
     skipped: List[Tuple[str, str]]
+    path: str = "modules"
+    pad_ops_left: Optional[int] = None
 
     def __str__(self) -> str:
-        lines = [f"fastpad.convert: {len(self.replaced)} replaced, {len(self.skipped)} left as they were"]
+        lines = [f"fastpad.convert: {len(self.replaced)} replaced, {len(self.skipped)} left as they were; "
+                 f"path: {self.path}"]
+        if self.pad_ops_left is not None:
+            lines.append(f"  pad ops left in the graph: {self.pad_ops_left}")
         lines += [f"  replaced {r}" for r in self.replaced]
         lines += [f"  skipped  {path or '<root>'}: {reason}" for path, reason in self.skipped]
         return "\n".join(lines)
 
 
-def convert(model: nn.Module, inplace: bool = False, *, trace: bool = False, verbose: bool = False,
-            return_report: bool = False) -> Union[nn.Module, Tuple[nn.Module, ConversionReport]]:
-    """Returns `model` with every padded convolution it recognises replaced by a fused fastpad layer.
+def convert(model: nn.Module, inplace: bool = False, *, example_inputs: ExampleInputs = None, trace: bool = False,
+            verbose: bool = False, return_report: bool = False) -> Union[nn.Module, Tuple[nn.Module, ConversionReport]]:
+    """Returns `model` with every padded convolution it recognises replaced by a fused fastpad layer or op.
 
-    Recognised:
+    Recognised in the modules:
       - timm `Conv2dSame` and `Conv2dSameExport` -> `fastpad.nn.Conv2d(padding="same")`; timm `StdConv2dSame`,
         `ScaledStdConv2dSame` and `CondConv2d` with dynamic 'same' padding keep their weight computation and
         call the fused op;
@@ -68,13 +63,20 @@ def convert(model: nn.Module, inplace: bool = False, *, trace: bool = False, ver
         `padding_mode` other than "zeros";
       - in an `nn.Sequential`, a padding module (`ZeroPad*`, `ConstantPad*` with value 0, `ReflectionPad*`,
         `ReplicationPad*`, `CircularPad*`) followed by a torch conv: the pad becomes `nn.Identity()` and the conv
-        a fused layer at the same index, so state_dict keys do not move;
-      - if `model` is a `torch.fx.GraphModule` (or `trace=True`, which traces it with `torch.fx.symbolic_trace`
-        first), `F.pad` with constant pads followed by a conv.
+        a fused layer at the same index, so state_dict keys do not move.
     Parameters are moved into the new layers (the same `nn.Parameter` objects), so weights, device, dtype and
     requires_grad are kept; so is train/eval mode. Modules with hooks are left alone and listed as skipped.
 
-    inplace: change `model` itself instead of a deep copy. verbose: print the report.
+    Pads computed inside `forward` (`F.pad` before a conv, a crop after a transposed conv) are seen in a graph, with
+    the rewrite of `torch.compile(backend="fastpad")`:
+      - example_inputs: a tensor or a tuple of positional arguments. The converted model's `forward` is captured with
+        `torch.export` (every dim dynamic where the model allows it: the report says which stayed so) and its
+        pads fused; the result is a `torch.fx.GraphModule` that runs eagerly, computing as `model` did in the
+        train/eval mode it had (torch.export fixes it: `.train()` and `.eval()` on the result raise);
+      - a `torch.fx.GraphModule` model, or `trace=True` (which traces with `torch.fx.symbolic_trace`): the pads
+        of that graph.
+
+    inplace: change `model` itself instead of a deep copy (the module step). verbose: print the report.
     return_report: return `(model, ConversionReport)` instead of the model alone.
 
     >>> model = nn.Sequential(nn.ZeroPad2d((0, 1, 0, 1)), nn.Conv2d(3, 8, 3, stride=2))
@@ -86,6 +88,11 @@ def convert(model: nn.Module, inplace: bool = False, *, trace: bool = False, ver
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"fastpad.convert: model must be a torch.nn.Module, got {type(model).__name__}")
+    if example_inputs is not None and not isinstance(example_inputs, (torch.Tensor, tuple)):
+        raise TypeError(f"fastpad.convert: example_inputs must be a tensor or a tuple of positional arguments, got "
+                        f"{type(example_inputs).__name__}")
+    if example_inputs is not None and trace:
+        raise ValueError("fastpad.convert: pass example_inputs (torch.export) or trace=True (torch.fx), not both")
     if not inplace:
         model = copy.deepcopy(model)
     report = ConversionReport([], [])
@@ -94,13 +101,45 @@ def convert(model: nn.Module, inplace: bool = False, *, trace: bool = False, ver
         model = root
     else:
         _convert_children(model, "", report)
-    if trace and not isinstance(model, fx.GraphModule):
-        model = fx.symbolic_trace(model)
-    if isinstance(model, fx.GraphModule):
-        _fuse_graph_pads(model, report)
+    if example_inputs is not None:
+        model = _exported(model, example_inputs if isinstance(example_inputs, tuple) else (example_inputs,), report)
+    else:
+        if trace and not isinstance(model, fx.GraphModule):
+            model = fx.symbolic_trace(model)
+        if isinstance(model, fx.GraphModule):
+            _fuse_graph(model, report, "modules, then the FX graph")
     if verbose:
         print(report)
     return (model, report) if return_report else model
+
+
+def _fuse_graph(graph_module: fx.GraphModule, report: ConversionReport, path: str) -> None:
+    fusions = fuse_padded_convolutions(graph_module)
+    report.replaced += fusions.replaced
+    report.skipped += fusions.skipped
+    report.path = path
+    report.pad_ops_left = count_pad_ops(graph_module.graph)
+
+
+def _exported(model: nn.Module, args: tuple, report: ConversionReport) -> fx.GraphModule:
+    """`model.forward` captured by torch.export with every dim of the tensor arguments dynamic where the model lets
+    it be (channels, and sizes the model branches on, become static), its pads fused."""
+    dynamic_shapes = tuple({dim: torch.export.Dim.AUTO for dim in range(arg.dim())}
+                           if isinstance(arg, torch.Tensor) else None for arg in args)
+    try:
+        exported = torch.export.export(model, args, dynamic_shapes=dynamic_shapes)
+    except Exception as error:  # torch.export raises many kinds; all mean the same here
+        raise RuntimeError(f"fastpad.convert: torch.export could not capture {type(model).__name__}.forward with "
+                           f"these example_inputs ({type(error).__name__}: {error}). Without example_inputs, "
+                           f"convert replaces the modules it recognises.") from error
+    inputs = [node for node in exported.graph.nodes
+              if node.op == "placeholder" and node.name in exported.graph_signature.user_inputs]
+    dynamic = [f"input {index} dims {[dim for dim, size in enumerate(value.shape) if not isinstance(size, int)]}"
+               for index, value in enumerate(node.meta.get("val") for node in inputs)
+               if isinstance(value, torch.Tensor)]
+    graph_module = exported.module()
+    _fuse_graph(graph_module, report, f"modules, then the torch.export graph (dynamic: {', '.join(dynamic)})")
+    return graph_module
 
 
 def _convert_children(module: nn.Module, prefix: str, report: ConversionReport) -> None:
@@ -113,11 +152,6 @@ def _convert_children(module: nn.Module, prefix: str, report: ConversionReport) 
             setattr(module, name, fused)
         else:
             _convert_children(child, path + ".", report)
-
-
-def _has_hooks(module: nn.Module) -> bool:
-    return bool(module._forward_hooks or module._forward_pre_hooks or module._backward_hooks
-                or getattr(module, "_backward_pre_hooks", None))
 
 
 def _fused_module(module: nn.Module, path: str, report: ConversionReport) -> Optional[nn.Module]:
@@ -134,7 +168,7 @@ def _fused_module(module: nn.Module, path: str, report: ConversionReport) -> Opt
             fused = _fused_from_torch_conv(module, padding, module.padding_mode)
     if fused is None:
         return None
-    if _has_hooks(module):
+    if has_hooks(module):
         report.skipped.append((path, f"{type(module).__name__} has hooks, which a new module would lose"))
         return None
     report.replaced.append(Replacement(path, _describe(module), _describe(fused)))
@@ -148,22 +182,11 @@ def _describe(module: nn.Module) -> str:
 # -- torch convs and padding modules ------------------------------------------------------------------------------
 
 def _is_plain_torch_conv(module: nn.Module) -> bool:
-    """A torch.nn.Conv{1,2,3}d, or a subclass that computes exactly what it does (no forward of its own)."""
-    for base in _TORCH_CONVS.values():
-        if isinstance(module, base):
-            cls = type(module)
-            return cls.forward is base.forward and cls._conv_forward is base._conv_forward
-    return False
+    return plain_torch_module_dims(module, TORCH_CONV_MODULES) is not None
 
 
 def _torch_conv_pairs(conv: nn.Module) -> PadPairs:
-    """The (lo, hi) pads torch applies for `conv.padding`; torch's 'same' (stride 1) puts the odd pixel last."""
-    if conv.padding == "valid":
-        return ((0, 0),) * len(conv.kernel_size)
-    if conv.padding == "same":
-        return tuple((total // 2, total - total // 2)
-                     for total in (d * (k - 1) for k, d in zip(conv.kernel_size, conv.dilation)))
-    return tuple((p, p) for p in conv.padding)
+    return torch_padding_pairs(conv.padding, conv.kernel_size, conv.dilation)
 
 
 def _fused_from_torch_conv(conv: nn.Module, padding, padding_mode: str) -> nn.Module:
@@ -220,7 +243,7 @@ def _fuse_sequential_pads(sequence: nn.Sequential, prefix: str, report: Conversi
         if padding is None:
             report.skipped.append((path, f"{_describe(pad)} then {_describe(conv)} is not one fused padding"))
             continue
-        if _has_hooks(pad) or _has_hooks(conv):
+        if has_hooks(pad) or has_hooks(conv):
             report.skipped.append((path, "a module of the pair has hooks, which new modules would lose"))
             continue
         fused = _fused_from_torch_conv(conv, padding, mode)
@@ -309,99 +332,3 @@ class SameCondConv2d(nn.Module):
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
                 f"padding='same', num_experts={self.num_experts}")
-
-
-# -- FX graphs ----------------------------------------------------------------------------------------------------
-
-def _node_arg(node: fx.Node, index: int, name: str, default):
-    if len(node.args) > index:
-        return node.args[index]
-    return node.kwargs.get(name, default)
-
-
-def _graph_pad(node: fx.Node) -> Optional[Tuple[fx.Node, Sequence[int], str]]:
-    """(input, F.pad-order amounts, fastpad mode) of an `F.pad` node with constant pads, else None."""
-    if node.op != "call_function" or node.target is not F.pad:
-        return None
-    source, amounts = _node_arg(node, 0, "input", None), _node_arg(node, 1, "pad", None)
-    mode, value = _node_arg(node, 2, "mode", "constant"), _node_arg(node, 3, "value", None)
-    if not isinstance(amounts, (tuple, list)) or not all(isinstance(a, int) for a in amounts):
-        return None
-    if mode not in _F_PAD_MODES or (mode == "constant" and value not in (None, 0, 0.0)):
-        return None
-    return source, amounts, _F_PAD_MODES[mode]
-
-
-def _ints_padding_pairs(padding, spatial_dims: int) -> Optional[PadPairs]:
-    if padding == "valid":
-        return ((0, 0),) * spatial_dims
-    try:
-        return tuple((p, p) for p in _geometry.expand_ints("padding", padding, spatial_dims, 0))
-    except (TypeError, ValueError):
-        return None  # 'same', or a value computed in the graph
-
-
-def _fuse_graph_pads(graph_module: fx.GraphModule, report: ConversionReport) -> None:
-    graph = graph_module.graph
-    module_calls: Dict[str, int] = {}
-    for node in graph.nodes:
-        if node.op == "call_module":
-            module_calls[node.target] = module_calls.get(node.target, 0) + 1
-    changed = False
-    for pad_node in list(graph.nodes):
-        pad = _graph_pad(pad_node)
-        if pad is None or len(pad_node.users) != 1:
-            continue
-        source, amounts, mode = pad
-        conv_node = next(iter(pad_node.users))
-        if conv_node.op == "call_function" and conv_node.target in _FUNCTIONAL_CONVS:
-            changed |= _fuse_functional_conv(graph, pad_node, conv_node, source, amounts, mode, report)
-        elif conv_node.op == "call_module" and module_calls.get(conv_node.target) == 1:
-            changed |= _fuse_module_conv(graph_module, pad_node, conv_node, source, amounts, mode, report)
-    if changed:
-        graph.lint()
-        graph_module.recompile()
-
-
-def _fuse_functional_conv(graph: fx.Graph, pad_node, conv_node, source, amounts, mode, report) -> bool:
-    spatial_dims = _FUNCTIONAL_CONVS[conv_node.target]
-    pad_pairs = _pad_pairs(amounts, spatial_dims)
-    if _node_arg(conv_node, 0, "input", None) is not pad_node or pad_pairs is None:
-        return False
-    conv_pairs = _ints_padding_pairs(_node_arg(conv_node, 4, "padding", 0), spatial_dims)
-    padding = None if conv_pairs is None else _combined_padding(mode, pad_pairs, conv_pairs, "zeros")
-    if padding is None:
-        report.skipped.append((conv_node.name, "F.pad then a conv whose padding is not one fused padding"))
-        return False
-    args = (source, _node_arg(conv_node, 1, "weight", None), _node_arg(conv_node, 2, "bias", None),
-            _node_arg(conv_node, 3, "stride", 1), padding, _node_arg(conv_node, 5, "dilation", 1),
-            _node_arg(conv_node, 6, "groups", 1), mode)
-    fused_function = {1: functional.conv1d, 2: functional.conv2d, 3: functional.conv3d}[spatial_dims]
-    with graph.inserting_after(conv_node):
-        fused_node = graph.call_function(fused_function, args)
-    conv_node.replace_all_uses_with(fused_node)
-    graph.erase_node(conv_node)
-    graph.erase_node(pad_node)
-    report.replaced.append(Replacement(conv_node.name, f"F.pad(mode={mode!r}) + {conv_node.target.__name__}",
-                                       f"fastpad.{fused_function.__name__}(padding={padding})"))
-    return True
-
-
-def _fuse_module_conv(graph_module: fx.GraphModule, pad_node, conv_node, source, amounts, mode, report) -> bool:
-    conv = graph_module.get_submodule(conv_node.target)
-    if not _is_plain_torch_conv(conv) or _has_hooks(conv):
-        return False
-    pad_pairs = _pad_pairs(amounts, len(conv.kernel_size))
-    if pad_pairs is None:
-        return False
-    padding = _combined_padding(mode, pad_pairs, _torch_conv_pairs(conv), conv.padding_mode)
-    if padding is None:
-        report.skipped.append((conv_node.target, "F.pad then a conv whose padding is not one fused padding"))
-        return False
-    fused = _fused_from_torch_conv(conv, padding, mode)
-    graph_module.set_submodule(conv_node.target, fused)
-    conv_node.args = (source, *conv_node.args[1:])
-    graph_module.graph.erase_node(pad_node)
-    report.replaced.append(Replacement(conv_node.target, f"F.pad(mode={mode!r}) + {_describe(conv)}",
-                                       _describe(fused)))
-    return True

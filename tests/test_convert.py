@@ -278,9 +278,12 @@ def test_fx_pad_then_conv(how):
     source = fx.symbolic_trace(model) if how == "graph_module" else model
     converted, report = fastpad.convert(source, trace=how == "trace", return_report=True)
     assert isinstance(converted, fx.GraphModule) and len(report.replaced) == 3
-    pads_left = [n for n in converted.graph.nodes if n.op == "call_function" and n.target is F.pad]
-    assert len(pads_left) == 1
-    assert isinstance(converted.conv, fastpad.nn.Conv2d) and converted.conv.padding == ((2, 1), (0, 1))
+    assert report.path == "modules, then the FX graph" and report.pad_ops_left == 1  # the 0.5 pad
+    fused = [n for n in converted.graph.nodes if n.target is torch.ops.fastpad.conv.default]
+    assert [(n.args[4], n.args[5], n.args[8]) for n in fused] == [
+        ([2, 0], [1, 1], "zeros"), ([2, 1], [0, 1], "reflect"), ([4], [0], "replicate")]
+    assert fused[0].args[1].target == "conv.weight"  # the conv module's own parameters, read in place
+    assert_same_parameters(model, converted)
     for size in ((13, 12), (16, 15)):
         x = torch.randn(2, 3, *size, dtype=torch.float64)
         assert relative_error(converted(x), model(x)) < 1e-13
