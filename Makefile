@@ -20,7 +20,14 @@ install:
 	@# The ecosystem tests: ONNX export (onnx, onnxscript, onnxruntime) and timm models. timm goes in without its
 	@# dependencies, which would pull torchvision (and with it another torch); the tests stand in for torchvision.
 	$(PIP) install -q onnx==1.23.2 onnxscript==0.7.2 onnxruntime==1.31.1
-	$(PIP) install -q --no-deps timm==1.0.31
+	$(PIP) install -q --no-deps timm==1.0.31 pillow==12.3.0
+	@# The ported models of the compile-backend tests: transformers and Keras 3 (on the torch backend). Neither depends
+	@# on torch, but --no-deps with their pure-Python dependencies pinned keeps the set fixed and brings in no
+	@# tensorflow or jax. transformers: huggingface-hub (with httpx2, httpcore2, truststore, h11, anyio), tokenizers,
+	@# safetensors, tqdm; keras: absl-py, namex, optree, rich, h5py (which copying a Keras model needs).
+	$(PIP) install -q --no-deps transformers==5.23.0 huggingface-hub==2.4.0 tokenizers==0.23.3 safetensors==0.8.0 \
+		tqdm==4.70.1 httpx2==2.16.2 httpcore2==2.16.2 truststore==0.10.5 h11==0.16.0 anyio==4.16.0
+	$(PIP) install -q --no-deps keras==3.15.1 absl-py==2.5.1 namex==0.1.0 optree==0.20.0 rich==15.0.0 h5py==3.16.0
 	$(PIP) install --no-build-isolation -e .
 
 test: install

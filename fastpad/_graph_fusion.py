@@ -452,19 +452,19 @@ def _fuse_transposed(graph_module: fx.GraphModule, conv: _Transposed, fusions: G
     plans = []  # per dim: (crop_lo, the output size if fixed, else its offset from input size * stride)
     for dim, (start, end) in enumerate(windows):
         start = 0 if start is None else start
-        torch_size = out_value.shape[2 + dim]  # i*s + k_eff - s - 2*padding + output_padding
+        torch_size = out_value.shape[2 + dim]
+        # torch's output size, (i - 1)*s + k_eff - 2*padding + output_padding, is smallest at input size i = 1
+        smallest = (effective_kernel(conv.kernel[dim], conv.dilation[dim]) - 2 * conv.padding[dim]
+                    + conv.output_padding[dim])
         valid = isinstance(start, int) and start >= 0 and (end is None or isinstance(end, int))
         if valid and (end is None or end < 0):  # the window's end moves with the output size
-            length = torch_size + (end or 0) - start
-            k_eff = effective_kernel(conv.kernel[dim], conv.dilation[dim])
-            offset = (k_eff - conv.stride[dim] - 2 * conv.padding[dim] + conv.output_padding[dim] + (end or 0) - start
-                      + extension[dim])
-            plans.append((conv.padding[dim] + start, None, offset))
+            length = smallest + (end or 0) - start  # at i = 1: where the window is smallest
+            plans.append((conv.padding[dim] + start, None, length - conv.stride[dim] + extension[dim]))
         elif valid:
             length = end - start
-            valid = statically_known_true(end <= torch_size)
+            valid = end <= smallest or statically_known_true(end <= torch_size)
             plans.append((conv.padding[dim] + start, length, None))
-        if not valid or not statically_known_true(length >= 1):
+        if not valid or length < 1:
             fusions.skipped.append((conv.node.name, f"{conv.name} -> crop: slice {start}:{end} of spatial dim {dim} "
                                                     f"is not a window of the output"))
             return
