@@ -164,6 +164,12 @@ def _known_nonnegative(size: Size) -> bool:
     return False
 
 
+def _is_groups(groups: Any) -> bool:
+    """An int, or a node computing it from the input's channels: Keras divides them by the kernel's, and where
+    torch.export leaves the channel dim dynamic that division is a graph node, which the fused op takes as it is."""
+    return (isinstance(groups, int) and not isinstance(groups, bool)) or isinstance(_value(groups), torch.SymInt)
+
+
 def _describe(size: Size) -> str:
     value = _value(size)
     return str(value if value is not None else size)
@@ -185,7 +191,7 @@ class _Conv:
     stride: Tuple[int, ...]
     pairs: Tuple[Pair, ...]
     dilation: Tuple[int, ...]
-    groups: int
+    groups: Size
     mode: str
 
 
@@ -210,7 +216,7 @@ def _parse_conv(graph_module: fx.GraphModule, node: fx.Node) -> Optional[_Conv]:
         stride = _per_dim(node_arg(node, 3, "stride", 1), dims, allow_nodes=False)
         dilation = _per_dim(node_arg(node, 5, "dilation", 1), dims, allow_nodes=False)
         groups = node_arg(node, 6, "groups", 1)
-        if shape is None or stride is None or dilation is None or not isinstance(groups, int):
+        if shape is None or stride is None or dilation is None or not _is_groups(groups):
             return None
         pairs = torch_padding_pairs(node_arg(node, 4, "padding", 0), shape[2:], dilation)
         if pairs is None:
@@ -268,7 +274,7 @@ class _Transposed:
     stride: Tuple[int, ...]
     padding: Tuple[int, ...]
     output_padding: Tuple[int, ...]
-    groups: int
+    groups: Size
     dilation: Tuple[int, ...]
     kernel: Tuple[int, ...]
 
@@ -282,7 +288,7 @@ def _parse_transposed(graph_module: fx.GraphModule, node: fx.Node) -> Optional[_
                 for index, name, default in ((3, "stride", 1), (4, "padding", 0), (5, "output_padding", 0),
                                              (7, "dilation", 1))]
         groups = node_arg(node, 6, "groups", 1)
-        if shape is None or any(v is None for v in ints) or not isinstance(groups, int):
+        if shape is None or any(v is None for v in ints) or not _is_groups(groups):
             return None
         stride, padding, output_padding, dilation = ints
         return _Transposed(node, getattr(node.target, "__name__", str(node.target)), node_arg(node, 0, "input", None),
@@ -331,7 +337,8 @@ def _parse_crop(node: Optional[fx.Node], dims: int) -> Optional[Tuple[List[fx.No
             break
         chain.append(node)
         node = _only_user(node)
-    return (chain, windows) if chain else None
+    cropped = any(window != (None, None) for window in windows)  # not only whole slices of the batch dim
+    return (chain, windows) if cropped else None
 
 
 # -- writing nodes ------------------------------------------------------------------------------------------------

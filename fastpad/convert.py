@@ -138,8 +138,35 @@ def _exported(model: nn.Module, args: tuple, report: ConversionReport) -> fx.Gra
                for index, value in enumerate(node.meta.get("val") for node in inputs)
                if isinstance(value, torch.Tensor)]
     graph_module = exported.module()
+    _relink_parameter_aliases(graph_module)
     _fuse_graph(graph_module, report, f"modules, then the torch.export graph (dynamic: {', '.join(dynamic)})")
     return graph_module
+
+
+def _relink_parameter_aliases(graph_module: fx.GraphModule) -> None:
+    """Reads parameters where the exported graph reads a constant that is the same tensor as a parameter.
+
+    torch.export lifts a tensor that forward reaches other than as a module attribute into a constant: Keras 3, for
+    one, hands its convolutions `variable.value`, which is the parameter's data without its autograd identity. The
+    constant then shares the parameter's memory, so the output stays right, but no gradient would reach the
+    parameter, as one does in the eager model."""
+    parameters = {_tensor_identity(p): name for name, p in graph_module.named_parameters()}
+    for node in graph_module.graph.nodes:
+        if node.op != "get_attr":
+            continue
+        value = graph_module.get_submodule(node.target.rpartition(".")[0]) if "." in node.target else graph_module
+        value = getattr(value, node.target.rpartition(".")[2])
+        if isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter):
+            node.target = parameters.get(_tensor_identity(value), node.target)
+    graph_module.graph.eliminate_dead_code()
+    graph_module.delete_all_unused_submodules()
+    graph_module.recompile()
+
+
+def _tensor_identity(tensor: torch.Tensor) -> tuple:
+    """What makes two tensors the same values: the memory, the view of it, the dtype."""
+    return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape), tuple(tensor.stride()),
+            tensor.dtype, tensor.device)
 
 
 def _convert_children(module: nn.Module, prefix: str, report: ConversionReport) -> None:

@@ -104,8 +104,7 @@ def test_client_compiled(name):
     assert backend.pad_ops == {"forward": 0, "backward": 0}
 
 
-@pytest.mark.parametrize("name", ["hf_mobilenet_v2", "hf_efficientnet", pytest.param("keras", marks=pytest.mark.xfail(
-    strict=True, reason="known bug: in the exported Keras graph the pad before the first Conv2D is not fused (2 of 3)"))])
+@pytest.mark.parametrize("name", ["hf_mobilenet_v2", "hf_efficientnet", "keras"])
 def test_client_converted_with_example_inputs(name):
     model, shape, fusions, dtype, tolerance = make_client(name)
     converted, report = fastpad.convert(model, example_inputs=torch.randn(shape(SIZES[0]), dtype=dtype),

@@ -133,6 +133,8 @@ FUSED = {
     "replicate-1d": (lambda: Functional(lambda x, w: CONV[1](F.pad(x, (3, 0), mode="replicate"), w), (4, 3, 4)), 1, 1),
     "circular-grouped": (lambda: Functional(lambda x, w: CONV[2](F.pad(x, (1, 1, 0, 2), mode="circular"), w,
                                                                  groups=3), (6, 1, 3, 3)), 2, 1),
+    "groups-from-channels": (lambda: Functional(  # as Keras computes groups: dynamic under torch.export
+        lambda x, w: CONV[2](F.pad(x, (1, 0, 0, 1)), w, stride=2, groups=x.shape[1] // w.shape[1]), (6, 1, 3, 3)), 2, 1),
     "tf-same-symbolic": (lambda: Functional(lambda x, w: CONV[2](F.pad(x, tf_same_pads(x, 3, 2)), w, stride=2),
                                             (4, 3, 3, 3)), 2, 1),
     "module-padding-modes": (lambda: nn.Sequential(nn.Conv2d(3, 4, 3, padding=1, padding_mode="reflect"),
