@@ -11,7 +11,10 @@ It reads the three spellings of the same program:
 Pads computed from the input's symbolic sizes stay graph nodes, so one rewritten graph serves every size.
 
 Rewritten into one fastpad op (the conv's own padding is added to a zero pad in front of it):
-  pad (constant 0, reflect, replicate, circular) -> conv        fastpad.conv with those pads, in that mode
+  pad (constant 0, reflect, replicate, circular) -> conv        fastpad.conv with those pads, in that mode; a zero
+                                                                 pad equal on both sides becomes the conv's own
+                                                                 padding, torch's faster kernel (except depthwise
+                                                                 NCHW on CPU: _fastpad_depthwise_wins)
   conv with padding="same" and an even effective kernel         fastpad.conv with torch's (lo, hi) split
   torch.nn conv (call_module) with a padding_mode                fastpad.conv in that mode
   conv_transpose -> crop of the spatial dims [-> zero pad at their high ends]
@@ -193,6 +196,7 @@ class _Conv:
     dilation: Tuple[int, ...]
     groups: Size
     mode: str
+    in_channels_per_group: int
 
 
 def torch_padding_pairs(padding, kernel: Sequence[int], dilation: Sequence[int]) -> Optional[Tuple[Pair, ...]]:
@@ -222,14 +226,14 @@ def _parse_conv(graph_module: fx.GraphModule, node: fx.Node) -> Optional[_Conv]:
         if pairs is None:
             return None
         return _Conv(node, getattr(node.target, "__name__", str(node.target)), node_arg(node, 0, "input", None),
-                     weight, node_arg(node, 2, "bias", None), stride, pairs, dilation, groups, "zeros")
+                     weight, node_arg(node, 2, "bias", None), stride, pairs, dilation, groups, "zeros", shape[1])
     module = _called_module(graph_module, node, TORCH_CONV_MODULES)
     if module is None:
         return None
     return _Conv(node, f"{type(module).__name__}({module.extra_repr()})", node_arg(node, 0, "input", None),
                  f"{node.target}.weight", None if module.bias is None else f"{node.target}.bias", module.stride,
                  torch_padding_pairs(module.padding, module.kernel_size, module.dilation), module.dilation,
-                 module.groups, module.padding_mode)
+                 module.groups, module.padding_mode, module.in_channels // module.groups)
 
 
 @dataclass
@@ -406,7 +410,30 @@ def _conv_padding(conv: _Conv, pad: Optional[_Pad]):
     return f"a {pad.mode} pad, then the conv's own {conv.mode} padding: not one padding"
 
 
-def _fuse_conv(graph_module: fx.GraphModule, conv: _Conv, fusions: GraphFusions) -> None:
+def _known_equal(a: Size, b: Size) -> bool:
+    """Whether two pads are equal for every input size the graph accepts."""
+    if a is b:
+        return True
+    a_value, b_value = _value(a), _value(b)
+    if isinstance(a_value, int) and isinstance(b_value, int):
+        return a_value == b_value
+    if isinstance(a_value, (int, torch.SymInt)) and isinstance(b_value, (int, torch.SymInt)):
+        return statically_known_true(a_value == b_value)
+    return False
+
+
+def _fastpad_depthwise_wins(source: Any, conv: _Conv, inductor_layout: bool) -> bool:
+    """Whether fastpad's kernel beats torch's on a symmetric zero pad: only depthwise convolutions of a contiguous
+    (NCHW) input on CPU, where torch's kernel is slow (fastpad took 0.35x its time on a 3x3 32-channel 112x112 layer
+    at batch 8, and 0.34x at 144 channels 56x56; RESULTS.md). In channels_last, oneDNN's depthwise kernels are faster
+    than fastpad's (1.5-3x on the same layers), and inductor runs every CPU convolution channels_last."""
+    value = _value(source)
+    if inductor_layout or not isinstance(value, torch.Tensor) or value.device.type != "cpu" or value.dim() < 3:
+        return False
+    return conv.in_channels_per_group == 1 and value.is_contiguous()  # fastpad's CPU depthwise path
+
+
+def _fuse_conv(graph_module: fx.GraphModule, conv: _Conv, fusions: GraphFusions, inductor_layout: bool) -> None:
     pad, reason = None, None
     if isinstance(conv.input, fx.Node) and _only_user(conv.input) is conv.node:
         pad, reason = _parse_pad(conv.input, len(conv.stride))
@@ -419,17 +446,28 @@ def _fuse_conv(graph_module: fx.GraphModule, conv: _Conv, fusions: GraphFusions)
     pad_pairs, conv_pairs, mode = padding
     writer = _Writer(graph_module.graph, conv.node)
     pairs = [(writer.add(a, c), writer.add(b, d)) for (a, b), (c, d) in zip(pad_pairs, conv_pairs)]
-    fused = writer.call(torch.ops.fastpad.conv.default, (
-        pad.source if pad is not None else conv.input, writer.operand(conv.weight), writer.operand(conv.bias),
-        list(conv.stride), [lo for lo, _ in pairs], [hi for _, hi in pairs], list(conv.dilation), conv.groups, mode))
+    source = pad.source if pad is not None else conv.input
+    weight, bias = writer.operand(conv.weight), writer.operand(conv.bias)
+    if mode == "zeros" and all(_known_equal(lo, hi) for lo, hi in pairs) and not _fastpad_depthwise_wins(
+            source, conv, inductor_layout):
+        # A zero pad that is the same on both sides of every dim is torch's own padding: its convolution takes it
+        # without a copy, and its kernels are the fastest there (see _fastpad_depthwise_wins).
+        fused = writer.call(aten.convolution.default, (
+            source, weight, bias, list(conv.stride), [lo for lo, _ in pairs], list(conv.dilation), False,
+            [0] * len(pairs), conv.groups))
+        described = f"torch convolution(padding={[_describe(lo) for lo, _ in pairs]})"
+    else:
+        fused = writer.call(torch.ops.fastpad.conv.default, (
+            source, weight, bias, list(conv.stride), [lo for lo, _ in pairs], [hi for _, hi in pairs],
+            list(conv.dilation), conv.groups, mode))
+        described = f"fastpad.conv(pads={_describe_pairs(pairs)}, padding_mode={mode!r})"
     conv.node.replace_all_uses_with(fused)
     graph_module.graph.erase_node(conv.node)
     if pad is not None:
         graph_module.graph.erase_node(pad.node)
     path = conv.node.target if conv.node.op == "call_module" else conv.node.name
     original = conv.name if pad is None else f"pad(mode={pad.mode!r}) + {conv.name}"
-    fusions.replaced.append(Replacement(path, original, f"fastpad.conv(pads={_describe_pairs(pairs)}, "
-                                                        f"padding_mode={mode!r})"))
+    fusions.replaced.append(Replacement(path, original, described))
 
 
 def _high_extension(conv: _Transposed, crop_end: fx.Node, windows) -> Tuple[Optional[fx.Node], Tuple[int, ...]]:
@@ -493,9 +531,11 @@ def _fuse_transposed(graph_module: fx.GraphModule, conv: _Transposed, fusions: G
                                                         f"[{', '.join(_describe(s) for s in out_size)}])"))
 
 
-def fuse_padded_convolutions(graph_module: fx.GraphModule) -> GraphFusions:
-    """Rewrites `graph_module` in place: every pattern of the module docstring becomes one fastpad op. Returns what
-    was replaced and what was recognised but left alone."""
+def fuse_padded_convolutions(graph_module: fx.GraphModule, inductor_layout: bool = False) -> GraphFusions:
+    """Rewrites `graph_module` in place: every pattern of the module docstring becomes one fastpad op (or torch's
+    convolution, for a symmetric zero pad). Returns what was replaced and what was recognised but left alone.
+
+    inductor_layout: the graph goes to inductor, which runs CPU convolutions channels_last."""
     fusions = GraphFusions()
     erased = set()
     for node in list(graph_module.graph.nodes):
@@ -504,7 +544,7 @@ def fuse_padded_convolutions(graph_module: fx.GraphModule) -> GraphFusions:
         before = set(graph_module.graph.nodes)
         conv = _parse_conv(graph_module, node)
         if conv is not None:
-            _fuse_conv(graph_module, conv, fusions)
+            _fuse_conv(graph_module, conv, fusions, inductor_layout)
         else:
             transposed = _parse_transposed(graph_module, node)
             if transposed is not None:

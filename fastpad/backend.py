@@ -32,7 +32,7 @@ def compile_backend(graph_module: fx.GraphModule, example_inputs: Sequence[Any],
         raise TypeError(f"fastpad.compile_backend: mode must be a str (inductor's modes), got {mode!r}")
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"fastpad.compile_backend: options must be a dict of inductor options, got {options!r}")
-    fusions = fuse_padded_convolutions(graph_module)
+    fusions = fuse_padded_convolutions(graph_module, inductor_layout=True)
     if verbose:
         print(f"fastpad backend: {len(fusions.replaced)} fused, {len(fusions.skipped)} left as they were, "
               f"{count_pad_ops(graph_module.graph)} pad ops left in the graph")

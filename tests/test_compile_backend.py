@@ -31,7 +31,7 @@ class RewriteAndTrace:
         self.pad_ops = {"forward": 0, "backward": 0}
 
     def __call__(self, graph_module, example_inputs):
-        fusions = fuse_padded_convolutions(graph_module)
+        fusions = fuse_padded_convolutions(graph_module, inductor_layout=True)  # as the backend calls it
 
         def recorder(kind):
             def compiler(graph, inputs):
@@ -196,6 +196,32 @@ def test_fused_by_convert_with_example_inputs(name):
     report = export_and_check(make(), channels=3, nd=nd)
     assert len(report.replaced) == fused and not report.skipped and report.pad_ops_left == 0
     assert report.path.startswith("modules, then the torch.export graph")
+
+
+SYMMETRIC = {  # a zero pad equal on both sides: (model, the op under compile, the op convert chooses for NCHW)
+    "dense": (lambda: Functional(lambda x, w: CONV[2](F.pad(x, (1, 1, 2, 2)), w, stride=2), (4, 3, 3, 3)),
+              "torch convolution", "torch convolution"),
+    "plus-conv-padding-1d": (lambda: Functional(lambda x, w: CONV[1](F.pad(x, (1, 1)), w, padding=1), (4, 3, 5)),
+                             "torch convolution", "torch convolution"),
+    "all-zero": (lambda: Functional(lambda x, w: CONV[2](F.pad(x, (0, 0, 0, 0)), w), (4, 3, 1, 1)),
+                 "torch convolution", "torch convolution"),
+    # fastpad's NCHW depthwise kernel beats torch's; inductor runs convolutions channels_last, where oneDNN's wins
+    "depthwise": (lambda: Functional(lambda x, w: CONV[2](F.pad(x, (1, 1, 1, 1)), w, groups=3), (6, 1, 3, 3)),
+                  "torch convolution", "fastpad.conv"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SYMMETRIC))
+def test_symmetric_zero_pad(name):
+    """The pad goes either way; which op takes it follows the layout the convolution will run in."""
+    make, compiled_op, converted_op = SYMMETRIC[name]
+    nd = 1 if name.endswith("1d") else 2
+    backend = compile_and_check(make(), channels=3, nd=nd)
+    assert backend.fused == 1 and backend.pad_ops == {"forward": 0, "backward": 0}
+    assert backend.fusions[0].replaced[0].fused.startswith(compiled_op)
+    report = export_and_check(make(), channels=3, nd=nd)
+    assert len(report.replaced) == 1 and report.pad_ops_left == 0
+    assert report.replaced[0].fused.startswith(converted_op)
 
 
 @pytest.mark.parametrize("name", sorted(LEFT_ALONE))
