@@ -423,10 +423,11 @@ def _known_equal(a: Size, b: Size) -> bool:
 
 
 def _fastpad_depthwise_wins(source: Any, conv: _Conv, inductor_layout: bool) -> bool:
-    """Whether fastpad's kernel beats torch's on a symmetric zero pad: only depthwise convolutions of a contiguous
-    (NCHW) input on CPU, where torch's kernel is slow (fastpad took 0.35x its time on a 3x3 32-channel 112x112 layer
-    at batch 8, and 0.34x at 144 channels 56x56; RESULTS.md). In channels_last, oneDNN's depthwise kernels are faster
-    than fastpad's (1.5-3x on the same layers), and inductor runs every CPU convolution channels_last."""
+    """Whether fastpad's kernel should take a symmetric zero pad instead of torch's convolution: only for depthwise
+    convolutions of a contiguous (NCHW) input on CPU, outside inductor. Measured on MobileNetV2's 3x3 layers at batch 8
+    (benchmarks/symmetric_pad_kernels.py, RESULTS.md): in NCHW fastpad takes 0.30-0.41x torch's time on the large
+    planes (112x112, 56x56), where most of the time goes, and 1.2-2.7x on the small ones (28x28 and below); in
+    channels_last oneDNN is faster on every one (fastpad 1.3-3.2x), and inductor runs CPU convolutions channels_last."""
     value = _value(source)
     if inductor_layout or not isinstance(value, torch.Tensor) or value.device.type != "cpu" or value.dim() < 3:
         return False
