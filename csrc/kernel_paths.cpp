@@ -37,7 +37,7 @@ std::string conv_transpose_path(const at::Tensor& input, const at::Tensor& weigh
                                 int64_t groups, c10::string_view padding_mode, c10::string_view backend) {
   const ConvGeometry g =
       conv_transpose_geometry(input, weight, bias, stride, crop_lo, out_size, dilation, groups, padding_mode);
-  const bool weight_finite = at::isfinite(weight).all().item<bool>();
+  const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
   return path_name(choose_conv_transpose_path(g, parse_backend(backend), is_channels_last(input), weight_finite));
 }
 

@@ -69,10 +69,12 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
 }
 
 // conv_transpose, in conv_transpose_geometry's terms (in_* is the transposed output y, out_* the input x).
-// weight_finite: whether the weight holds no inf or NaN; the CPU phase planes multiply weights by the zeros of
-// positions outside x, so they take only finite weights.
-inline ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend backend, bool channels_last,
-                                                    bool weight_finite) {
+// weight_finite() says whether the weight holds no inf or NaN; the CPU phase planes multiply weights by the zeros of
+// positions outside x, so they take only finite weights. It reads the whole weight, so it is called only where the
+// phase planes would otherwise be chosen.
+template <class WeightFinite>
+ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend backend, bool channels_last,
+                                             WeightFinite&& weight_finite) {
   if (backend == Backend::Cuda) {
     if (g.out_channels_per_group() < cuda::kPhaseGemmMinChannels) return ConvTransposePath::CudaDirectGather;
     return g.mode == PaddingMode::Zeros ? ConvTransposePath::CudaPhaseGemm : ConvTransposePath::CudaPhaseGemmFold;
@@ -80,7 +82,7 @@ inline ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backe
   if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;
   const bool phase_planes = !channels_last && g.in_channels_per_group() >= kTapGemmMinChannels &&
                             g.out_channels_per_group() >= kTapGemmMinChannels &&
-                            g.out_size[1] * g.out_size[2] >= kTapGemmMinPositions && weight_finite;
+                            g.out_size[1] * g.out_size[2] >= kTapGemmMinPositions && weight_finite();
   return phase_planes ? ConvTransposePath::CpuPhasePlanes : ConvTransposePath::CpuGemmCol2im;
 }
 

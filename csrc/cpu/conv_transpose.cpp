@@ -196,8 +196,8 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
                      input.options().memory_format(format));
   if (y.numel() == 0) return y;
   const auto x = input.contiguous(format);
-  const ConvTransposePath path =
-      choose_conv_transpose_path(g, Backend::Cpu, channels_last, at::isfinite(weight).all().item<bool>());
+  const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
+  const ConvTransposePath path = choose_conv_transpose_path(g, Backend::Cpu, channels_last, weight_finite);
 
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_transpose_cpu", [&] {
     using acc_t = acc_type<scalar_t>;
