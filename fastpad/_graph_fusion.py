@@ -183,15 +183,19 @@ def _describe_pairs(pairs: Sequence[Pair]) -> str:
 
 
 @dataclass
-class _Conv:
-    """A convolution node, normalised over its spellings. `weight` and `bias` are nodes, or for a call_module conv the
-    attribute paths to read them from."""
+class _ConvNode:
+    """A convolution or transposed convolution node, normalised over its spellings. `weight` and `bias` are nodes,
+    or for a call_module conv the attribute paths to read them from."""
     node: fx.Node
     name: str
     input: Any
     weight: Any
     bias: Any
     stride: Tuple[int, ...]
+
+
+@dataclass
+class _Conv(_ConvNode):
     pairs: Tuple[Pair, ...]
     dilation: Tuple[int, ...]
     groups: Size
@@ -269,13 +273,7 @@ def _parse_pad(node: Any, dims: int) -> Tuple[Optional[_Pad], Optional[str]]:
 
 
 @dataclass
-class _Transposed:
-    node: fx.Node
-    name: str
-    input: Any
-    weight: Any
-    bias: Any
-    stride: Tuple[int, ...]
+class _Transposed(_ConvNode):
     padding: Tuple[int, ...]
     output_padding: Tuple[int, ...]
     groups: Size

@@ -43,6 +43,9 @@ class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec):
         module = _StandInModule(spec.name)
         module.__path__ = []
+        # Below every real release, so that libraries that check torchvision's version (transformers does, when it
+        # is imported after this is installed) take their paths without it.
+        module.__version__ = "0.0.0"
         return module
 
     def exec_module(self, module):
