@@ -22,7 +22,6 @@ import os
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import torch
 from torch._inductor.runtime.cache_dir_utils import temporary_cache_dir
@@ -31,9 +30,9 @@ import fastpad
 from fastpad._graph_fusion import count_pad_ops
 from fastpad._report import markdown_table
 
+from benchmarks.models import import_timm, inference_step
 from benchmarks.runner import FULL_EFFORT, Effort, git_commit, machine_description, median_times_interleaved
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 CPU = torch.device("cpu")
 
 
@@ -70,13 +69,7 @@ def keras_model(size: int) -> torch.nn.Module:
 
 
 def timm_tf_efficientnet_b0(size: int) -> torch.nn.Module:
-    sys.path.insert(0, str(REPO_ROOT / "tests"))
-    import torchvision_stand_in
-
-    torchvision_stand_in.install()
-    import timm
-
-    return timm.create_model("tf_efficientnet_b0")
+    return import_timm().create_model("tf_efficientnet_b0")
 
 
 MODELS = {  # name -> (builder, channels_last input as Keras takes it)
@@ -123,13 +116,6 @@ def compile_cold(model, backend: str, first_call):
     return compiled, seconds, counter.counts
 
 
-def inference(model, x):
-    def step():
-        with torch.no_grad():
-            model(x)
-    return step
-
-
 def training(model, x):
     def step():
         model.zero_grad(set_to_none=True)
@@ -138,7 +124,7 @@ def training(model, x):
 
 
 def compiled_rows(name: str, model, x, effort: Effort, train: bool):
-    make_step = training if train else inference
+    make_step = training if train else inference_step
     compiled, first_seconds, pads = {}, {}, {}
     torch._dynamo.reset()
     for backend in ("inductor", "fastpad"):
@@ -156,7 +142,7 @@ def eager_row(name: str, model, x, effort: Effort):
     exported = torch.export.export(model, (x,)).module()
     converted, report = fastpad.convert(model, example_inputs=x, return_report=True)
     variants = {"original": model, "exported": exported, "converted": converted}
-    medians, repeats = median_times_interleaved({k: inference(m, x) for k, m in variants.items()}, CPU, effort)
+    medians, repeats = median_times_interleaved({k: inference_step(m, x) for k, m in variants.items()}, CPU, effort)
     return [name, f"{medians['original'] * 1e3:.1f}", f"{medians['exported'] * 1e3:.1f}",
             f"{medians['converted'] * 1e3:.1f}", f"{medians['converted'] / medians['original']:.3f}",
             f"{medians['converted'] / medians['exported']:.3f}", str(len(report.replaced)),
