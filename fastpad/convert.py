@@ -7,6 +7,7 @@ state_dict keys and values stay the same.
 from __future__ import annotations
 
 import copy
+import operator
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple, Union
 
@@ -154,8 +155,7 @@ def _relink_parameter_aliases(graph_module: fx.GraphModule) -> None:
     for node in graph_module.graph.nodes:
         if node.op != "get_attr":
             continue
-        value = graph_module.get_submodule(node.target.rpartition(".")[0]) if "." in node.target else graph_module
-        value = getattr(value, node.target.rpartition(".")[2])
+        value = operator.attrgetter(node.target)(graph_module)
         if isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter):
             node.target = parameters.get(_tensor_identity(value), node.target)
     graph_module.graph.eliminate_dead_code()
