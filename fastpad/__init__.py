@@ -14,7 +14,7 @@ circular) and transposed-convolution crops are fused into the kernels, so no pad
 from . import nn
 from ._geometry import same_padding
 from .backend import compile_backend
-from .convert import convert
+from ._convert import convert
 from .functional import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 
 __version__ = "0.1.0"

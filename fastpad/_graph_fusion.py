@@ -1,5 +1,5 @@
 """The graph rewrite behind `torch.compile(backend="fastpad")` (fastpad/backend.py) and `fastpad.convert` with
-`example_inputs` or on an FX graph (fastpad/convert.py): one implementation of the pattern matching, for every
+`example_inputs` or on an FX graph (fastpad/_convert.py): one implementation of the pattern matching, for every
 graph those produce.
 
 It reads the three spellings of the same program:

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import fx, nn
 
 import fastpad
-from fastpad.convert import ConversionReport
+from fastpad._convert import ConversionReport
 from reference import relative_error
 
 def _import_timm():
