@@ -7,9 +7,25 @@ PIP = $(PYTHON) -m pip
 TORCH_VERSION ?= 2.13.0
 TORCH_INDEX_URL ?=
 
-.PHONY: install test test-sanitize check-cuda bench check
+.PHONY: install test test-sanitize check-cuda bench check info
 
-install:
+# `install` remembers what it did for this interpreter in two stamp files under build/make/, so that a second make
+# target with nothing changed installs and rebuilds nothing: the pinned packages again only when this Makefile
+# changes, the extension again only when csrc/, setup.py or pyproject.toml is newer than the last build, or when
+# `import fastpad` does not find this checkout's build.
+STAMP := build/make/$(shell $(PYTHON) -c "import sys; print(sys.executable.strip('/').replace('/', '_'))")
+BUILD_INPUTS := csrc setup.py pyproject.toml
+
+install: $(STAMP).packages
+	@if [ ! -e $(STAMP).built ] || [ -n "$$(find $(BUILD_INPUTS) -newer $(STAMP).built | head -n 1)" ] || \
+	    ! $(PYTHON) -c "import fastpad, sys; sys.exit(not fastpad.__file__.startswith('$(CURDIR)/'))" 2>/dev/null; \
+	then \
+		$(PIP) install --no-build-isolation -e . && touch $(STAMP).built; \
+	else \
+		echo "fastpad's extension is built from the current sources: nothing to rebuild"; \
+	fi
+
+$(STAMP).packages: Makefile
 	@if ! $(PYTHON) -c "import torch" 2>/dev/null; then \
 		echo "torch is missing: installing torch==$(TORCH_VERSION)$(if $(TORCH_INDEX_URL), from $(TORCH_INDEX_URL))."; \
 		echo "For a CUDA build instead, install the torch that https://pytorch.org/get-started/locally/ gives"; \
@@ -28,7 +44,7 @@ install:
 	$(PIP) install -q --no-deps transformers==5.23.0 huggingface-hub==2.4.0 tokenizers==0.23.3 safetensors==0.8.0 \
 		tqdm==4.70.1 httpx2==2.16.2 httpcore2==2.16.2 truststore==0.10.5 h11==0.16.0 anyio==4.16.0
 	$(PIP) install -q --no-deps keras==3.15.1 absl-py==2.5.1 namex==0.1.0 optree==0.20.0 rich==15.0.0 h5py==3.16.0
-	$(PIP) install --no-build-isolation -e .
+	mkdir -p $(@D) && touch $@
 
 test: install
 	$(PYTHON) -m pytest tests -q
@@ -42,8 +58,11 @@ check-cuda:
 	PYTHON=$(PYTHON) scripts/cuda_compile_check.sh 80 90
 
 bench: install
-	$(PIP) install -q matplotlib  # for the PNG chart; bench still writes JSON and markdown without it
-	$(PYTHON) -m fastpad bench
+	$(PYTHON) -c "import matplotlib" 2>/dev/null || $(PIP) install -q matplotlib  # the PNG chart (optional)
+	$(PYTHON) -m fastpad bench --out-dir benchmarks/out
 
 check: install
 	$(PYTHON) -m fastpad check
+
+info: install
+	$(PYTHON) -m fastpad info
