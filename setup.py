@@ -3,11 +3,17 @@
 CUDA kernels are built when the installed torch has CUDA and nvcc is found, or when
 FASTPAD_FORCE_CUDA=1. TORCH_CUDA_ARCH_LIST (default "8.0;9.0") and MAX_JOBS are honoured.
 Install with `pip install --no-build-isolation .` so the build uses the torch you have.
+
+Next to the extension, the build writes fastpad/_build_info.json: the commit, torch, vector ISA and CUDA
+architectures it was built with, which `python -m fastpad info` reports.
 """
+import datetime
 import glob
+import json
 import os
 import re
 import shutil
+import subprocess
 
 from setuptools import setup
 
@@ -37,6 +43,51 @@ def cpu_vector_flags():
     if {"avx2", "fma", "f16c"} <= flags:
         return ["-mavx2", "-mfma", "-mf16c", "-DCPU_CAPABILITY=AVX2", "-DCPU_CAPABILITY_AVX2"]
     return []
+
+
+def git_commit():
+    """(commit, uncommitted changes?) of the checkout being built, or (None, False) outside a git checkout."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+    try:
+        head = git("rev-parse", "HEAD")
+    except OSError:  # no git on this machine
+        return None, False
+    if head.returncode != 0:
+        return None, False
+    return head.stdout.strip(), bool(git("status", "--porcelain", "--untracked-files=no").stdout.strip())
+
+
+def build_info(ext) -> dict:
+    """What this build is: the facts `python -m fastpad info` cannot learn from the running process."""
+    commit, dirty = git_commit()
+    cuda = any(source.endswith(".cu") for source in ext.sources)
+    return {
+        "version": re.search(r'^version = "(.*)"', open(os.path.join(ROOT, "pyproject.toml")).read(), re.M)[1],
+        "commit": commit,
+        "uncommitted_changes": dirty,
+        "built": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "torch": torch.__version__,
+        "cpu_vector_isa": "AVX2" if "-mavx2" in ext.extra_compile_args["cxx"] else "baseline",
+        "sanitizers": os.environ.get("FASTPAD_SANITIZE") == "1",
+        "cuda_kernels": cuda,
+        "cuda_architectures": os.environ.get("TORCH_CUDA_ARCH_LIST") if cuda else None,
+    }
+
+
+class BuildExtensionWithInfo(BuildExtension.with_options(use_ninja=True)):
+    """torch's BuildExtension, which also writes _build_info.json beside each extension it builds (in the build
+    folder, and in the source folder too for in-place and editable builds)."""
+
+    def run(self):
+        super().run()
+        for ext in self.extensions:
+            text = json.dumps(build_info(ext), indent=2) + "\n"
+            in_build_folder = os.path.join(self.build_lib, self.get_ext_filename(self.get_ext_fullname(ext.name)))
+            for library in {in_build_folder, self.get_ext_fullpath(ext.name)}:
+                os.makedirs(os.path.dirname(library), exist_ok=True)
+                with open(os.path.join(os.path.dirname(library), "_build_info.json"), "w") as f:
+                    f.write(text)
 
 
 def relative_sources(*patterns):
@@ -76,5 +127,5 @@ def extension():
 
 setup(
     ext_modules=[extension()],
-    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+    cmdclass={"build_ext": BuildExtensionWithInfo},
 )

@@ -1,1 +1,3 @@
-"""fastpad's benchmark: the layer suite (layers.py), the runner (runner.py) and the measured tables (RESULTS.md)."""
+"""The repository's benchmarks beyond `python -m fastpad bench` (whose suite and runner are fastpad/bench/): whole models
+(models.py, compile_models.py), the symmetric-pad kernel choice (symmetric_pad_kernels.py), and the measured tables
+(RESULTS.md). Run them from the repository root, e.g. `python -m benchmarks.models`."""

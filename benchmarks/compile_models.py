@@ -28,10 +28,11 @@ from torch._inductor.runtime.cache_dir_utils import temporary_cache_dir
 
 import fastpad
 from fastpad._graph_fusion import count_pad_ops
+from fastpad._info import source_description
 from fastpad._report import markdown_table
 
 from benchmarks.models import import_timm, inference_step
-from benchmarks.runner import FULL_EFFORT, Effort, git_commit, machine_description, median_times_interleaved
+from fastpad.bench.runner import FULL_EFFORT, Effort, machine_description, median_times_interleaved
 
 CPU = torch.device("cpu")
 
@@ -173,7 +174,7 @@ def main(argv=None) -> int:
         model = Tensor(hf_mobilenet_v2(args.size)).train()
         compiled_table.append(compiled_rows("hf_mobilenet_v2", model, torch.randn(args.batch, 3, args.size,
                                                                                    args.size), effort, train=True))
-    print(f"machine: {machine_description(CPU)}; torch {torch.__version__}; commit {git_commit()}; "
+    print(f"machine: {machine_description(CPU)}; torch {torch.__version__}; commit {source_description()}; "
           f"date {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; float32; batch {args.batch}; {args.size}x{args.size}; "
           f"load average {os.getloadavg()[0]:.2f}")
     print()

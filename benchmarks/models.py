@@ -6,25 +6,28 @@ training step (train mode, forward + backward). With --per-layer it times each r
 is missing, the test suite's stand-in satisfies timm's imports (the tf_* models never call torchvision).
 """
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 
 import torch
 
 import fastpad
+from fastpad._info import source_description
 from fastpad._report import markdown_table
-
-from benchmarks.runner import FULL_EFFORT, Effort, git_commit, machine_description, median_times_interleaved
+from fastpad.bench.runner import FULL_EFFORT, Effort, machine_description, median_times_interleaved
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("tf_efficientnet_b0", "tf_mobilenetv3_large_100", "tf_mixnet_s")
 
 
 def import_timm():
-    sys.path.insert(0, str(REPO_ROOT / "tests"))
-    import torchvision_stand_in
-
-    torchvision_stand_in.install()
+    """timm, after the test suite's torchvision stand-in (tests/torchvision_stand_in.py) is installed for the case
+    where torchvision is missing. The stand-in is loaded from its file: a test module is not on the import path."""
+    spec = importlib.util.spec_from_file_location("torchvision_stand_in", REPO_ROOT / "tests" / "torchvision_stand_in.py")
+    stand_in = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stand_in)
+    stand_in.install()
     import timm
 
     return timm
@@ -104,7 +107,7 @@ def main(argv=None) -> int:
     else:
         rows = [row for name in args.models
                 for row in measure(name, args.batch, args.size, args.channels_last, effort)]
-    print(f"machine: {machine_description(torch.device('cpu'))}; torch {torch.__version__}; commit {git_commit()}; "
+    print(f"machine: {machine_description(torch.device('cpu'))}; torch {torch.__version__}; commit {source_description()}; "
           f"{'channels_last' if args.channels_last else 'contiguous'}; float32")
     print(markdown_table(["model", "input", "mode", "original ms", "converted ms", "converted/original",
                           "repeats"], rows))

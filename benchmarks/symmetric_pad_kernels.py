@@ -12,9 +12,9 @@ import torch
 import torch.nn.functional as F
 
 import fastpad  # noqa: F401  (registers the ops)
+from fastpad._info import source_description
 from fastpad._report import markdown_table
-
-from benchmarks.runner import Effort, git_commit, machine_description, median_times_interleaved
+from fastpad.bench.runner import Effort, machine_description, median_times_interleaved
 
 LAYERS = [  # (in channels, out channels, size, stride, groups)
     (3, 32, 224, 2, 1), (32, 32, 112, 1, 32), (96, 96, 112, 2, 96), (144, 144, 56, 1, 144), (144, 144, 56, 2, 144),
@@ -43,7 +43,7 @@ def main() -> int:
                          f"{c_in}->{c_out} {size}x{size} s{stride} g{groups}", f"({lo}, {hi})",
                          f"{medians['fastpad'] * 1e3:.2f}", f"{medians['torch'] * 1e3:.2f}",
                          f"{medians['fastpad'] / medians['torch']:.2f}", str(repeats)])
-    print(f"machine: {machine_description(torch.device('cpu'))}; torch {torch.__version__}; commit {git_commit()}")
+    print(f"machine: {machine_description(torch.device('cpu'))}; torch {torch.__version__}; commit {source_description()}")
     print()
     print(markdown_table(["layout", "layer (batch 8, 3x3)", "pads", "fastpad ms", "torch padding=1 ms",
                           "fastpad/torch", "repeats"], rows))

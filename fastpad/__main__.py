@@ -1,25 +1,19 @@
-"""Command-line tools: `python -m fastpad check` (validation sweep) and `python -m fastpad bench` (benchmark).
+"""Command-line tools: `python -m fastpad check` (validation sweep), `python -m fastpad bench` (benchmark) and
+`python -m fastpad info` (what a bug report needs).
 
-Run `python -m fastpad check --help` or `python -m fastpad bench --help` for the options.
+Run `python -m fastpad check --help` or `python -m fastpad bench --help` for the options. All three work from an
+installed package; none needs the source checkout.
 """
 import argparse
 import sys
-from pathlib import Path
 
 DEVICE_HELP = "device to run on (default: check uses cpu plus cuda if present; bench uses cuda if present, else cpu)"
 
 
-def load_benchmark_runner():
-    """The runner lives in the repository's benchmarks/ folder, next to this package in a source checkout."""
-    repo_root = Path(__file__).resolve().parent.parent
-    if not (repo_root / "benchmarks" / "runner.py").is_file():
-        sys.exit("python -m fastpad bench needs a source checkout: clone the repository and run "
-                 "`pip install --no-build-isolation -e .` (or `make bench`) there.")
-    if str(repo_root) not in sys.path:
-        sys.path.insert(0, str(repo_root))
-    from benchmarks import runner
+def run_info(args: argparse.Namespace) -> int:
+    from fastpad import _info
 
-    return runner
+    return _info.main()
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -29,7 +23,9 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    return load_benchmark_runner().main(
+    from fastpad.bench import runner
+
+    return runner.main(
         device=args.device, dtype=args.dtype, batch=args.batch, layers=args.layers,
         channels_last=args.channels_last, quick=args.quick, json_path=args.json, markdown_path=args.markdown,
         png_path=args.png, out_dir=args.out_dir)
@@ -38,6 +34,9 @@ def run_bench(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m fastpad", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
+
+    info = commands.add_parser("info", help="print the versions, build, CPU features, threads and GPU for a bug report")
+    info.set_defaults(run=run_info)
 
     check = commands.add_parser("check", help="validate fastpad against F.pad + F.conv* on every device present")
     check.add_argument("--device", help=DEVICE_HELP)
@@ -63,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="write a bar chart of the time ratios (needs matplotlib: pip install matplotlib)")
     bench.add_argument("--out-dir", metavar="DIR",
                        help="folder of the default outputs, written when none of --json, --markdown and --png is "
-                            "given (default: benchmarks/out)")
+                            "given (default: ./fastpad-bench)")
     bench.set_defaults(run=run_bench)
     return parser
 

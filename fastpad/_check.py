@@ -2,22 +2,24 @@
 
 Every case draws its own seeded inputs, with values that bfloat16 represents exactly, so one float64 reference
 (fastpad/reference.py: F.pad + F.conv*, full F.conv_transpose* + crop) serves every dtype, memory layout and device.
-A case fails when the output or any gradient (input, weight, bias) is further than the dtype's tolerance from the
-reference (relative error by norm, DESIGN.md section 7), when a channels_last input does not give a channels_last
-output, when a padding string gives an output size other than DESIGN.md section 2 fixes, or when fastpad raises.
+A case (fastpad/cases.py) fails when the output or any gradient (input, weight, bias) is further than the dtype's
+tolerance from the reference (relative error by norm, docs/DESIGN.md section 7), when a channels_last input does not
+give a channels_last output, when a padding string gives an output size other than docs/DESIGN.md section 2 fixes, or
+when fastpad raises.
 """
 import itertools
 import math
 import random
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from fastpad.reference import ConvCall, output_and_grads, relative_error
 from fastpad._report import text_table
+from fastpad.cases import CHANNELS_LAST_FORMAT, ConvCase, arrange
+from fastpad.reference import output_and_grads, relative_error, tolerance
 
 PADDING_STRINGS = ("same", "same_lower", "valid", "causal")
 PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -39,32 +41,16 @@ EXPLICIT_PAIRS = {1: ((2, 1),), 2: ((0, 2), (3, 1)), 3: ((1, 0), (0, 2), (2, 1))
 SYMMETRIC = {1: 1, 2: (1, 2), 3: (2, 0, 1)}
 
 DTYPES = (torch.float64, torch.float32, torch.bfloat16)
-TOLERANCE = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 1e-2}
-CUDA_FLOAT32_TOLERANCE = 3e-4  # fp32 CUDA kernels may run on TF32 tensor cores (DESIGN.md section 7)
 MAX_FAILURES_SHOWN = 5
 
 
-@dataclass(frozen=True)
-class Case:
-    transposed: bool
-    dims: int
-    padding: object
-    padding_mode: str
-    stride: int
-    dilation: int
-    grouping: str
-    kernel: Tuple[int, ...]
-    output_padding: int = 0
-
-    @property
-    def call(self) -> ConvCall:
-        return ConvCall(self.transposed, self.dims, self.kernel, self.stride, self.padding, self.dilation,
-                        CHANNELS[self.grouping][2], self.padding_mode, self.output_padding)
-
-    def describe(self) -> str:
-        extra = f"output_padding={self.output_padding}" if self.transposed else f"padding_mode={self.padding_mode}"
-        return (f"{self.call.op_name} kernel={self.kernel} stride={self.stride} dilation={self.dilation} "
-                f"padding={self.padding!r} {extra} {self.grouping} input={INPUT_SIZE[self.dims]}")
+def grid_case(transposed: bool, dims: int, padding, padding_mode: str, stride: int, dilation: int, grouping: str,
+              kernel: Tuple[int, ...], output_padding: int = 0) -> ConvCase:
+    """A case of the grid: the input size, channels and batch of its dims and grouping; float64, contiguous (each
+    run replaces the dtype and layout)."""
+    in_channels, out_channels, groups = CHANNELS[grouping]
+    return ConvCase(transposed, INPUT_SIZE[dims], in_channels, out_channels, kernel, stride, padding, dilation, groups,
+                    padding_mode, output_padding, batch=BATCH, dtype="float64")
 
 
 def groupings(rotation: int, every_grouping: bool) -> List[str]:
@@ -73,18 +59,18 @@ def groupings(rotation: int, every_grouping: bool) -> List[str]:
     return names if every_grouping else [names[rotation % len(names)]]
 
 
-def conv_cases(pick_kernel: Callable[[int], Tuple[int, ...]], every_grouping: bool) -> List[Case]:
+def conv_cases(pick_kernel: Callable[[int], Tuple[int, ...]], every_grouping: bool) -> List[ConvCase]:
     cases = []
     for dims in (1, 2, 3):
         paddings = PADDING_STRINGS + (EXPLICIT_PAIRS[dims], SYMMETRIC[dims])
         for padding, (mode_index, mode), stride, dilation in itertools.product(
                 paddings, enumerate(PADDING_MODES), STRIDES, DILATIONS):
             for grouping in groupings(mode_index + stride + dilation, every_grouping):
-                cases.append(Case(False, dims, padding, mode, stride, dilation, grouping, pick_kernel(dims)))
+                cases.append(grid_case(False, dims, padding, mode, stride, dilation, grouping, pick_kernel(dims)))
     return cases
 
 
-def transposed_cases(pick_kernel: Callable[[int], Tuple[int, ...]], every_grouping: bool) -> List[Case]:
+def transposed_cases(pick_kernel: Callable[[int], Tuple[int, ...]], every_grouping: bool) -> List[ConvCase]:
     cases = []
     for dims in (1, 2, 3):
         paddings = ("same", "same_lower", "valid", EXPLICIT_PAIRS[dims], SYMMETRIC[dims])
@@ -93,12 +79,12 @@ def transposed_cases(pick_kernel: Callable[[int], Tuple[int, ...]], every_groupi
             if output_padding >= max(stride, dilation):
                 continue
             for grouping in groupings(stride + dilation + output_padding, every_grouping):
-                cases.append(Case(True, dims, padding, "zeros", stride, dilation, grouping, pick_kernel(dims),
-                                  output_padding))
+                cases.append(grid_case(True, dims, padding, "zeros", stride, dilation, grouping, pick_kernel(dims),
+                                       output_padding))
     return cases
 
 
-def all_cases(quick: bool = False) -> List[Case]:
+def all_cases(quick: bool = False) -> List[ConvCase]:
     """The grid of cases. Kernels come from a fixed-seed generator, so they vary independently of the grid axes.
 
     Every (padding, mode, stride, dilation[, output_padding]) meets all three groupings; with `quick`, only one,
@@ -112,15 +98,15 @@ def all_cases(quick: bool = False) -> List[Case]:
     return conv_cases(pick_kernel, not quick) + transposed_cases(pick_kernel, not quick)
 
 
-def expected_out_size(case: Case) -> Optional[List[int]]:
-    """The output size DESIGN.md section 2 fixes for a padding string (None for explicit numbers).
+def expected_out_size(case: ConvCase) -> Optional[List[int]]:
+    """The output size docs/DESIGN.md section 2 fixes for a padding string (None for explicit numbers).
 
     Computed here, independently of fastpad._geometry, so a wrong geometry cannot hide behind a matching reference.
     """
     if case.padding not in PADDING_STRINGS:
         return None
     sizes = []
-    for size, kernel in zip(INPUT_SIZE[case.dims], case.kernel):
+    for size, kernel in zip(case.size, case.per_dim(case.kernel)):
         kernel_extent = case.dilation * (kernel - 1) + 1
         if case.transposed:
             full = (size - 1) * case.stride + kernel_extent
@@ -137,36 +123,18 @@ def bfloat16_exact_randn(shape: Sequence[int], generator: torch.Generator) -> to
     return torch.randn(tuple(shape), generator=generator, dtype=torch.float64).bfloat16().double()
 
 
-def case_inputs(case: Case, seed: int) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Generator]:
+def case_inputs(case: ConvCase, seed: int) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Generator]:
+    """The case's float64 (x, weight, bias), rounded to values bfloat16 holds, and the generator that drew them."""
     generator = torch.Generator().manual_seed(seed)
-    in_channels, out_channels, groups = CHANNELS[case.grouping]
-    if case.transposed:
-        weight_shape = (in_channels, out_channels // groups) + case.kernel
-    else:
-        weight_shape = (out_channels, in_channels // groups) + case.kernel
-    x = bfloat16_exact_randn((BATCH, in_channels) + INPUT_SIZE[case.dims], generator)
-    return x, bfloat16_exact_randn(weight_shape, generator), bfloat16_exact_randn((out_channels,), generator), generator
+    x, w, b = (t.bfloat16().double() for t in case.random_inputs(generator))
+    return x, w, b, generator
 
 
-def channels_last_format(tensor: torch.Tensor) -> torch.memory_format:
-    return torch.channels_last if tensor.dim() == 4 else torch.channels_last_3d
+# The layouts each case runs in, in report order (fastpad/cases.py arranges them).
+LAYOUTS = ("contiguous", "channels_last", "strided")
 
 
-def strided_view(tensor: torch.Tensor) -> torch.Tensor:
-    """The same values as a non-contiguous view: every second element of a tensor twice as wide."""
-    wider = tensor.new_zeros(tensor.shape[:-1] + (2 * tensor.shape[-1],))
-    wider[..., ::2] = tensor
-    return wider[..., ::2]
-
-
-LAYOUTS: Dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "contiguous": lambda tensor: tensor.contiguous(),
-    "channels_last": lambda tensor: tensor.contiguous(memory_format=channels_last_format(tensor)),
-    "strided": strided_view,
-}
-
-
-def layouts_for(case: Case, dtype: torch.dtype) -> List[str]:
+def layouts_for(case: ConvCase, dtype: torch.dtype) -> List[str]:
     """Contiguous always; channels_last where it exists (2-d, 3-d); strided views once per case, in float64."""
     wanted = ["contiguous"] + (["channels_last"] if case.dims > 1 else [])
     return wanted + (["strided"] if dtype == torch.float64 else [])
@@ -181,7 +149,7 @@ class Expected:
     grads: List[torch.Tensor]
 
 
-def compute_expected(case: Case, seed: int) -> Expected:
+def compute_expected(case: ConvCase, seed: int) -> Expected:
     x, w, b, generator = case_inputs(case, seed)
     drawn = {}
 
@@ -189,30 +157,23 @@ def compute_expected(case: Case, seed: int) -> Expected:
         drawn["grad_output"] = bfloat16_exact_randn(output.shape, generator)
         return drawn["grad_output"]
 
-    output, grads = output_and_grads(case.call.reference_function(INPUT_SIZE[case.dims]), (x, w, b),
-                                     draw_grad_output)
+    output, grads = output_and_grads(case.reference_function(), (x, w, b), draw_grad_output)
     return Expected((x, w, b), drawn["grad_output"], output, grads)
 
 
-def run_fastpad(case: Case, expected: Expected, device: str, dtype: torch.dtype, layout: str) -> Tuple[float, str]:
-    """The worst relative error over output and gradients, and why the case failed ('' when only numbers count)."""
-    arrange = LAYOUTS[layout]
-    x, w, b = (arrange(t.to(device=device, dtype=dtype)) if t.dim() > 1 else t.to(device=device, dtype=dtype)
-               for t in expected.inputs)
-    grad_output = expected.grad_output.to(device=device, dtype=dtype)
-    output, grads = output_and_grads(case.call.fastpad_function(), (x, w, b), lambda _: grad_output)
+def run_fastpad(case: ConvCase, expected: Expected, device: str) -> Tuple[float, str]:
+    """The worst relative error over output and gradients, and why the case failed ('' when only numbers count).
+    Input and weight are arranged in the case's layout."""
+    x, w, b = (t.to(device=device, dtype=case.torch_dtype) for t in expected.inputs)
+    x, w = arrange(x, case.layout), arrange(w, case.layout)
+    grad_output = expected.grad_output.to(device=device, dtype=case.torch_dtype)
+    output, grads = output_and_grads(case.fastpad_function(), (x, w, b), lambda _: grad_output)
     errors = [relative_error(actual.cpu(), wanted)
               for actual, wanted in zip([output] + grads, [expected.output] + expected.grads)]
     worst = float("nan") if any(math.isnan(error) for error in errors) else max(errors)
-    if layout == "channels_last" and not output.is_contiguous(memory_format=channels_last_format(output)):
+    if case.layout == "channels_last" and not output.is_contiguous(memory_format=CHANNELS_LAST_FORMAT[output.dim()]):
         return worst, "output is not channels_last"
     return worst, ""
-
-
-def tolerance(device: str, dtype: torch.dtype) -> float:
-    if device.startswith("cuda") and dtype == torch.float32:
-        return CUDA_FLOAT32_TOLERANCE
-    return TOLERANCE[dtype]
 
 
 @dataclass
@@ -244,21 +205,20 @@ def present_devices() -> List[str]:
     return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
-def size_problem(case: Case, expected: Expected) -> str:
+def size_problem(case: ConvCase, expected: Expected) -> str:
     wanted, got = expected_out_size(case), list(expected.output.shape[2:])
     if wanted is None or got == wanted:
         return ""
-    return f"fastpad._geometry gives output size {got}, DESIGN.md section 2 says {wanted}"
+    return f"fastpad._geometry gives output size {got}, docs/DESIGN.md section 2 says {wanted}"
 
 
-def check_one(case: Case, expected: Expected, device: str, dtype: torch.dtype,
-              layout: str) -> Tuple[Optional[float], str]:
+def check_one(case: ConvCase, expected: Expected, device: str) -> Tuple[Optional[float], str]:
     """The worst relative error of one run (None when fastpad raised) and why it failed ('' when it passed)."""
     try:
-        error, problem = run_fastpad(case, expected, device, dtype, layout)
+        error, problem = run_fastpad(case, expected, device)
     except Exception as exception:  # a valid case must never raise: count it and keep sweeping
         return None, f"{type(exception).__name__}: {first_line(exception)}"
-    if not problem and not error <= tolerance(device, dtype):  # `not <=` also catches NaN
+    if not problem and not error <= tolerance(case.torch_dtype):  # `not <=` also catches NaN
         problem = f"relative error {error:.3g}"
     return error, problem or size_problem(case, expected)
 
@@ -272,8 +232,9 @@ def sweep(devices: Sequence[str], quick: bool) -> Dict[Tuple[str, str, str, str]
         runs = [(device, dtype, layout)
                 for device in devices for dtype in DTYPES for layout in layouts_for(case, dtype)]
         for device, dtype, layout in runs:
-            error, problem = check_one(case, expected, device, dtype, layout)
-            failure = f"{problem} [{layout}] {case.describe()}" if problem else ""
+            run = replace(case, dtype=str(dtype).replace("torch.", ""), layout=layout)
+            error, problem = check_one(run, expected, device)
+            failure = f"{problem}: {run.describe()}" if problem else ""
             tallies[(device, str(dtype).replace("torch.", ""), kind, layout)].add(error, failure)
     return tallies
 
@@ -292,7 +253,7 @@ def print_report(tallies: Dict[Tuple[str, str, str, str], Tally]) -> None:
             tally = tallies[key]
             dtype = getattr(torch, key[1])
             rows.append([key[1], key[2], key[3], tally.cases, tally.errors, tally.raised, f"{tally.worst:.2e}",
-                         f"{tolerance(device, dtype):.0e}"])
+                         f"{tolerance(dtype):.0e}"])
         headers = ["dtype", "op", "layout", "cases", "errors", "of which raised", "worst rel. error", "tolerance"]
         print(text_table(headers, rows))
         for key in keys:

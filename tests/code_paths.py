@@ -2,67 +2,53 @@
 tests/test_determinism.py, tests/test_concurrency.py and tests/test_kernel_paths.py (which asserts, through the
 private path ops, that each call reaches the kernels it names)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-import fastpad
+from fastpad.cases import ConvCase, arrange
 from fastpad.reference import output_and_grads
-from reference import CHANNELS_LAST, conv_inputs, expected_conv, expected_conv_transpose, poison
+from reference import expected_conv, expected_conv_transpose, poison
 
 
 @dataclass(frozen=True)
 class CodePath:
-    """One public-API call, fastpad.conv{n}d or fastpad.conv_transpose{n}d, shaped so that the CPU dispatch sends it
-    down one kernel path. Its backward runs the other two ops: the input gradient (conv_transpose for a conv, conv
-    for a transposed conv) and conv_weight_grad."""
-    transposed: bool
-    size: tuple
-    c_in: int
-    c_out: int
-    kernel: int
-    groups: int = 1
-    stride: int = 1
-    padding: object = "same"
-    dilation: int = 1
-    padding_mode: str = "zeros"
-    channels_last: bool = False
-    # The CPU kernel path (kernel_paths.h) of each op the forward and backward run, e.g. {"conv": "cpu_tap_gemms"}.
-    kernels: tuple = ()
+    """A public-API call (a case of fastpad/cases.py) shaped so that the CPU dispatch sends it down one kernel path,
+    and the CPU kernel path (kernel_paths.h) of each op its forward and backward run, e.g. ("conv", "cpu_tap_gemms").
+    The backward runs the other two ops: the input gradient (conv_transpose for a conv, conv for a transposed conv)
+    and conv_weight_grad."""
+    case: ConvCase
+    kernels: tuple
 
     @property
     def result_ops(self):
         """The op computing each result of run_forward_backward (the bias gradient is a plain sum)."""
-        if self.transposed:
+        if self.case.transposed:
             return ("conv_transpose", "conv (input grad)", "conv_weight_grad", "sum (bias grad)")
         return ("conv", "conv_transpose (input grad)", "conv_weight_grad", "sum (bias grad)")
 
-    def _kwargs(self):
-        kwargs = dict(stride=self.stride, padding=self.padding, dilation=self.dilation, groups=self.groups)
-        if not self.transposed:
-            kwargs["padding_mode"] = self.padding_mode
-        return kwargs
-
     def fastpad_call(self, x, w, b):
-        name = f"conv_transpose{len(self.size)}d" if self.transposed else f"conv{len(self.size)}d"
-        return getattr(fastpad, name)(x, w, b, **self._kwargs())
+        return self.case.fastpad_function()(x, w, b)
 
     def reference_call(self, x, w, b):
-        expected = expected_conv_transpose if self.transposed else expected_conv
-        return expected(x, w, b, **self._kwargs())
+        expected = expected_conv_transpose if self.case.transposed else expected_conv
+        return expected(x, w, b, **self.case.kwargs())
 
     def inputs(self, dtype, device="cpu", batch=2):
-        """Fresh random (x, w, b, grad_output); x and grad_output channels-last where the path is (so the backward
-        kernels see that layout too)."""
-        x, w, b = conv_inputs(self.size, self.c_in, self.c_out, self.kernel, self.groups, batch=batch,
-                              transposed=self.transposed, dtype=dtype, device=device)
+        """Fresh random (x, w, b, grad_output), x and grad_output in the case's layout (so the backward kernels see
+        that layout too)."""
+        case = replace(self.case, batch=batch, dtype=str(dtype).replace("torch.", ""))
+        x, w, b = case.random_inputs(device=device)
         with torch.no_grad():
             output_shape = self.reference_call(x, w, b).shape
-        gy = torch.randn(output_shape, dtype=dtype, device=device)
-        if self.channels_last:
-            x, gy = (t.to(memory_format=CHANNELS_LAST[t.dim()]) for t in (x, gy))
-        return x, w, b, gy
+        return x, w, b, arrange(torch.randn(output_shape, dtype=dtype, device=device), case.layout)
+
+
+def _path(transposed, size, in_channels, out_channels, kernel, kernels, channels_last=False, **arguments):
+    """A CodePath of a case with this shape (`arguments`: further ConvCase fields), float32 unless asked."""
+    layout = "channels_last" if channels_last else "contiguous"
+    return CodePath(ConvCase(transposed, size, in_channels, out_channels, kernel, layout=layout, **arguments), kernels)
 
 
 # Each call names the CPU kernel path (kernel_paths.h) of the forward op, the input gradient's op and the weight
@@ -73,44 +59,44 @@ def _kernels(conv, conv_transpose, conv_weight_grad):
 
 DEPTHWISE = _kernels("cpu_depthwise", "cpu_depthwise", "cpu_depthwise")
 CODE_PATHS = {
-    "1d_depthwise_x2_causal_dilated": CodePath(False, (37,), 8, 16, 4, groups=8, padding="causal", dilation=2,
-                                               kernels=DEPTHWISE),
-    "1d_dense_reflect_s2": CodePath(False, (64,), 16, 24, 7, stride=2, padding_mode="reflect",
-                                    kernels=_kernels("cpu_tap_gemms", "cpu_gemm_col2im", "cpu_phase_planes")),
-    "2d_depthwise_reflect_s2": CodePath(False, (17, 19), 8, 8, 3, groups=8, stride=2, padding_mode="reflect",
-                                        kernels=DEPTHWISE),
-    "2d_depthwise_channels_last_circular": CodePath(False, (15, 16), 16, 16, 5, groups=16, padding_mode="circular",
-                                                    channels_last=True, kernels=DEPTHWISE),
-    "2d_dense_replicate": CodePath(False, (20, 20), 16, 16, 3, padding_mode="replicate",
-                                   kernels=_kernels("cpu_tap_gemms", "cpu_phase_planes", "cpu_phase_planes")),
-    "2d_stem_s2": CodePath(False, (21, 22), 3, 16, 3, stride=2,
-                           kernels=_kernels("cpu_column_gemm", "cpu_gemm_col2im", "cpu_phase_planes")),
-    "2d_dense_channels_last_s2": CodePath(False, (18, 17), 16, 24, 3, stride=2, channels_last=True,
-                                          kernels=_kernels("cpu_channels_last_phase_planes", "cpu_gemm_col2im",
-                                                           "cpu_channels_last_gemm")),
-    "2d_grouped_channels_last_reflect": CodePath(False, (13, 14), 32, 32, 3, groups=2, padding_mode="reflect",
-                                                 channels_last=True,
-                                                 kernels=_kernels("cpu_channels_last_im2col", "cpu_gemm_col2im",
-                                                                  "cpu_channels_last_gemm")),
-    "2d_stem_channels_last_circular": CodePath(False, (19, 20), 3, 16, 3, stride=2, padding_mode="circular",
-                                               channels_last=True,
-                                               kernels=_kernels("cpu_channels_last_direct", "cpu_gemm_col2im",
-                                                                "cpu_channels_last_gemm")),
-    "3d_dense_replicate": CodePath(False, (6, 7, 8), 16, 16, 3, padding_mode="replicate",
-                                   kernels=_kernels("cpu_tap_gemms", "cpu_gemm_col2im", "cpu_phase_planes")),
-    "3d_grouped_channels_last": CodePath(False, (5, 6, 7), 32, 32, 3, groups=2, channels_last=True,
-                                         kernels=_kernels("cpu_channels_last_im2col", "cpu_gemm_col2im",
-                                                          "cpu_channels_last_gemm")),
-    "1d_transposed_s4": CodePath(True, (24,), 16, 8, 8, stride=4,
-                                 kernels=_kernels("cpu_column_gemm", "cpu_gemm_col2im", "cpu_phase_planes")),
-    "2d_transposed_phase_planes": CodePath(True, (16, 16), 16, 16, 4, stride=2,
-                                           kernels=_kernels("cpu_tap_gemms", "cpu_phase_planes", "cpu_phase_planes")),
-    "2d_transposed_channels_last": CodePath(True, (9, 10), 8, 12, 3, stride=2, channels_last=True,
+    "1d_depthwise_x2_causal_dilated": _path(False, (37,), 8, 16, 4, groups=8, padding="causal", dilation=2,
+                                            kernels=DEPTHWISE),
+    "1d_dense_reflect_s2": _path(False, (64,), 16, 24, 7, stride=2, padding_mode="reflect",
+                                 kernels=_kernels("cpu_tap_gemms", "cpu_gemm_col2im", "cpu_phase_planes")),
+    "2d_depthwise_reflect_s2": _path(False, (17, 19), 8, 8, 3, groups=8, stride=2, padding_mode="reflect",
+                                     kernels=DEPTHWISE),
+    "2d_depthwise_channels_last_circular": _path(False, (15, 16), 16, 16, 5, groups=16, padding_mode="circular",
+                                                 channels_last=True, kernels=DEPTHWISE),
+    "2d_dense_replicate": _path(False, (20, 20), 16, 16, 3, padding_mode="replicate",
+                                kernels=_kernels("cpu_tap_gemms", "cpu_phase_planes", "cpu_phase_planes")),
+    "2d_stem_s2": _path(False, (21, 22), 3, 16, 3, stride=2,
+                        kernels=_kernels("cpu_column_gemm", "cpu_gemm_col2im", "cpu_phase_planes")),
+    "2d_dense_channels_last_s2": _path(False, (18, 17), 16, 24, 3, stride=2, channels_last=True,
+                                       kernels=_kernels("cpu_channels_last_phase_planes", "cpu_gemm_col2im",
+                                                        "cpu_channels_last_gemm")),
+    "2d_grouped_channels_last_reflect": _path(False, (13, 14), 32, 32, 3, groups=2, padding_mode="reflect",
+                                              channels_last=True,
+                                              kernels=_kernels("cpu_channels_last_im2col", "cpu_gemm_col2im",
+                                                               "cpu_channels_last_gemm")),
+    "2d_stem_channels_last_circular": _path(False, (19, 20), 3, 16, 3, stride=2, padding_mode="circular",
+                                            channels_last=True,
                                             kernels=_kernels("cpu_channels_last_direct", "cpu_gemm_col2im",
                                                              "cpu_channels_last_gemm")),
-    "2d_transposed_depthwise": CodePath(True, (9, 9), 8, 8, 4, groups=8, stride=2, kernels=DEPTHWISE),
-    "3d_transposed": CodePath(True, (4, 5, 6), 4, 6, 3, stride=2,
+    "3d_dense_replicate": _path(False, (6, 7, 8), 16, 16, 3, padding_mode="replicate",
+                                kernels=_kernels("cpu_tap_gemms", "cpu_gemm_col2im", "cpu_phase_planes")),
+    "3d_grouped_channels_last": _path(False, (5, 6, 7), 32, 32, 3, groups=2, channels_last=True,
+                                      kernels=_kernels("cpu_channels_last_im2col", "cpu_gemm_col2im",
+                                                       "cpu_channels_last_gemm")),
+    "1d_transposed_s4": _path(True, (24,), 16, 8, 8, stride=4,
                               kernels=_kernels("cpu_column_gemm", "cpu_gemm_col2im", "cpu_phase_planes")),
+    "2d_transposed_phase_planes": _path(True, (16, 16), 16, 16, 4, stride=2,
+                                        kernels=_kernels("cpu_tap_gemms", "cpu_phase_planes", "cpu_phase_planes")),
+    "2d_transposed_channels_last": _path(True, (9, 10), 8, 12, 3, stride=2, channels_last=True,
+                                         kernels=_kernels("cpu_channels_last_direct", "cpu_gemm_col2im",
+                                                          "cpu_channels_last_gemm")),
+    "2d_transposed_depthwise": _path(True, (9, 9), 8, 8, 4, groups=8, stride=2, kernels=DEPTHWISE),
+    "3d_transposed": _path(True, (4, 5, 6), 4, 6, 3, stride=2,
+                           kernels=_kernels("cpu_column_gemm", "cpu_gemm_col2im", "cpu_phase_planes")),
 }
 RESULT_NAMES = ("output", "input grad", "weight grad", "bias grad")
 # The integer type of each float type's width, to compare bit patterns.

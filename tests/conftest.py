@@ -7,9 +7,7 @@ import zlib
 import pytest
 import torch
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from reference import DEVICES  # noqa: E402
+from reference import DEVICES  # pytest puts this conftest's folder, tests/, on the import path
 
 
 @pytest.fixture(params=DEVICES)
@@ -26,7 +24,7 @@ def seed(request):
 
 
 def pytest_configure(config):
-    # fp32 is judged to 1e-5 (DESIGN.md section 7): keep TF32 out of both fastpad and torch on CUDA.
+    # fp32 is judged to 1e-5 (docs/DESIGN.md section 7): keep TF32 out of both fastpad and torch on CUDA.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     # torch.compile's tracing touches a deprecated torch.jit helper: not ours to fix.

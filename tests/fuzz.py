@@ -2,18 +2,18 @@
 F.conv_transpose* cropped), forward and backward, with a shrinker that reduces a failing configuration to a
 small reproducer.
 
-A `Case` is everything one check needs, its inputs included (they are drawn from `Case.seed`), so a failing case
-printed by the fuzz (`repr(case)`) can be pasted into tests/test_fuzz.py's REGRESSIONS and becomes a regular test.
+A `FuzzCase` is everything one check needs, its inputs included (they are drawn from `FuzzCase.seed`), so a failing
+case printed by the fuzz (`repr(case)`) can be pasted into tests/test_fuzz.py's REGRESSIONS and becomes a regular test.
 """
 
 import dataclasses
-import math
 import random
 from dataclasses import dataclass
-from typing import Optional, Tuple, Union
+from typing import Optional, Tuple
 
 import torch
 
+from fastpad.cases import LAYOUTS, ConvCase, Padding, arrange
 from reference import (
     PADDING_MODES,
     PADDING_STRINGS,
@@ -33,45 +33,17 @@ DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.
 SIZES = {1: (1, 2, 3, 5, 7, 8, 11, 13, 16, 17, 31, 64, 97), 2: (1, 2, 3, 5, 7, 8, 11, 13, 16, 17, 23), 3: (1, 2, 3, 5, 7, 8)}
 # Sizes that cross the CPU kernels' band and tile boundaries (phase planes of 256 KiB, column buffers of 512 KiB).
 LARGE_SIZES = {1: (1021, 4099, 70001), 2: (61, 127, 257), 3: (17, 29)}
-# Memory layouts: "expanded" repeats the first image along the batch with stride 0 (as a broadcast input is).
-LAYOUTS = ("contiguous", "channels_last", "non_contiguous", "expanded")
-
-Pads = Union[str, int, Tuple[int, ...], Tuple[Tuple[int, int], ...]]
 
 
 @dataclass(frozen=True)
-class Case:
-    transposed: bool
-    c_in: int
-    c_out: int
-    groups: int
-    kernel: Tuple[int, ...]
-    stride: Tuple[int, ...]
-    dilation: Tuple[int, ...]
-    size: Tuple[int, ...]
-    padding: Pads
-    padding_mode: str = "zeros"  # conv only
-    output_padding: Tuple[int, ...] = ()  # conv_transpose only
-    batch: int = 2
-    bias: bool = True
-    dtype: str = "float32"
-    layout: str = "contiguous"  # of the input
+class FuzzCase(ConvCase):
+    """A case (fastpad/cases.py; kernel, stride, dilation and output_padding one entry per dimension), and what the
+    fuzz varies beyond it: the weight's layout, whether to check the backward, the gradient's layout, and the seed
+    of the inputs."""
     weight_layout: str = "contiguous"
     backward: bool = False
     grad_layout: str = "contiguous"  # of the gradient fed to backward
     seed: int = 0
-
-    @property
-    def nd(self):
-        return len(self.size)
-
-    def kwargs(self):
-        kwargs = dict(stride=self.stride, padding=self.padding, dilation=self.dilation, groups=self.groups)
-        if self.transposed:
-            kwargs["output_padding"] = self.output_padding
-        else:
-            kwargs["padding_mode"] = self.padding_mode
-        return kwargs
 
 
 # --------------------------------------------------------------------------------------------
@@ -113,17 +85,17 @@ def _padding(rng, nd, transposed):
     return _per_dim(rng, nd, lambda: (rng.randint(0, 5), rng.randint(0, 5)))
 
 
-def draw_case(rng: random.Random) -> Case:
+def draw_case(rng: random.Random) -> FuzzCase:
     nd = rng.choice((1, 1, 2, 2, 2, 3))
     transposed = rng.random() < 0.35
-    c_in, c_out, groups = _channels(rng)
+    in_channels, out_channels, groups = _channels(rng)
     large = rng.random() < 0.03
     sizes = LARGE_SIZES[nd] if large else SIZES[nd]
     stride = _per_dim(rng, nd, lambda: rng.randint(1, 4))
     dilation = _per_dim(rng, nd, lambda: rng.choice((1, 1, 2, 3, 4)))
     layouts = LAYOUTS if nd > 1 else tuple(layout for layout in LAYOUTS if layout != "channels_last")
     fields = dict(
-        transposed=transposed, c_in=c_in, c_out=c_out, groups=groups,
+        transposed=transposed, in_channels=in_channels, out_channels=out_channels, groups=groups,
         kernel=_per_dim(rng, nd, lambda: rng.randint(1, 3 if nd == 3 else 5)),
         stride=stride, dilation=dilation,
         size=_per_dim(rng, nd, lambda: rng.choice(sizes)),
@@ -141,18 +113,18 @@ def draw_case(rng: random.Random) -> Case:
         fields["output_padding"] = tuple(rng.randint(0, max(s, d) - 1) for s, d in zip(stride, dilation))
     else:
         fields["padding_mode"] = rng.choice(PADDING_MODES)
-    return Case(**fields)
+    return FuzzCase(**fields)
 
 
 # --------------------------------------------------------------------------------------------
 # Running one case
 
 
-def reference_accepts(case: Case) -> bool:
+def reference_accepts(case: FuzzCase) -> bool:
     """Whether the reference defines this case: a non-empty output, and pads F.pad takes in this mode."""
     if case.transposed:
         _, out_size = resolve_crops(case.padding, case.size, case.kernel, case.stride, case.dilation,
-                                    case.output_padding)
+                                    case.per_dim(case.output_padding))
         return min(out_size) >= 1
     pads = resolve_pads(case.padding, case.size, case.kernel, case.stride, case.dilation)
     sizes = [conv_out_size(i, lo, hi, k, s, d)
@@ -160,43 +132,17 @@ def reference_accepts(case: Case) -> bool:
     return min(sizes) >= 1 and pads_supported(pads, case.size, case.padding_mode)
 
 
-def with_layout(t: torch.Tensor, layout: str) -> torch.Tensor:
-    """`t` in another memory layout: channels_last(_3d), a strided view into a wider tensor (the same values), or the
-    first entry of dim 0 expanded over it (stride 0)."""
-    if layout == "channels_last" and t.dim() in (4, 5):
-        return t.to(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
-    if layout == "non_contiguous":
-        wide = torch.randn(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype, device=t.device)
-        wide[..., 1::2] = t
-        return wide[..., 1::2]
-    if layout == "expanded":
-        return t[:1].expand(t.shape)
-    return t
-
-
-def _inputs(case: Case, device):
-    generator = torch.Generator().manual_seed(case.seed)
-    dtype = DTYPES[case.dtype]
-
-    def randn(*shape):
-        return torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype=dtype, device=device)
-
-    w_channels = (case.c_in, case.c_out // case.groups) if case.transposed else (case.c_out, case.c_in // case.groups)
-    x = with_layout(randn(case.batch, case.c_in, *case.size), case.layout)
-    w = with_layout(randn(*w_channels, *case.kernel), case.weight_layout)
-    b = randn(case.c_out) if case.bias else None
-    return x, w, b, randn
-
-
-def run_case(case: Case, device="cpu") -> dict:
+def run_case(case: FuzzCase, device="cpu") -> dict:
     """Checks fastpad against the reference on this case. Returns {'check': relative error} per checked tensor,
     or {} when the reference rejects the case (fastpad must then raise ValueError). Raises AssertionError on a
     mismatch, and lets any other exception from fastpad through."""
     import fastpad
 
     dtype = DTYPES[case.dtype]
-    x, w, b, randn = _inputs(case, device)
-    fn = getattr(fastpad, f"conv_transpose{case.nd}d" if case.transposed else f"conv{case.nd}d")
+    generator = torch.Generator().manual_seed(case.seed)
+    x, w, b = case.random_inputs(generator, device)
+    w = arrange(w, case.weight_layout)
+    fn = getattr(fastpad, case.op_name)
     if not reference_accepts(case):
         try:
             fn(x, w, b, **case.kwargs())
@@ -215,7 +161,8 @@ def run_case(case: Case, device="cpu") -> dict:
     if not case.backward:
         return errors
 
-    grad = with_layout(randn(*expected.shape), case.grad_layout)
+    grad = arrange(torch.randn(expected.shape, generator=generator, dtype=torch.float64).to(dtype=dtype, device=device),
+                   case.grad_layout)
     present = [i for i, t in enumerate(leaves) if t is not None]
     expected_grads = torch.autograd.grad(expected, [reference_leaves[i] for i in present], grad.double())
     for i, expected_grad in zip(present, expected_grads):
@@ -232,17 +179,18 @@ def run_case(case: Case, device="cpu") -> dict:
 # Shrinking a failing case
 
 
-def _drop_dim(case: Case, dim: int) -> Case:
+def _drop_dim(case: FuzzCase, dim: int) -> FuzzCase:
     def drop(values):
         return values[:dim] + values[dim + 1:]
 
     padding = case.padding if isinstance(case.padding, (str, int)) else drop(case.padding)
     per_dim = ("kernel", "stride", "dilation", "size") + (("output_padding",) if case.transposed else ())
-    return dataclasses.replace(case, padding=padding, **{name: drop(getattr(case, name)) for name in per_dim})
+    return dataclasses.replace(case, padding=padding, **{name: drop(case.per_dim(getattr(case, name)))
+                                                         for name in per_dim})
 
 
-def _with_dim(case: Case, name: str, dim: int, value) -> Case:
-    values = list(getattr(case, name))
+def _with_dim(case: FuzzCase, name: str, dim: int, value) -> FuzzCase:
+    values = list(case.per_dim(getattr(case, name)))
     values[dim] = value
     return dataclasses.replace(case, **{name: tuple(values)})
 
@@ -252,7 +200,7 @@ def _smaller_ints(value: int, lowest: int):
     return sorted({v for v in (lowest, value // 2, value - 1) if lowest <= v < value})
 
 
-def _smaller_paddings(padding: Pads):
+def _smaller_paddings(padding: Padding):
     if padding == "valid":
         return []
     if isinstance(padding, str):
@@ -272,31 +220,31 @@ def _smaller_paddings(padding: Pads):
     return candidates
 
 
-def _smaller_channels(case: Case):
-    """(c_in, c_out, groups) with fewer channels, keeping groups a divisor of both."""
-    g = case.groups
-    candidates = [(1, 1, 1), (case.c_in // g, case.c_out // g, 1), (g, g, g)]
-    candidates += [(g * v, case.c_out, g) for v in _smaller_ints(case.c_in // g, 1)]
-    candidates += [(case.c_in, g * v, g) for v in _smaller_ints(case.c_out // g, 1)]
-    return [c for c in dict.fromkeys(candidates) if c != (case.c_in, case.c_out, g) and sum(c[:2]) <= case.c_in + case.c_out]
+def _smaller_channels(case: FuzzCase):
+    """(in_channels, out_channels, groups) with fewer channels, keeping groups a divisor of both."""
+    g, c_in, c_out = case.groups, case.in_channels, case.out_channels
+    candidates = [(1, 1, 1), (c_in // g, c_out // g, 1), (g, g, g)]
+    candidates += [(g * v, c_out, g) for v in _smaller_ints(c_in // g, 1)]
+    candidates += [(c_in, g * v, g) for v in _smaller_ints(c_out // g, 1)]
+    return [c for c in dict.fromkeys(candidates) if c != (c_in, c_out, g) and sum(c[:2]) <= c_in + c_out]
 
 
-def simpler_cases(case: Case):
+def simpler_cases(case: FuzzCase):
     """Every one-step simplification of `case`, the biggest steps first."""
-    for dim in range(case.nd if case.nd > 1 else 0):
+    for dim in range(case.dims if case.dims > 1 else 0):
         yield _drop_dim(case, dim)
     if case.batch > 1:
         yield dataclasses.replace(case, batch=1)
-    for c_in, c_out, groups in _smaller_channels(case):
-        yield dataclasses.replace(case, c_in=c_in, c_out=c_out, groups=groups)
+    for in_channels, out_channels, groups in _smaller_channels(case):
+        yield dataclasses.replace(case, in_channels=in_channels, out_channels=out_channels, groups=groups)
     for name in ("size", "kernel", "stride", "dilation"):
-        for dim in range(case.nd):
-            for value in _smaller_ints(getattr(case, name)[dim], 1):
+        for dim in range(case.dims):
+            for value in _smaller_ints(case.per_dim(getattr(case, name))[dim], 1):
                 yield _with_dim(case, name, dim, value)
     for padding in _smaller_paddings(case.padding):
         yield dataclasses.replace(case, padding=padding)
-    for dim in range(len(case.output_padding)):
-        for value in _smaller_ints(case.output_padding[dim], 0):
+    for dim in range(case.dims if case.transposed else 0):
+        for value in _smaller_ints(case.per_dim(case.output_padding)[dim], 0):
             yield _with_dim(case, "output_padding", dim, value)
     if case.padding_mode != "zeros":
         yield dataclasses.replace(case, padding_mode="zeros")
@@ -306,12 +254,13 @@ def simpler_cases(case: Case):
             yield dataclasses.replace(case, **{name: plain})
 
 
-def is_well_formed(case: Case) -> bool:
+def is_well_formed(case: FuzzCase) -> bool:
     """What draw_case guarantees: output_padding below max(stride, dilation) in every dim."""
-    return all(p < max(s, d) for p, s, d in zip(case.output_padding, case.stride, case.dilation))
+    return all(p < max(s, d) for p, s, d in zip(case.per_dim(case.output_padding), case.per_dim(case.stride),
+                                                 case.per_dim(case.dilation)))
 
 
-def shrink(case: Case, fails, max_tries=2000) -> Case:
+def shrink(case: FuzzCase, fails, max_tries=2000) -> FuzzCase:
     """Greedily takes the first simplification that still fails until none does: a case where every single
     simplification passes."""
     tries = 0
@@ -328,7 +277,7 @@ def shrink(case: Case, fails, max_tries=2000) -> Case:
     return case
 
 
-def outcome(case: Case, device) -> Tuple[Optional[dict], Optional[Exception]]:
+def outcome(case: FuzzCase, device) -> Tuple[Optional[dict], Optional[Exception]]:
     """(run_case's errors, None) when the case passes, (None, the exception) when it fails."""
     try:
         return run_case(case, device), None
@@ -336,7 +285,7 @@ def outcome(case: Case, device) -> Tuple[Optional[dict], Optional[Exception]]:
         return None, error
 
 
-def failure_of(case: Case, device) -> Optional[Exception]:
+def failure_of(case: FuzzCase, device) -> Optional[Exception]:
     return outcome(case, device)[1]
 
 
@@ -354,7 +303,7 @@ class FuzzReport:
     worst: dict = dataclasses.field(default_factory=dict)  # dtype -> (relative error, check, case)
     failures: list = dataclasses.field(default_factory=list)  # (minimal case, error message)
 
-    def add(self, case: Case, errors: dict):
+    def add(self, case: FuzzCase, errors: dict):
         self.cases += 1
         if not errors:
             self.rejected += 1

@@ -1,18 +1,18 @@
-"""Test helpers around the semantics contract of DESIGN.md section 2.
+"""Test helpers around the semantics contract of docs/DESIGN.md section 2.
 
 - Convolution: F.pad (any padding mode) followed by F.conv{1,2,3}d with padding=0.
 - Transposed convolution: the full F.conv_transpose{1,2,3}d (padding=0, no bias), cropped per
   dimension to [crop_lo, crop_lo + out_size), zero-extended past the end, then the bias added.
 
-The reference convolutions themselves live in fastpad/reference.py (shared with `python -m fastpad check`);
-the pad and crop rules below are written again on purpose, without fastpad's own geometry, as an independent oracle.
+The reference convolutions and the tolerance table live in fastpad/reference.py (shared with `python -m fastpad check`
+and `bench`); the pad and crop rules below are written again on purpose, without fastpad's own geometry, as an independent oracle.
 """
 
 import math
 
 import torch
 
-from fastpad.reference import reference_conv, reference_conv_transpose, relative_error  # noqa: F401
+from fastpad.reference import reference_conv, reference_conv_transpose, relative_error, tolerance  # noqa: F401
 
 PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 PADDING_STRINGS = ("same", "same_lower", "valid", "causal")
@@ -25,19 +25,6 @@ EXPLICIT_PADDINGS = {
     3: {"int": 1, "tuple": (1, 0, 2), "pairs": ((2, 0), (0, 1), (1, 1))},
 }
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-
-# Relative error by norm allowed per dtype (DESIGN.md section 7).
-_TOLERANCE = {
-    torch.float64: 1e-12,
-    torch.float32: 1e-5,
-    torch.bfloat16: 1e-2,
-    torch.float16: 1e-2,
-}
-
-
-def tolerance(dtype):
-    return _TOLERANCE[dtype]
-
 
 def assert_matches(actual, expected, dtype=None, what="output"):
     """Same shape and dtype, no NaN/inf where the reference is finite, relative error within tolerance.
@@ -62,7 +49,7 @@ def poison(shape, dtype=torch.float32, device="cpu", blocks=8):
 
 
 # --------------------------------------------------------------------------------------------
-# Geometry (DESIGN.md section 2), independent of fastpad/_geometry.py.
+# Geometry (docs/DESIGN.md section 2), independent of fastpad/_geometry.py.
 
 
 def as_tuple(value, n):

@@ -1,4 +1,4 @@
-"""The README's command-line tools run end to end: `python -m fastpad check` and `python -m fastpad bench`."""
+"""The README's command-line tools run end to end: `python -m fastpad check`, `bench` and `info`."""
 import io
 import json
 import os
@@ -6,8 +6,9 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
-from fastpad.__main__ import load_benchmark_runner
+from fastpad.bench import runner
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ONE_SMALL_LAYER = ("--quick", "--batch", "1", "--layers", "encodec*", "--device", "cpu")
@@ -75,7 +76,7 @@ class Terminal(io.StringIO):
 
 def test_progress_redraws_one_line_on_a_terminal():
     stream = Terminal()
-    progress = load_benchmark_runner().Progress(2, stream)
+    progress = runner.Progress(2, stream)
     for index, name in enumerate(["first", "second"], start=1):
         progress.start_layer(index, name)
         for phase in ("error check", "forward", "fwd+bwd"):
@@ -86,6 +87,15 @@ def test_progress_redraws_one_line_on_a_terminal():
     assert text.count("\n") == 2  # the failure and the closing line; everything else was redrawn in place
     assert "[1/2] [" in text and "first fwd+bwd" in text and "ETA ?" in text and "ETA 0:" in text
     assert "[2/2] second FAILED: RuntimeError: boom" in text and text.endswith("[2/2] done in 0:00\n")
+
+
+def test_info_names_versions_build_cpu_threads_and_cuda():
+    result = run_fastpad("info")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("fastpad ") and "extension built from commit" in lines[1]
+    for wanted in (f"torch {torch.__version__}", "CPU: ", "CPU kernels: built for ", "threads: ", "CUDA kernels: "):
+        assert any(line.startswith(wanted) for line in lines), (wanted, result.stdout)
 
 
 def test_unknown_command_fails():

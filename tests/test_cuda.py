@@ -42,13 +42,14 @@ test_kernel_paths_small has one small case per kernel path; scripts/gpu_check.sh
 
 import math
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import pytest
 import torch
 from torch._dynamo.utils import counters
 
 import fastpad
+from fastpad.cases import ConvCase, arrange
 from reference import (
     model_forward_backward,
     CHANNELS_LAST,
@@ -86,41 +87,16 @@ GiB = 1 << 30
 # One conv geometry, and the three ops checked on it.
 
 
-@dataclass(frozen=True)
-class Conv:
-    """A conv geometry with explicit (lo, hi) pads per spatial dim. The same geometry drives all three ops:
-    conv(x) -> y, conv_transpose(gy) -> x's gradient (the adjoint: crop_lo = pad_lo, out_size = x's size, and the
-    padding mode folded back), conv_weight_grad(x, gy) -> w's gradient."""
-    size: tuple
-    c_in: int
-    c_out: int
-    kernel: object  # int or tuple
-    groups: int = 1
-    stride: object = 1
-    dilation: object = 1
-    pads: tuple = None  # ((lo, hi), ...); None: no padding
-    batch: int = 2
-
-    @property
-    def nd(self):
-        return len(self.size)
-
-    def per_dim(self, value):
-        return tuple(value) if isinstance(value, (tuple, list)) else (value,) * self.nd
-
-    @property
-    def pad_pairs(self):
-        return tuple(tuple(p) for p in self.pads) if self.pads is not None else ((0, 0),) * self.nd
-
-    def supports(self, mode):
-        return pads_supported(self.pad_pairs, self.size, mode)
+def conv_case(size, c_in, c_out, kernel, pads=None, **arguments):
+    """A convolution case (fastpad/cases.py) with explicit (lo, hi) pads per spatial dim (None: no padding). The
+    same geometry drives all three ops: conv(x) -> y, conv_transpose(gy) -> x's gradient (the adjoint: crop_lo =
+    pad_lo, out_size = x's size, and the padding mode folded back), conv_weight_grad(x, gy) -> w's gradient."""
+    return ConvCase(False, tuple(size), c_in, c_out, kernel, padding=0 if pads is None else pads, **arguments)
 
 
-def with_layout(t, layout):
-    """`t` in the memory format `layout` names ("contiguous" or "channels_last"; the latter only for 4-d and 5-d)."""
-    if layout == "channels_last":
-        return t.contiguous(memory_format=CHANNELS_LAST[t.dim()])
-    return t.contiguous()
+def supports(g, mode):
+    """Whether F.pad takes g's pads in this padding mode."""
+    return pads_supported(g.pads(), g.size, mode)
 
 
 def random_like_layout(shape, dtype, like):
@@ -144,15 +120,13 @@ def assert_close_to_reference(actual, expected, dtype, what):
 
 
 def conv_make_inputs(g, dtype, layout="contiguous", bias=True):
-    x, w, b = conv_inputs(g.size, g.c_in, g.c_out, g.per_dim(g.kernel), g.groups, batch=g.batch, bias=bias,
-                          dtype=dtype, device=DEVICE)
-    return with_layout(x, layout), w, b
+    """Fresh random (x, w, b) of case g in this dtype, x in `layout`."""
+    return replace(g, dtype=str(dtype).replace("torch.", ""), layout=layout, bias=bias).random_inputs(device=DEVICE)
 
 
 def op_geometry(g):
-    """(stride, pad_lo, pad_hi, dilation) of geometry g, as the ops take them."""
-    return (list(g.per_dim(g.stride)), [lo for lo, _ in g.pad_pairs], [hi for _, hi in g.pad_pairs],
-            list(g.per_dim(g.dilation)))
+    """(stride, pad_lo, pad_hi, dilation) of case g, as the ops take them."""
+    return g.conv_op_arguments()[:4]
 
 
 def run_ops(g, mode, x, w, b, gy):
@@ -167,7 +141,7 @@ def run_ops(g, mode, x, w, b, gy):
 def reference_ops(g, mode, x, w, b, gy):
     """The float64 reference of run_ops: F.pad + F.conv, and its autograd for the two gradients."""
     x64, w64 = to_reference(x, True), to_reference(w, True)
-    y64 = reference_conv(x64, w64, to_reference(b), list(g.per_dim(g.stride)), g.pad_pairs,
+    y64 = reference_conv(x64, w64, to_reference(b), list(g.per_dim(g.stride)), g.pads(),
                          list(g.per_dim(g.dilation)), g.groups, mode)
     gx64, gw64 = torch.autograd.grad(y64, (x64, w64), to_reference(gy))
     return y64.detach(), gx64, gw64
@@ -176,16 +150,16 @@ def reference_ops(g, mode, x, w, b, gy):
 def output_shape(g):
     """The conv's output shape (DESIGN.md section 2: out = floor((i + lo + hi - k_eff) / s) + 1)."""
     sizes = [(i + lo + hi - d * (k - 1) - 1) // s + 1
-             for i, (lo, hi), k, s, d in zip(g.size, g.pad_pairs, g.per_dim(g.kernel), g.per_dim(g.stride),
+             for i, (lo, hi), k, s, d in zip(g.size, g.pads(), g.per_dim(g.kernel), g.per_dim(g.stride),
                                             g.per_dim(g.dilation))]
-    return (g.batch, g.c_out, *sizes)
+    return (g.batch, g.out_channels, *sizes)
 
 
 def check_ops(g, mode, dtype, layout="contiguous", x=None, w=None, b=None, gy=None, bias=True):
     """Runs the three ops on geometry g, each on a poisoned allocator, against the float64 reference; checks the
     output memory formats. Inputs default to fresh random ones (x in `layout`, gy in the output's layout).
     Returns (y, gx, gw)."""
-    assert g.supports(mode), f"bad test case: {mode} pads {g.pad_pairs} for size {g.size}"
+    assert supports(g, mode), f"bad test case: {mode} pads {g.pads()} for size {g.size}"
     if x is None:
         x, w, b = conv_make_inputs(g, dtype, layout, bias)
     if gy is None:
@@ -217,10 +191,10 @@ def cases_by_mode_and_dtype(table, layouts=(None,)):
     for name, entry in table.items():
         g = entry[0] if isinstance(entry, tuple) else entry
         for layout in layouts:
-            if layout == "channels_last" and g.nd == 1:
+            if layout == "channels_last" and g.dims == 1:
                 continue
             for mode in PADDING_MODES:
-                if not g.supports(mode):
+                if not supports(g, mode):
                     continue
                 for dtype in DTYPES:
                     if layout is None:
@@ -233,58 +207,59 @@ def cases_by_mode_and_dtype(table, layouts=(None,)):
 # --------------------------------------------------------------------------------------------
 # conv: depthwise on contiguous input -> the shared-memory halo tile kernel (8x32 outputs, 1x256 for 1-d).
 
-HALO = {
+HALO_CASES = {
     # 19x70 outputs: 3x3 tiles, the last row and column of tiles partial
-    "2d_k3_19x70": Conv((19, 70), 3, 3, 3, groups=3, pads=((1, 1), (1, 1))),
-    "2d_k5_s2_asym": Conv((33, 97), 5, 5, 5, groups=5, stride=2, pads=((0, 3), (4, 1))),
-    "2d_x2_s3_d2": Conv((26, 100), 4, 8, 3, groups=4, stride=3, dilation=2, pads=((2, 1), (0, 2))),
-    "2d_x4_k7x3_causal_h": Conv((17, 65), 2, 8, (7, 3), groups=2, stride=(1, 2), dilation=(2, 1),
+    "2d_k3_19x70": conv_case((19, 70), 3, 3, 3, groups=3, pads=((1, 1), (1, 1))),
+    "2d_k5_s2_asym": conv_case((33, 97), 5, 5, 5, groups=5, stride=2, pads=((0, 3), (4, 1))),
+    "2d_x2_s3_d2": conv_case((26, 100), 4, 8, 3, groups=4, stride=3, dilation=2, pads=((2, 1), (0, 2))),
+    "2d_x4_k7x3_causal_h": conv_case((17, 65), 2, 8, (7, 3), groups=2, stride=(1, 2), dilation=(2, 1),
                                 pads=((12, 0), (1, 1))),
     # output height 1: the 1x256 tiles, 266 outputs wide
-    "2d_out_height_1": Conv((3, 530), 3, 3, 3, groups=3, stride=(1, 2), pads=((0, 0), (1, 2))),
-    "2d_input_height_1_x2": Conv((1, 300), 2, 4, (1, 4), groups=2, pads=((0, 0), (2, 1))),
-    "1d_k4_causal_700": Conv((700,), 6, 6, 4, groups=6, pads=((3, 0),)),
-    "1d_x2_s3_d2_1001": Conv((1001,), 3, 6, 5, groups=3, stride=3, dilation=2, pads=((4, 5),)),
-    "3d_x2": Conv((5, 12, 40), 4, 8, 3, groups=4, stride=(1, 2, 1), dilation=(1, 1, 2), pads=((1, 1), (0, 2), (2, 2))),
+    "2d_out_height_1": conv_case((3, 530), 3, 3, 3, groups=3, stride=(1, 2), pads=((0, 0), (1, 2))),
+    "2d_input_height_1_x2": conv_case((1, 300), 2, 4, (1, 4), groups=2, pads=((0, 0), (2, 1))),
+    "1d_k4_causal_700": conv_case((700,), 6, 6, 4, groups=6, pads=((3, 0),)),
+    "1d_x2_s3_d2_1001": conv_case((1001,), 3, 6, 5, groups=3, stride=3, dilation=2, pads=((4, 5),)),
+    "3d_x2": conv_case((5, 12, 40), 4, 8, 3, groups=4, stride=(1, 2, 1), dilation=(1, 1, 2),
+                       pads=((1, 1), (0, 2), (2, 2))),
     # 5 outputs wide: 8x32 tiles the other way round (8 wide, 32 high), 70 rows of them
-    "2d_narrow_out_w5": Conv((70, 9), 3, 3, 3, groups=3, stride=(1, 2), pads=((1, 1), (1, 1))),
-    "2d_k1_s2_pads_only_outputs": Conv((9, 33), 4, 4, 1, groups=4, stride=2, pads=((1, 0), (0, 1))),
-    "2d_tiny_2x3": Conv((2, 3), 2, 2, 3, groups=2, stride=2, pads=((1, 1), (2, 1))),
-    "2d_batch1_s2_d2": Conv((40, 41), 6, 6, 3, groups=6, stride=2, dilation=2, pads=((2, 1), (1, 2)), batch=1),
+    "2d_narrow_out_w5": conv_case((70, 9), 3, 3, 3, groups=3, stride=(1, 2), pads=((1, 1), (1, 1))),
+    "2d_k1_s2_pads_only_outputs": conv_case((9, 33), 4, 4, 1, groups=4, stride=2, pads=((1, 0), (0, 1))),
+    "2d_tiny_2x3": conv_case((2, 3), 2, 2, 3, groups=2, stride=2, pads=((1, 1), (2, 1))),
+    "2d_batch1_s2_d2": conv_case((40, 41), 6, 6, 3, groups=6, stride=2, dilation=2, pads=((2, 1), (1, 2)), batch=1),
 }
 
 
-@pytest.mark.parametrize("name, mode, dtype", cases_by_mode_and_dtype(HALO))
+@pytest.mark.parametrize("name, mode, dtype", cases_by_mode_and_dtype(HALO_CASES))
 def test_depthwise_halo_tiles(name, mode, dtype):
-    check_ops(HALO[name], mode, DTYPES[dtype])
+    check_ops(HALO_CASES[name], mode, DTYPES[dtype])
 
 
 # --------------------------------------------------------------------------------------------
 # conv: depthwise channels_last, and depthwise whose input patch does not fit shared memory -> the direct kernel.
 
-DIRECT = {
-    "channels_last_2d_c24": (Conv((13, 37), 24, 24, 3, groups=24, pads=((1, 1), (0, 2))), "channels_last"),
-    "channels_last_2d_x2_k5_s2_d2": (Conv((15, 22), 5, 10, 5, groups=5, stride=2, dilation=2, pads=((4, 3), (2, 5))),
-                                     "channels_last"),
-    "channels_last_2d_c70_s3": (Conv((11, 12), 70, 70, 3, groups=70, stride=3, pads=((2, 0), (1, 1))),
+DIRECT_CASES = {
+    "channels_last_2d_c24": (conv_case((13, 37), 24, 24, 3, groups=24, pads=((1, 1), (0, 2))), "channels_last"),
+    "channels_last_2d_x2_k5_s2_d2": (conv_case((15, 22), 5, 10, 5, groups=5, stride=2, dilation=2,
+                                               pads=((4, 3), (2, 5))), "channels_last"),
+    "channels_last_2d_c70_s3": (conv_case((11, 12), 70, 70, 3, groups=70, stride=3, pads=((2, 0), (1, 1))),
                                 "channels_last"),
-    "channels_last_3d_x2": (Conv((4, 9, 11), 8, 16, 3, groups=8, stride=(1, 2, 2), pads=((1, 1), (1, 0), (0, 2))),
+    "channels_last_3d_x2": (conv_case((4, 9, 11), 8, 16, 3, groups=8, stride=(1, 2, 2), pads=((1, 1), (1, 0), (0, 2))),
                             "channels_last"),
     # an 8x32 tile of outputs reads a (7 + 161) x (31 + 161) input patch
-    "big_patch_dilation40_200x200": (Conv((200, 200), 3, 3, 5, groups=3, dilation=40, pads=((80, 80), (70, 90)),
+    "big_patch_dilation40_200x200": (conv_case((200, 200), 3, 3, 5, groups=3, dilation=40, pads=((80, 80), (70, 90)),
                                           batch=1), "contiguous"),
     # an 8x32 tile reads (7*16 + 3) x (31*24 + 3)
-    "big_patch_stride16x24": (Conv((150, 700), 2, 2, 3, groups=2, stride=(16, 24), pads=((1, 1), (0, 2)), batch=1),
+    "big_patch_stride16x24": (conv_case((150, 700), 2, 2, 3, groups=2, stride=(16, 24), pads=((1, 1), (0, 2)), batch=1),
                               "contiguous"),
     # a 1x256 tile reads 255*200 + 5 samples
-    "big_patch_1d_stride200": (Conv((6000,), 2, 4, 3, groups=2, stride=200, dilation=2, pads=((2, 1),)),
+    "big_patch_1d_stride200": (conv_case((6000,), 2, 4, 3, groups=2, stride=200, dilation=2, pads=((2, 1),)),
                                "contiguous"),
 }
 
 
-@pytest.mark.parametrize("name, mode, dtype", cases_by_mode_and_dtype(DIRECT))
+@pytest.mark.parametrize("name, mode, dtype", cases_by_mode_and_dtype(DIRECT_CASES))
 def test_depthwise_direct(name, mode, dtype):
-    g, layout = DIRECT[name]
+    g, layout = DIRECT_CASES[name]
     check_ops(g, mode, DTYPES[dtype], layout)
 
 
@@ -293,50 +268,51 @@ def test_depthwise_direct(name, mode, dtype):
 # conv_transpose (as the input gradient) to the phase GEMM + fold when c_out / groups >= 4, else to the gather
 # kernel, and conv_weight_grad to the split-K GEMM.
 
-GEMM = {
-    "2d_c70_c72_k3": Conv((15, 17), 70, 72, 3, pads=((1, 1), (0, 2))),  # N > 64, K = 630
-    "2d_stem_c3_c130_k7_s2": Conv((23, 24), 3, 130, 7, stride=2, pads=((3, 3), (2, 3))),  # K = 147, N = 130
-    "2d_c130_c3_k1": Conv((11, 13), 130, 3, 1, pads=((0, 1), (1, 0))),  # K = 130, N = 3: gather backward
-    "2d_g2_c34_c66_s2_d2": Conv((20, 21), 34, 66, 3, groups=2, stride=2, dilation=2, pads=((2, 2), (1, 3))),
-    "2d_g3_c12_c9_k2x4_s3": Conv((10, 31), 12, 9, (2, 4), groups=3, stride=3, pads=((1, 0), (2, 1))),  # k_eff < s
-    "2d_g4_c8_c12_two_per_group": Conv((9, 14), 8, 12, 3, groups=4, stride=(2, 1), pads=((0, 2), (1, 1))),
-    "2d_k1_s2": Conv((9, 10), 8, 8, 1, stride=2, pads=((0, 1), (1, 1))),  # k_eff < s: phases with no tap
-    "2d_1x1_input": Conv((1, 1), 17, 65, 3, pads=((1, 1), (1, 1))),  # every tap but one in the padding
-    "2d_replicate_pads_past_input": Conv((3, 4), 8, 8, 3, pads=((7, 5), (3, 4))),  # zeros and replicate only
-    "2d_circular_pads_equal_size": Conv((4, 5), 8, 8, 3, stride=(1, 2), pads=((4, 4), (5, 0))),
-    "1d_c20_c36_k7_s2": Conv((301,), 20, 36, 7, stride=2, pads=((3, 4),)),
-    "1d_c64_c64_d2_causal": Conv((97,), 64, 64, 3, dilation=2, pads=((4, 0),), batch=3),
-    "3d_c9_c70": Conv((6, 7, 9), 9, 70, 3, stride=(2, 1, 2), dilation=(1, 2, 1), pads=((1, 1), (2, 2), (0, 2))),
-    "3d_g2_c16_c16_k2": Conv((5, 6, 7), 16, 16, 2, groups=2, stride=(1, 2, 3), pads=((1, 0), (0, 1), (1, 1))),
+GEMM_CASES = {
+    "2d_c70_c72_k3": conv_case((15, 17), 70, 72, 3, pads=((1, 1), (0, 2))),  # N > 64, K = 630
+    "2d_stem_c3_c130_k7_s2": conv_case((23, 24), 3, 130, 7, stride=2, pads=((3, 3), (2, 3))),  # K = 147, N = 130
+    "2d_c130_c3_k1": conv_case((11, 13), 130, 3, 1, pads=((0, 1), (1, 0))),  # K = 130, N = 3: gather backward
+    "2d_g2_c34_c66_s2_d2": conv_case((20, 21), 34, 66, 3, groups=2, stride=2, dilation=2, pads=((2, 2), (1, 3))),
+    "2d_g3_c12_c9_k2x4_s3": conv_case((10, 31), 12, 9, (2, 4), groups=3, stride=3, pads=((1, 0), (2, 1))),  # k_eff < s
+    "2d_g4_c8_c12_two_per_group": conv_case((9, 14), 8, 12, 3, groups=4, stride=(2, 1), pads=((0, 2), (1, 1))),
+    "2d_k1_s2": conv_case((9, 10), 8, 8, 1, stride=2, pads=((0, 1), (1, 1))),  # k_eff < s: phases with no tap
+    "2d_1x1_input": conv_case((1, 1), 17, 65, 3, pads=((1, 1), (1, 1))),  # every tap but one in the padding
+    "2d_replicate_pads_past_input": conv_case((3, 4), 8, 8, 3, pads=((7, 5), (3, 4))),  # zeros and replicate only
+    "2d_circular_pads_equal_size": conv_case((4, 5), 8, 8, 3, stride=(1, 2), pads=((4, 4), (5, 0))),
+    "1d_c20_c36_k7_s2": conv_case((301,), 20, 36, 7, stride=2, pads=((3, 4),)),
+    "1d_c64_c64_d2_causal": conv_case((97,), 64, 64, 3, dilation=2, pads=((4, 0),), batch=3),
+    "3d_c9_c70": conv_case((6, 7, 9), 9, 70, 3, stride=(2, 1, 2), dilation=(1, 2, 1), pads=((1, 1), (2, 2), (0, 2))),
+    "3d_g2_c16_c16_k2": conv_case((5, 6, 7), 16, 16, 2, groups=2, stride=(1, 2, 3), pads=((1, 0), (0, 1), (1, 1))),
     # the weight gradient's K = 4 * 40 * 45 = 7200 positions, split into chunks; M = 70, N = 72
-    "2d_weight_grad_long_k": Conv((40, 45), 8, 70, 3, batch=4, pads=((1, 1), (1, 1))),
+    "2d_weight_grad_long_k": conv_case((40, 45), 8, 70, 3, batch=4, pads=((1, 1), (1, 1))),
 }
 LAYOUTS = ("contiguous", "channels_last")
 
 
-@pytest.mark.parametrize("name, mode, dtype, layout", cases_by_mode_and_dtype(GEMM, LAYOUTS))
+@pytest.mark.parametrize("name, mode, dtype, layout", cases_by_mode_and_dtype(GEMM_CASES, LAYOUTS))
 def test_implicit_gemm(name, mode, dtype, layout):
-    check_ops(GEMM[name], mode, DTYPES[dtype], layout)
+    check_ops(GEMM_CASES[name], mode, DTYPES[dtype], layout)
 
 
 # --------------------------------------------------------------------------------------------
 # conv_transpose through the public functions (zeros), forward and backward: the gather kernel (< 4 input
 # channels per group) and the phase GEMM, with k_eff < stride, output_padding, crops, groups, 1-d/2-d/3-d.
 
-TRANSPOSED = {  # size, c_in, c_out, kernel, groups, batch, keyword arguments
-    "gather_c3_c8_k4_s2_same": ((9, 13), 3, 8, 4, 1, 2, dict(stride=2, padding="same")),
-    "gather_g2_c6_c6_s3_valid_op2": ((7, 8), 6, 6, 3, 2, 2, dict(stride=3, padding="valid", output_padding=2)),
-    "gather_depthwise_k4_s2": ((11, 12), 8, 8, 4, 8, 2, dict(stride=2, padding="same")),
-    "gather_1d_depthwise_x2_k16_s8": ((33,), 4, 8, 16, 4, 2, dict(stride=8, padding="same")),
-    "gather_3d_c2_c4_k2_s2": ((3, 4, 4), 2, 4, 2, 1, 2, dict(stride=2, padding="valid")),
-    "gemm_c70_c66_k3_s2": ((9, 10), 70, 66, 3, 1, 2, dict(stride=2, padding="same")),
-    "gemm_c66_c130_k4_s2_pairs": ((6, 7), 66, 130, 4, 1, 2, dict(stride=2, padding=((1, 0), (0, 2)))),
-    "gemm_k1_s3_bias_only_positions": ((5, 6), 8, 5, 1, 1, 2, dict(stride=3, padding="same")),
-    "gemm_d2_s3_crop1_op1": ((6, 7), 8, 12, 3, 1, 2, dict(stride=3, dilation=2, padding=1, output_padding=1)),
-    "gemm_g2_c40_c24_s2_same_lower": ((8, 9), 40, 24, 3, 2, 2, dict(stride=2, padding="same_lower")),
-    "gemm_1d_c16_c20_k8_s4": ((40,), 16, 20, 8, 1, 2, dict(stride=4, padding="same")),
-    "gemm_3d_c8_c6_s122": ((3, 4, 5), 8, 6, 3, 1, 2, dict(stride=(1, 2, 2), padding="same")),
-    "gemm_batch1_c64_c64_s2": ((12, 13), 64, 64, 3, 1, 1, dict(stride=2, padding="same")),
+TRANSPOSED = {
+    "gather_c3_c8_k4_s2_same": ConvCase(True, (9, 13), 3, 8, 4, stride=2),
+    "gather_g2_c6_c6_s3_valid_op2": ConvCase(True, (7, 8), 6, 6, 3, groups=2, stride=3, padding="valid",
+                                             output_padding=2),
+    "gather_depthwise_k4_s2": ConvCase(True, (11, 12), 8, 8, 4, groups=8, stride=2),
+    "gather_1d_depthwise_x2_k16_s8": ConvCase(True, (33,), 4, 8, 16, groups=4, stride=8),
+    "gather_3d_c2_c4_k2_s2": ConvCase(True, (3, 4, 4), 2, 4, 2, stride=2, padding="valid"),
+    "gemm_c70_c66_k3_s2": ConvCase(True, (9, 10), 70, 66, 3, stride=2),
+    "gemm_c66_c130_k4_s2_pairs": ConvCase(True, (6, 7), 66, 130, 4, stride=2, padding=((1, 0), (0, 2))),
+    "gemm_k1_s3_bias_only_positions": ConvCase(True, (5, 6), 8, 5, 1, stride=3),
+    "gemm_d2_s3_crop1_op1": ConvCase(True, (6, 7), 8, 12, 3, stride=3, dilation=2, padding=1, output_padding=1),
+    "gemm_g2_c40_c24_s2_same_lower": ConvCase(True, (8, 9), 40, 24, 3, groups=2, stride=2, padding="same_lower"),
+    "gemm_1d_c16_c20_k8_s4": ConvCase(True, (40,), 16, 20, 8, stride=4),
+    "gemm_3d_c8_c6_s122": ConvCase(True, (3, 4, 5), 8, 6, 3, stride=(1, 2, 2)),
+    "gemm_batch1_c64_c64_s2": ConvCase(True, (12, 13), 64, 64, 3, batch=1, stride=2),
 }
 
 
@@ -364,16 +340,13 @@ def check_public_forward_backward(fn, reference_fn, x, w, b):
 
 @pytest.mark.parametrize("name, layout, dtype", [
     pytest.param(name, layout, dtype, id=f"{name}-{layout}-{dtype}") for name, case in TRANSPOSED.items()
-    for layout in LAYOUTS if layout == "contiguous" or len(case[0]) > 1 for dtype in DTYPES])
+    for layout in LAYOUTS if layout == "contiguous" or case.dims > 1 for dtype in DTYPES])
 def test_conv_transpose_public(name, layout, dtype):
-    size, c_in, c_out, kernel, groups, batch, kwargs = TRANSPOSED[name]
-    x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, batch=batch, transposed=True, dtype=DTYPES[dtype],
-                          device=DEVICE)
-    x = with_layout(x, layout)
-    kwargs = dict(kwargs, groups=groups)
-    fn = getattr(fastpad, f"conv_transpose{len(size)}d")
-    check_public_forward_backward(lambda x, w, b: fn(x, w, b, **kwargs),
-                                  lambda x, w, b: expected_conv_transpose(x, w, b, **kwargs), x, w, b)
+    case = replace(TRANSPOSED[name], layout=layout, dtype=dtype)
+    check_public_forward_backward(case.fastpad_function(),
+                                  lambda x, w, b: expected_conv_transpose(x, w, b, **case.kwargs()),
+                                  *case.random_inputs(device=DEVICE))
+
 
 
 # --------------------------------------------------------------------------------------------
@@ -391,9 +364,9 @@ VIEWS = {  # 4-d input [2, C, 9, 11] from randn(*shape), not contiguous in any m
     "expanded_width": lambda randn, c: randn(2, c, 9, 1).expand(2, c, 9, 11),
 }
 VIEW_PATHS = {  # geometries over a [2, C, 9, 11] input
-    "depthwise_x2": Conv((9, 11), 8, 16, 3, groups=8, stride=(1, 2), pads=((1, 1), (2, 0))),
-    "dense_c8_c70": Conv((9, 11), 8, 70, 3, stride=2, dilation=(1, 2), pads=((0, 2), (2, 1))),
-    "grouped_c8_c6": Conv((9, 11), 8, 6, 3, groups=2, pads=((2, 0), (1, 1))),
+    "depthwise_x2": conv_case((9, 11), 8, 16, 3, groups=8, stride=(1, 2), pads=((1, 1), (2, 0))),
+    "dense_c8_c70": conv_case((9, 11), 8, 70, 3, stride=2, dilation=(1, 2), pads=((0, 2), (2, 1))),
+    "grouped_c8_c6": conv_case((9, 11), 8, 6, 3, groups=2, pads=((2, 0), (1, 1))),
 }
 
 
@@ -403,14 +376,14 @@ VIEW_PATHS = {  # geometries over a [2, C, 9, 11] input
 @pytest.mark.parametrize("view", list(VIEWS))
 def test_non_contiguous_and_expanded(view, path, mode, dtype):
     g, dtype = VIEW_PATHS[path], DTYPES[dtype]
-    x = VIEWS[view](lambda *shape: torch.randn(shape, dtype=dtype, device=DEVICE), g.c_in)
-    assert x.shape == (2, g.c_in, 9, 11)
+    x = VIEWS[view](lambda *shape: torch.randn(shape, dtype=dtype, device=DEVICE), g.in_channels)
+    assert x.shape == (2, g.in_channels, 9, 11)
     assert not x.is_contiguous() and not x.is_contiguous(memory_format=torch.channels_last)
     kernel = g.per_dim(g.kernel)
     # weight [C_out, C_in/g, kh, kw] as a view of a transposed, wider tensor
-    w = torch.randn(g.c_out, 2 * (g.c_in // g.groups), kernel[1], kernel[0], dtype=dtype,
+    w = torch.randn(g.out_channels, 2 * (g.in_channels // g.groups), kernel[1], kernel[0], dtype=dtype,
                     device=DEVICE).transpose(2, 3)[:, ::2]
-    b = torch.randn(g.c_out, dtype=dtype, device=DEVICE)
+    b = torch.randn(g.out_channels, dtype=dtype, device=DEVICE)
     shape = output_shape(g)
     gy = torch.randn(*shape[:-1], 2 * shape[-1], dtype=dtype, device=DEVICE)[..., ::2]
     check_ops(g, mode, dtype, x=x, w=w, b=b, gy=gy)
@@ -420,12 +393,12 @@ def test_non_contiguous_and_expanded(view, path, mode, dtype):
 # Batch 0 and 1 on each path: an empty batch gives empty outputs and an exactly zero weight gradient.
 
 BATCH_PATHS = {
-    "halo_2d": (Conv((10, 40), 4, 8, 3, groups=4, stride=2, pads=((1, 1), (0, 1))), "contiguous"),
-    "halo_1d": (Conv((300,), 4, 4, 5, groups=4, pads=((4, 0),)), "contiguous"),
-    "direct_channels_last": (Conv((10, 11), 8, 8, 3, groups=8, pads=((2, 0), (1, 1))), "channels_last"),
-    "gemm_2d": (Conv((9, 10), 12, 70, 3, stride=2, pads=((1, 1), (0, 1))), "contiguous"),
-    "gemm_3d_channels_last": (Conv((3, 4, 5), 6, 8, 3, groups=2, pads=((1, 1), (1, 1), (2, 0))), "channels_last"),
-    "gemm_c3_out_gather_backward": (Conv((9, 10), 12, 3, 3, pads=((1, 1), (1, 1))), "contiguous"),
+    "halo_2d": (conv_case((10, 40), 4, 8, 3, groups=4, stride=2, pads=((1, 1), (0, 1))), "contiguous"),
+    "halo_1d": (conv_case((300,), 4, 4, 5, groups=4, pads=((4, 0),)), "contiguous"),
+    "direct_channels_last": (conv_case((10, 11), 8, 8, 3, groups=8, pads=((2, 0), (1, 1))), "channels_last"),
+    "gemm_2d": (conv_case((9, 10), 12, 70, 3, stride=2, pads=((1, 1), (0, 1))), "contiguous"),
+    "gemm_3d_channels_last": (conv_case((3, 4, 5), 6, 8, 3, groups=2, pads=((1, 1), (1, 1), (2, 0))), "channels_last"),
+    "gemm_c3_out_gather_backward": (conv_case((9, 10), 12, 3, 3, pads=((1, 1), (1, 1))), "contiguous"),
 }
 
 
@@ -449,26 +422,26 @@ def test_batch_zero_and_one(path, batch, mode, dtype):
 # name: (geometry, padding mode, dtype, layout)
 
 PATHS = {
-    "halo_2d": (Conv((11, 40), 3, 6, 3, groups=3, pads=((1, 1), (2, 0))), "reflect", torch.float32, "contiguous"),
-    "halo_1d": (Conv((300,), 4, 4, 4, groups=4, pads=((3, 0),)), "replicate", torch.float32, "contiguous"),
-    "halo_3d": (Conv((3, 9, 35), 2, 4, 3, groups=2, stride=(1, 1, 2), pads=((1, 1), (1, 1), (1, 1))), "circular",
+    "halo_2d": (conv_case((11, 40), 3, 6, 3, groups=3, pads=((1, 1), (2, 0))), "reflect", torch.float32, "contiguous"),
+    "halo_1d": (conv_case((300,), 4, 4, 4, groups=4, pads=((3, 0),)), "replicate", torch.float32, "contiguous"),
+    "halo_3d": (conv_case((3, 9, 35), 2, 4, 3, groups=2, stride=(1, 1, 2), pads=((1, 1), (1, 1), (1, 1))), "circular",
                 torch.float16, "contiguous"),
-    "direct_channels_last": (Conv((9, 10), 16, 16, 3, groups=16, stride=2, pads=((1, 1), (0, 2))), "circular",
+    "direct_channels_last": (conv_case((9, 10), 16, 16, 3, groups=16, stride=2, pads=((1, 1), (0, 2))), "circular",
                              torch.bfloat16, "channels_last"),
-    "direct_big_patch": (Conv((100, 400), 2, 2, 3, groups=2, stride=12, pads=((1, 1), (1, 1))), "reflect",
+    "direct_big_patch": (conv_case((100, 400), 2, 2, 3, groups=2, stride=12, pads=((1, 1), (1, 1))), "reflect",
                          torch.float64, "contiguous"),
-    "gemm_float32": (Conv((9, 10), 20, 70, 3, pads=((1, 1), (0, 2))), "zeros", torch.float32, "contiguous"),
-    "gemm_float16": (Conv((7, 9), 40, 66, 3, stride=2, pads=((1, 2), (1, 1))), "reflect", torch.float16,
+    "gemm_float32": (conv_case((9, 10), 20, 70, 3, pads=((1, 1), (0, 2))), "zeros", torch.float32, "contiguous"),
+    "gemm_float16": (conv_case((7, 9), 40, 66, 3, stride=2, pads=((1, 2), (1, 1))), "reflect", torch.float16,
                      "channels_last"),
-    "gemm_bfloat16": (Conv((6, 5, 7), 18, 20, 3, groups=2, pads=((1, 1), (0, 2), (2, 0))), "replicate",
+    "gemm_bfloat16": (conv_case((6, 5, 7), 18, 20, 3, groups=2, pads=((1, 1), (0, 2), (2, 0))), "replicate",
                       torch.bfloat16, "contiguous"),
-    "gemm_fold_reflect": (Conv((8, 9), 6, 8, 3, stride=2, pads=((2, 1), (1, 2))), "reflect", torch.float32,
+    "gemm_fold_reflect": (conv_case((8, 9), 6, 8, 3, stride=2, pads=((2, 1), (1, 2))), "reflect", torch.float32,
                           "contiguous"),
-    "gather_circular": (Conv((8, 9), 6, 3, 3, stride=3, pads=((2, 2), (3, 1))), "circular", torch.float32,
+    "gather_circular": (conv_case((8, 9), 6, 3, 3, stride=3, pads=((2, 2), (3, 1))), "circular", torch.float32,
                         "contiguous"),
-    "wgrad_depthwise": (Conv((32, 48), 8, 8, 3, groups=8, batch=4, pads=((1, 1), (1, 1))), "zeros", torch.float32,
+    "wgrad_depthwise": (conv_case((32, 48), 8, 8, 3, groups=8, batch=4, pads=((1, 1), (1, 1))), "zeros", torch.float32,
                         "contiguous"),
-    "wgrad_split_k": (Conv((24, 40), 12, 72, 3, batch=4, pads=((1, 1), (1, 1))), "replicate", torch.float32,
+    "wgrad_split_k": (conv_case((24, 40), 12, 72, 3, batch=4, pads=((1, 1), (1, 1))), "replicate", torch.float32,
                       "contiguous"),
 }
 
@@ -498,9 +471,8 @@ def cuda_kernels_reached(path, device=None):
     """The CUDA kernel path of each op of PATHS[path], as the private path ops report kernel_paths.h's choice (for
     tensors on any device)."""
     g, mode, dtype, layout = PATHS[path]
-    x, w, b = conv_inputs(g.size, g.c_in, g.c_out, g.per_dim(g.kernel), g.groups, batch=g.batch, dtype=dtype,
-                          device=device or DEVICE)
-    x = with_layout(x, layout)
+    x, w, b = replace(g, dtype=str(dtype).replace("torch.", "")).random_inputs(device=device or DEVICE)
+    x = arrange(x, layout)
     gy = random_like_layout(output_shape(g), dtype, x)
     stride, pad_lo, pad_hi, dilation = op_geometry(g)
     return (ops._conv_path(x, w, b, stride, pad_lo, pad_hi, dilation, g.groups, mode, "cuda"),
@@ -542,12 +514,12 @@ def bitwise_equal(a, b):
 DETERMINISM_PATHS = dict(PATHS)
 DETERMINISM_PATHS.update({
     # K = 8 * 64 * 64 = 32768 positions per (channel, tap)
-    "wgrad_depthwise_long": (Conv((64, 64), 16, 32, 3, groups=16, batch=8, pads=((1, 1), (1, 1))), "reflect",
+    "wgrad_depthwise_long": (conv_case((64, 64), 16, 32, 3, groups=16, batch=8, pads=((1, 1), (1, 1))), "reflect",
                              torch.float32, "contiguous"),
     # M = 80, N = 16 * 9, K = 8 * 48 * 48 = 18432
-    "wgrad_split_k_long": (Conv((48, 48), 16, 80, 3, batch=8, pads=((1, 1), (1, 1))), "zeros", torch.float32,
+    "wgrad_split_k_long": (conv_case((48, 48), 16, 80, 3, batch=8, pads=((1, 1), (1, 1))), "zeros", torch.float32,
                            "contiguous"),
-    "wgrad_split_k_long_channels_last": (Conv((48, 48), 16, 80, 3, batch=8, stride=2, pads=((0, 1), (1, 0))),
+    "wgrad_split_k_long_channels_last": (conv_case((48, 48), 16, 80, 3, batch=8, stride=2, pads=((0, 1), (1, 0))),
                                          "circular", torch.float32, "channels_last"),
 })
 
@@ -576,14 +548,14 @@ def test_repeated_calls_are_bitwise_identical(path, dtype):
 # 4-d and 5-d dense and grouped, 1-d.
 
 OPCHECK_CONFIGS = {  # geometry, padding mode, dtype, layout
-    "2d_depthwise_x2_halo_float16_reflect": (Conv((9, 35), 4, 8, 3, groups=4, stride=(2, 1), pads=((1, 2), (0, 2))),
-                                             "reflect", torch.float16, "contiguous"),
-    "2d_dense_channels_last_bfloat16_circular": (Conv((7, 9), 6, 5, 3, dilation=2, pads=((2, 2), (3, 1))),
+    "2d_depthwise_x2_halo_float16_reflect": (conv_case((9, 35), 4, 8, 3, groups=4, stride=(2, 1),
+                                                       pads=((1, 2), (0, 2))), "reflect", torch.float16, "contiguous"),
+    "2d_dense_channels_last_bfloat16_circular": (conv_case((7, 9), 6, 5, 3, dilation=2, pads=((2, 2), (3, 1))),
                                                  "circular", torch.bfloat16, "channels_last"),
-    "3d_grouped_channels_last_float32_replicate": (Conv((3, 4, 5), 4, 8, 2, groups=2, stride=(1, 2, 1),
+    "3d_grouped_channels_last_float32_replicate": (conv_case((3, 4, 5), 4, 8, 2, groups=2, stride=(1, 2, 1),
                                                         pads=((1, 0), (0, 1), (1, 1))), "replicate", torch.float32,
                                                    "channels_last"),
-    "1d_dense_float16_s3": (Conv((11,), 5, 6, 4, stride=3, pads=((3, 1),)), "zeros", torch.float16, "contiguous"),
+    "1d_dense_float16_s3": (conv_case((11,), 5, 6, 4, stride=3, pads=((3, 1),)), "zeros", torch.float16, "contiguous"),
 }
 
 
@@ -591,7 +563,7 @@ def opcheck_args(op_name, config, requires_grad):
     g, mode, dtype, layout = OPCHECK_CONFIGS[config]
     x, w, b = conv_make_inputs(g, dtype, layout)
     gy = random_like_layout(output_shape(g), dtype, x)
-    b_in = torch.randn(g.c_in, dtype=dtype, device=DEVICE)
+    b_in = torch.randn(g.in_channels, dtype=dtype, device=DEVICE)
     for t in (x, w, b, gy, b_in):
         t.requires_grad_(requires_grad)
     stride, pad_lo, pad_hi, dilation = op_geometry(g)
@@ -608,65 +580,66 @@ def opcheck_args(op_name, config, requires_grad):
 def test_opcheck(op_name, config, requires_grad):
     torch.library.opcheck(getattr(ops, op_name).default, opcheck_args(op_name, config, requires_grad))
 
-
 # --------------------------------------------------------------------------------------------
 # gradcheck in float64 through the public functions (and conv_transpose's padding modes through the op): what
 # test_autograd.py lacks, i.e. channels_last, depthwise without multiplier, replicate in 1-d and 3-d, several input
 # channels per group with fewer than 4 output channels per group (the gather kernel in the backward), reflect pads
 # of size - 1.
 
-GRADCHECK_CONV = {  # size, c_in, c_out, kernel, groups, layout, keyword arguments
-    "2d_depthwise_replicate_channels_last": ((5, 6), 3, 3, 3, 3, "channels_last",
-                                             dict(stride=2, padding="same", padding_mode="replicate")),
-    "2d_dense_c3_c5_reflect_channels_last": ((5, 6), 3, 5, 3, 1, "channels_last",
-                                             dict(stride=(1, 2), padding=((2, 0), (1, 2)), padding_mode="reflect")),
-    "2d_g2_c4_c4_circular_dilated": ((5, 7), 4, 4, 3, 2, "contiguous",
-                                     dict(dilation=2, padding=((2, 2), (3, 1)), padding_mode="circular")),
-    "2d_depthwise_reflect_pads_size_minus_1": ((4, 5), 2, 2, 3, 2, "contiguous",
-                                               dict(dilation=2, padding=((3, 1), (2, 4)), padding_mode="reflect")),
-    "1d_depthwise_replicate_causal": ((9,), 3, 3, 3, 3, "contiguous",
-                                      dict(dilation=2, padding="causal", padding_mode="replicate")),
-    "3d_g2_c4_c8_replicate_channels_last": ((3, 4, 4), 4, 8, 2, 2, "channels_last",
-                                            dict(stride=(1, 2, 1), padding="same", padding_mode="replicate")),
+def gradcheck_case(transposed, size, c_in, c_out, kernel, **arguments):
+    """A float64 case of batch 1 (fastpad/cases.py), small enough for gradcheck."""
+    return ConvCase(transposed, size, c_in, c_out, kernel, batch=1, dtype="float64", **arguments)
+
+
+GRADCHECK_CONV = {
+    "2d_depthwise_replicate_channels_last": gradcheck_case(False, (5, 6), 3, 3, 3, groups=3, stride=2,
+                                                           padding_mode="replicate", layout="channels_last"),
+    "2d_dense_c3_c5_reflect_channels_last": gradcheck_case(False, (5, 6), 3, 5, 3, stride=(1, 2),
+                                                           padding=((2, 0), (1, 2)), padding_mode="reflect",
+                                                           layout="channels_last"),
+    "2d_g2_c4_c4_circular_dilated": gradcheck_case(False, (5, 7), 4, 4, 3, groups=2, dilation=2,
+                                                   padding=((2, 2), (3, 1)), padding_mode="circular"),
+    "2d_depthwise_reflect_pads_size_minus_1": gradcheck_case(False, (4, 5), 2, 2, 3, groups=2, dilation=2,
+                                                             padding=((3, 1), (2, 4)), padding_mode="reflect"),
+    "1d_depthwise_replicate_causal": gradcheck_case(False, (9,), 3, 3, 3, groups=3, dilation=2, padding="causal",
+                                                    padding_mode="replicate"),
+    "3d_g2_c4_c8_replicate_channels_last": gradcheck_case(False, (3, 4, 4), 4, 8, 2, groups=2, stride=(1, 2, 1),
+                                                          padding_mode="replicate", layout="channels_last"),
 }
 
 
-@pytest.mark.parametrize("case", list(GRADCHECK_CONV))
-def test_gradcheck_conv(case):
-    size, c_in, c_out, kernel, groups, layout, kwargs = GRADCHECK_CONV[case]
-    x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, batch=1, device=DEVICE)
-    x = with_layout(x, layout)
-    conv = getattr(fastpad, f"conv{len(size)}d")
-    inputs = [t.requires_grad_() for t in (x, w, b)]
-    assert torch.autograd.gradcheck(lambda x, w, b: conv(x, w, b, groups=groups, **kwargs), inputs)
+@pytest.mark.parametrize("name", list(GRADCHECK_CONV))
+def test_gradcheck_conv(name):
+    case = GRADCHECK_CONV[name]
+    inputs = [t.requires_grad_() for t in case.random_inputs(device=DEVICE)]
+    assert torch.autograd.gradcheck(case.fastpad_function(), inputs)
 
 
-GRADCHECK_CONV_TRANSPOSE = {  # size, c_in, c_out, kernel, groups, layout, keyword arguments
-    "2d_g2_c8_gemm_channels_last": ((3, 4), 8, 4, 3, 2, "channels_last", dict(stride=2, padding="same")),
-    "2d_depthwise_gather_channels_last": ((3, 4), 3, 3, 4, 3, "channels_last", dict(stride=2, padding="same_lower")),
-    "1d_k2_s3_bias_only_positions": ((4,), 4, 3, 2, 1, "contiguous", dict(stride=3, padding="same", output_padding=1)),
+GRADCHECK_CONV_TRANSPOSE = {
+    "2d_g2_c8_gemm_channels_last": gradcheck_case(True, (3, 4), 8, 4, 3, groups=2, stride=2,
+                                                  layout="channels_last"),
+    "2d_depthwise_gather_channels_last": gradcheck_case(True, (3, 4), 3, 3, 4, groups=3, stride=2,
+                                                        padding="same_lower", layout="channels_last"),
+    "1d_k2_s3_bias_only_positions": gradcheck_case(True, (4,), 4, 3, 2, stride=3, output_padding=1),
 }
 
 
-@pytest.mark.parametrize("case", list(GRADCHECK_CONV_TRANSPOSE))
-def test_gradcheck_conv_transpose(case):
-    size, c_in, c_out, kernel, groups, layout, kwargs = GRADCHECK_CONV_TRANSPOSE[case]
-    x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, batch=1, transposed=True, device=DEVICE)
-    x = with_layout(x, layout)
-    fn = getattr(fastpad, f"conv_transpose{len(size)}d")
-    inputs = [t.requires_grad_() for t in (x, w, b)]
-    assert torch.autograd.gradcheck(lambda x, w, b: fn(x, w, b, groups=groups, **kwargs), inputs)
+@pytest.mark.parametrize("name", list(GRADCHECK_CONV_TRANSPOSE))
+def test_gradcheck_conv_transpose(name):
+    case = GRADCHECK_CONV_TRANSPOSE[name]
+    inputs = [t.requires_grad_() for t in case.random_inputs(device=DEVICE)]
+    assert torch.autograd.gradcheck(case.fastpad_function(), inputs)
 
 
 @pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
 @pytest.mark.parametrize("per_group", [2, 4], ids=["gather", "gemm_fold"])
 def test_gradcheck_conv_transpose_op_padding_modes(per_group, mode):
     """conv_transpose with a padding mode folds the padded positions back (the op conv's backward calls)."""
-    g = Conv((5, 6), 2, 2 * per_group, 3, groups=2, stride=(2, 1), pads=((2, 1), (1, 2)), batch=1)
+    g = conv_case((5, 6), 2, 2 * per_group, 3, groups=2, stride=(2, 1), pads=((2, 1), (1, 2)), batch=1)
     stride, pad_lo, _, dilation = op_geometry(g)
     gy = torch.randn(output_shape(g), dtype=torch.float64, device=DEVICE, requires_grad=True)
-    w = torch.randn(g.c_out, g.c_in // g.groups, 3, 3, dtype=torch.float64, device=DEVICE, requires_grad=True)
-    b = torch.randn(g.c_in, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    w = torch.randn(g.weight_shape(), dtype=torch.float64, device=DEVICE, requires_grad=True)
+    b = torch.randn(g.in_channels, dtype=torch.float64, device=DEVICE, requires_grad=True)
     assert torch.autograd.gradcheck(
         lambda gy, w, b: ops.conv_transpose(gy, w, b, stride, pad_lo, list(g.size), dilation, g.groups, mode),
         (gy, w, b))
@@ -677,12 +650,12 @@ def test_gradcheck_conv_transpose_op_padding_modes(per_group, mode):
 def test_conv_transpose_with_non_finite_weights_matches_the_cpu_op(per_group, mode):
     """An inf or NaN weight gives the infs and NaNs of the CPU op (which matches torch) and no more: the phase GEMM
     multiplies weights by zeros it loads for taps outside x, and the gather pass recomputes those outputs."""
-    g = Conv((6, 7), 4, 2 * per_group, 3, groups=2, stride=(2, 2), pads=((1, 2), (2, 1)), batch=2)
+    g = conv_case((6, 7), 4, 2 * per_group, 3, groups=2, stride=(2, 2), pads=((1, 2), (2, 1)), batch=2)
     stride, pad_lo, _, dilation = op_geometry(g)
     gy = torch.randn(output_shape(g), dtype=torch.float64)
-    w = torch.randn(g.c_out, g.c_in // g.groups, 3, 3, dtype=torch.float64)
+    w = torch.randn(g.out_channels, g.in_channels // g.groups, 3, 3, dtype=torch.float64)
     w[1, 0, 0, 0], w[2, 1, 2, 1], w[3, 0, 1, 2] = float("inf"), float("nan"), float("-inf")
-    b = torch.randn(g.c_in, dtype=torch.float64)
+    b = torch.randn(g.in_channels, dtype=torch.float64)
     args = (stride, pad_lo, list(g.size), dilation, g.groups, mode)
     expected = ops.conv_transpose(gy, w, b, *args)
     assert expected.isfinite().any() and not expected.isfinite().all()
@@ -704,7 +677,7 @@ def compile_model():
         torch.nn.SiLU(),
         fastpad.nn.Conv2d(72, 144, 5, groups=72, padding="causal", dilation=(1, 2), padding_mode="replicate"),
         fastpad.nn.Conv2d(144, 3, 1, padding=((0, 1), (1, 0)), padding_mode="circular"),
-        fastpad.nn.ConvTranspose2d(3, 8, 4, stride=2, padding="same"),
+        fastpad.nn.ConvTranspose2d(3, 8, 4, stride=2),
         torch.nn.ReLU(),
         fastpad.nn.ConvTranspose2d(8, 4, 3, stride=2, padding="same_lower", output_padding=1),
     ).to(DEVICE)
@@ -719,7 +692,7 @@ def test_compile_fullgraph_forward_backward(layout):
     compiled = torch.compile(model, fullgraph=True)
     names = ["output", "input grad"] + [name for name, _ in model.named_parameters()]
     for _ in range(2):  # the second call runs the cached graph on new values
-        x = with_layout(torch.randn(2, 3, 19, 22, device=DEVICE), layout)
+        x = arrange(torch.randn(2, 3, 19, 22, device=DEVICE), layout)
         eager, got = model_forward_backward(model, x), model_forward_backward(compiled, x)
         for name, g, e in zip(names, got, eager):
             assert relative_error(g, e) < 1e-5, f"{name}: compiled differs from eager"

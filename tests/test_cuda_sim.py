@@ -18,12 +18,14 @@ import os
 import random
 import subprocess
 import tempfile
+from dataclasses import replace
 
 import pytest
 import torch
 from torch.utils import cpp_extension
 
 import fastpad  # noqa: F401  (registers torch.ops.fastpad)
+from fastpad.cases import ConvCase, arrange
 from reference import poison, relative_error, tolerance
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -130,19 +132,9 @@ def sim():
     return Sim
 
 
-def layout(t, kind):
-    """The tensor in the given memory layout, same values."""
-    if kind == "channels_last" and t.dim() in (4, 5):
-        return t.to(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
-    if kind == "strided":  # every other element of a wider tensor along the last dim
-        wide = torch.empty(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype)
-        wide[..., ::2] = t
-        return wide[..., ::2]
-    return t.contiguous()
-
-
 def draw(rng):
-    """A random conv problem (op-level arguments) that torch accepts."""
+    """A random conv problem (explicit pads, pad_hi down to -1 in zeros mode: op-level arguments) that torch
+    accepts."""
     nd = rng.choice((1, 2, 2, 3))
     mode = rng.choice(MODES)
     while True:
@@ -173,28 +165,27 @@ def draw(rng):
         groups = rng.randint(1, 6)
         c_in, c_out = groups, groups * (rng.randint(2, 3) if grouping == "multiplier" else 1)
     dtype = rng.choice(DTYPES[:2] * 3 + DTYPES[2:])
-    return dict(nd=nd, size=size, kernel=kernel, stride=stride, dilation=dilation, pad_lo=pad_lo, pad_hi=pad_hi,
-                mode=mode, groups=groups, c_in=c_in, c_out=c_out, batch=rng.randint(0, 2), dtype=dtype,
-                layout=rng.choice(("contiguous", "channels_last", "strided")), bias=rng.random() < 0.7)
+    return ConvCase(False, tuple(size), c_in, c_out, tuple(kernel), tuple(stride), tuple(zip(pad_lo, pad_hi)),
+                    tuple(dilation), groups, mode, batch=rng.randint(0, 2), dtype=dtype_name(dtype),
+                    layout=rng.choice(LAYOUTS), bias=rng.random() < 0.7)
+
+
+def dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
 
 
 def tensors(case, seed):
     """x, w, b, the conv's output gradient gy and a bias for conv_transpose (whose output has x's channels),
-    random (never zeros), in the case's dtype and layout."""
+    random (never zeros), in the case's dtype, x and gy in its layout."""
     gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(case["batch"], case["c_in"], *case["size"], generator=gen, dtype=torch.float64)
-    w = torch.randn(case["c_out"], case["c_in"] // case["groups"], *case["kernel"], generator=gen, dtype=torch.float64)
-    b = torch.randn(case["c_out"], generator=gen, dtype=torch.float64) if case["bias"] else None
-    y = torch.ops.fastpad.conv(x, w, b, *conv_args(case))
-    gy = torch.randn(y.shape, generator=gen, dtype=torch.float64)
-    bt = torch.randn(case["c_in"], generator=gen, dtype=torch.float64) if case["bias"] else None
-    cast = lambda t: None if t is None else layout(t.to(case["dtype"]), case["layout"])  # noqa: E731
-    to = lambda t: None if t is None else t.to(case["dtype"])  # noqa: E731
-    return cast(x), to(w), to(b), cast(gy), to(bt)
+    x, w, b = case.random_inputs(gen)
+    y = torch.ops.fastpad.conv(x.double(), w.double(), None, *case.conv_op_arguments())
 
+    def randn(shape):
+        return torch.randn(shape, generator=gen, dtype=torch.float64).to(case.torch_dtype)
 
-def conv_args(case):
-    return (case["stride"], case["pad_lo"], case["pad_hi"], case["dilation"], case["groups"], case["mode"])
+    gy = arrange(randn(y.shape), case.layout)
+    return x, w, b, gy, randn((case.in_channels,)) if case.bias else None
 
 
 def run_op(sim, op, args, schedules):
@@ -223,14 +214,14 @@ def check_case(sim, case, seed, schedules=tuple(SCHEDULES)):
     schedule; returns the kernel path of each op."""
     x, w, b, gy, bt = tensors(case, seed)
     f64 = lambda t: None if t is None else t.double()  # noqa: E731
-    dtype, paths = case["dtype"], {}
-    stride, pad_lo, _, dilation, groups, mode = conv_args(case)
+    dtype, paths = case.torch_dtype, {}
+    stride, pad_lo, _, dilation, groups, mode = conv_args = case.conv_op_arguments()
 
-    y, paths["conv"] = run_op(sim, "conv", (x, w, b, *conv_args(case)), schedules)
-    expected = torch.ops.fastpad.conv(f64(x), f64(w), f64(b), *conv_args(case))
+    y, paths["conv"] = run_op(sim, "conv", (x, w, b, *conv_args), schedules)
+    expected = torch.ops.fastpad.conv(f64(x), f64(w), f64(b), *conv_args)
     compare(y, expected, dtype, "conv", case)
 
-    transpose_args = (stride, pad_lo, case["size"], dilation, groups, mode)
+    transpose_args = (stride, pad_lo, list(case.size), dilation, groups, mode)
     gx, paths["conv_transpose"] = run_op(sim, "conv_transpose", (gy, w, bt, *transpose_args), schedules)
     expected = torch.ops.fastpad.conv_transpose(f64(gy), f64(w), f64(bt), *transpose_args)
     compare(gx, expected, dtype, "conv_transpose", case)
@@ -241,7 +232,7 @@ def check_case(sim, case, seed, schedules=tuple(SCHEDULES)):
     compare(gw, expected, dtype, "conv_weight_grad", case)
 
     # The bindings choose with kernel_paths.h, as the private path ops report it.
-    assert paths["conv"] == torch.ops.fastpad._conv_path(x, w, b, *conv_args(case), "cuda")
+    assert paths["conv"] == torch.ops.fastpad._conv_path(x, w, b, *conv_args, "cuda")
     assert paths["conv_transpose"] == torch.ops.fastpad._conv_transpose_path(gy, w, bt, *transpose_args, "cuda")
     assert paths["conv_weight_grad"] == torch.ops.fastpad._conv_weight_grad_path(x, gy, *grad_args, "cuda")
     return paths
@@ -257,10 +248,8 @@ def compare(actual, expected, dtype, what, case):
 
 
 def base_case(**changes):
-    case = dict(nd=2, size=[9, 11], kernel=[3, 3], stride=[1, 1], dilation=[1, 1], pad_lo=[1, 1], pad_hi=[1, 1],
-                mode="zeros", groups=1, c_in=4, c_out=6, batch=2, dtype=torch.float64, layout="contiguous", bias=True)
-    case.update(changes)
-    return case
+    """A float64 2-d problem (fastpad/cases.py) with explicit pads, and `changes` to its fields."""
+    return replace(ConvCase(False, (9, 11), 4, 6, 3, padding=((1, 1), (1, 1)), dtype="float64"), **changes)
 
 
 GEMM, HALO, DIRECT = "cuda_implicit_gemm", "cuda_depthwise_halo", "cuda_direct"
@@ -270,18 +259,21 @@ REDUCTION, SPLIT_K = "cuda_depthwise_reduction", "cuda_split_k_gemm"
 # Problems that reach each kernel path of each op, small enough to run every schedule. Each names, per op
 # (conv, conv_transpose, conv_weight_grad), the path it reaches in zeros mode; other modes turn PHASE into FOLD.
 PATH_CASES = {
-    "gemm_tiles_crossed": (base_case(c_in=9, c_out=70, size=[6, 5], stride=[2, 1]), (GEMM, PHASE, SPLIT_K)),
-    "gemm_wide_y_channels": (base_case(c_in=66, c_out=5, size=[4, 5], pad_lo=[2, 1]), (GEMM, PHASE, SPLIT_K)),
-    "gemm_split_k_two_splits": (base_case(c_in=4, c_out=6, size=[24, 24], batch=2), (GEMM, PHASE, SPLIT_K)),
-    "gemm_grouped_3d": (base_case(nd=3, size=[4, 5, 4], kernel=[2, 3, 2], stride=[2, 1, 2], dilation=[1, 2, 1],
-                                  pad_lo=[1, 2, 0], pad_hi=[0, 2, 1], c_in=8, c_out=8, groups=2),
+    "gemm_tiles_crossed": (base_case(in_channels=9, out_channels=70, size=(6, 5), stride=(2, 1)),
+                           (GEMM, PHASE, SPLIT_K)),
+    "gemm_wide_y_channels": (base_case(in_channels=66, out_channels=5, size=(4, 5), padding=((2, 1), (1, 1))),
+                             (GEMM, PHASE, SPLIT_K)),
+    "gemm_split_k_two_splits": (base_case(in_channels=4, out_channels=6, size=(24, 24), batch=2),
+                                (GEMM, PHASE, SPLIT_K)),
+    "gemm_grouped_3d": (base_case(size=(4, 5, 4), kernel=(2, 3, 2), stride=(2, 1, 2), dilation=(1, 2, 1),
+                                  padding=((1, 0), (2, 2), (0, 1)), in_channels=8, out_channels=8, groups=2),
                         (GEMM, PHASE, SPLIT_K)),
-    "depthwise_halo_2d": (base_case(c_in=4, c_out=8, groups=4, size=[19, 40], stride=[2, 2]),
+    "depthwise_halo_2d": (base_case(in_channels=4, out_channels=8, groups=4, size=(19, 40), stride=(2, 2)),
                           (HALO, GATHER, REDUCTION)),
-    "depthwise_halo_1d": (base_case(nd=1, c_in=3, c_out=3, groups=3, size=[300], kernel=[5], stride=[1],
-                                    dilation=[2], pad_lo=[8], pad_hi=[0]), (HALO, GATHER, REDUCTION)),
-    "depthwise_patch_too_large": (base_case(c_in=2, c_out=2, groups=2, size=[40, 30], kernel=[3, 3],
-                                            dilation=[60, 60], pad_lo=[60, 60], pad_hi=[60, 60], batch=1),
+    "depthwise_halo_1d": (base_case(in_channels=3, out_channels=3, groups=3, size=(300,), kernel=5, stride=1,
+                                    dilation=2, padding=((8, 0),)), (HALO, GATHER, REDUCTION)),
+    "depthwise_patch_too_large": (base_case(in_channels=2, out_channels=2, groups=2, size=(40, 30), kernel=3,
+                                            dilation=60, padding=((60, 60), (60, 60)), batch=1),
                                   (DIRECT, GATHER, REDUCTION)),
 }
 LAYOUTS = ("contiguous", "channels_last", "strided")
@@ -289,22 +281,22 @@ LAYOUTS = ("contiguous", "channels_last", "strided")
 
 def expected_paths(case, paths):
     conv, transpose, grad = paths
-    if case["layout"] == "channels_last" and case["nd"] > 1 and conv == HALO:
+    if case.layout == "channels_last" and case.dims > 1 and conv == HALO:
         conv = DIRECT  # channels_last depthwise runs the direct kernel along C
-    if case["mode"] != "zeros" and transpose == PHASE:
+    if case.padding_mode != "zeros" and transpose == PHASE:
         transpose = FOLD
     return conv, transpose, grad
 
 
 def path_case(name, mode, layout_kind, dtype):
     case, paths = PATH_CASES[name]
-    case = dict(case, mode=mode, layout=layout_kind, dtype=dtype)
+    case = replace(case, padding_mode=mode, layout=layout_kind, dtype=dtype_name(dtype))
     if mode in ("reflect", "circular"):  # pads must stay below the input size (reflect) or within it (circular)
         if name == "depthwise_patch_too_large":
-            case.update(size=[70, 70])
+            case = replace(case, size=(70, 70))
         limit = 1 if mode == "reflect" else 0
-        case["pad_lo"] = [min(p, s - limit) for p, s in zip(case["pad_lo"], case["size"])]
-        case["pad_hi"] = [min(p, s - limit) for p, s in zip(case["pad_hi"], case["size"])]
+        case = replace(case, padding=tuple((min(lo, s - limit), min(hi, s - limit))
+                                           for (lo, hi), s in zip(case.pads(), case.size)))
     return case, expected_paths(case, paths)
 
 
@@ -345,10 +337,10 @@ def test_random_problems(sim, seed, capsys):
 
 def test_shim_catches_a_wrong_index(sim):
     """The comparison can fail: the shim's result on a shifted input (a one-position indexing error) differs."""
-    case = base_case(c_in=6, c_out=5, mode="reflect")
+    case = base_case(in_channels=6, out_channels=5, padding_mode="reflect")
     x, w, b, _, _ = tensors(case, seed=1)
-    y, _ = sim.conv(torch.roll(x, 1, dims=-1), w, b, *conv_args(case))
-    expected = torch.ops.fastpad.conv(x, w, b, *conv_args(case))
+    y, _ = sim.conv(torch.roll(x, 1, dims=-1), w, b, *case.conv_op_arguments())
+    expected = torch.ops.fastpad.conv(x, w, b, *case.conv_op_arguments())
     with pytest.raises(AssertionError, match="relative error"):
         compare(y, expected, torch.float64, "conv", case)
 
@@ -358,10 +350,12 @@ def test_shim_catches_a_wrong_index(sim):
 def test_transposed_gemm_with_non_finite_weights(sim, mode, layout_kind):
     """An inf or NaN weight gives torch's infs and NaNs, no more: where a phase GEMM multiplied such a weight by a zero
     loaded for a tap outside x, the gather pass recomputes the output (the CPU ops match torch here)."""
-    case = base_case(c_in=5, c_out=8, mode=mode, stride=[2, 2], pad_lo=[1, 2], pad_hi=[2, 1], layout=layout_kind)
+    case = base_case(in_channels=5, out_channels=8, padding_mode=mode, stride=2, padding=((1, 2), (2, 1)),
+                     layout=layout_kind)
     x, w, _, gy, bt = tensors(case, seed=7)
     w[2, 1, 0, 0], w[3, 4, 2, 1], w[5, 0, 1, 2] = float("inf"), float("nan"), float("-inf")
-    args = (case["stride"], case["pad_lo"], case["size"], case["dilation"], case["groups"], mode)
+    stride, pad_lo, _, dilation, groups, _ = case.conv_op_arguments()
+    args = (stride, pad_lo, list(case.size), dilation, groups, mode)
     sim.configure("random", seed=3)
     gx, path = sim.conv_transpose(gy, w, bt, *args)
     expected = torch.ops.fastpad.conv_transpose(gy, w, bt, *args)

@@ -4,7 +4,7 @@
   summary prints (set FASTPAD_FUZZ_SEED to replay one).
 - `pytest -m fuzz` (or FASTPAD_FUZZ=1) runs the long fuzz: FASTPAD_FUZZ_CASES configurations per device
   (default 10,000), from FASTPAD_FUZZ_SEED or a random seed.
-- A failure is shrunk to a minimal case, printed as a `Case(...)` literal: add it to REGRESSIONS below.
+- A failure is shrunk to a minimal case, printed as a `FuzzCase(...)` literal: add it to REGRESSIONS below.
 """
 
 import dataclasses
@@ -14,7 +14,7 @@ import random
 import pytest
 
 import fastpad._geometry
-from fuzz import REPORTS, Case, fuzz, is_well_formed, run_case, shrink, simpler_cases
+from fuzz import REPORTS, FuzzCase, fuzz, is_well_formed, run_case, shrink, simpler_cases
 from reference import DEVICES
 
 FIXED_SEED = 20261122
@@ -71,15 +71,15 @@ def test_fuzz_finds_and_shrinks_an_injected_bug(monkeypatch):
     assert len(report.failures) == 1, report.summary()
     minimal, message = report.failures[0]
     assert "relative error" in message
-    assert minimal.padding in ("same", "same_lower") and minimal.nd == 1, minimal
-    assert (minimal.c_in, minimal.c_out, minimal.batch) == (1, 1, 1), minimal
+    assert minimal.padding in ("same", "same_lower") and minimal.dims == 1, minimal
+    assert (minimal.in_channels, minimal.out_channels, minimal.batch) == (1, 1, 1), minimal
     for simpler in filter(is_well_formed, simpler_cases(minimal)):
         run_case(simpler)
 
 
 def test_shrink_reaches_a_local_minimum():
     """A failure defined as 'stride >= 2 in some dim and a size of at least 5 there' shrinks to exactly that."""
-    start = Case(transposed=False, c_in=12, c_out=6, groups=3, kernel=(4, 3, 2), stride=(3, 1, 4),
+    start = FuzzCase(transposed=False, in_channels=12, out_channels=6, groups=3, kernel=(4, 3, 2), stride=(3, 1, 4),
                  dilation=(2, 2, 1), size=(9, 13, 7), padding=((1, 2), (0, 3), (2, 2)), padding_mode="reflect",
                  batch=3, dtype="bfloat16", layout="channels_last", backward=True, seed=5)
 
@@ -88,5 +88,5 @@ def test_shrink_reaches_a_local_minimum():
 
     minimal = shrink(start, fails)
     assert minimal == dataclasses.replace(
-        start, c_in=1, c_out=1, groups=1, kernel=(1,), stride=(2,), dilation=(1,), size=(5,), padding="valid",
+        start, in_channels=1, out_channels=1, groups=1, kernel=(1,), stride=(2,), dilation=(1,), size=(5,), padding="valid",
         padding_mode="zeros", batch=1, dtype="float64", layout="contiguous", backward=False, bias=False)

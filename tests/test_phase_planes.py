@@ -6,40 +6,38 @@ large enough to be split into several bands, and non-finite weights (the adjoint
 columns' zeros into NaN).
 """
 
+from dataclasses import replace
+
 import pytest
 import torch
 
-from fastpad.reference import ConvCall, output_and_grads
-from reference import assert_matches, pads_supported, resolve_pads
-
-MODES = ("zeros", "reflect", "replicate", "circular")
-CHANNELS_LAST = {2: torch.channels_last, 3: torch.channels_last_3d}
+from fastpad.cases import ConvCase
+from fastpad.reference import output_and_grads
+from reference import PADDING_MODES, assert_matches, pads_supported, resolve_pads
 
 
-def check_output_and_grads(call, x, w, b):
-    """fastpad's output and input, weight and bias gradients against the float64 reference, same grad_output."""
+def float64_case(transposed, size, c_in, c_out, kernel, **arguments):
+    return ConvCase(transposed, size, c_in, c_out, kernel, dtype="float64", **arguments)
+
+
+def check_output_and_grads(case, inputs=None):
+    """fastpad's output and input, weight and bias gradients against the float64 reference, same grad_output, on
+    `inputs` (default: fresh random ones of the case)."""
+    x, w, b = inputs or case.random_inputs()
     grad_output = {}
 
     def draw(output):
         grad_output.setdefault("value", torch.randn_like(output))
         return grad_output["value"].to(output.dtype)
 
-    mine, my_grads = output_and_grads(call.fastpad_function(), [x, w, b], draw)
-    theirs, their_grads = output_and_grads(call.reference_function(x.shape[2:]), [x, w, b], draw)
+    mine, my_grads = output_and_grads(case.fastpad_function(), [x, w, b], draw)
+    theirs, their_grads = output_and_grads(case.reference_function(), [x, w, b], draw)
     assert_matches(mine, theirs, what="output")
     for name, got, want in zip(("input grad", "weight grad", "bias grad"), my_grads, their_grads):
         assert_matches(got, want, what=name)
 
 
-def inputs(c_in, c_out, size, kernel, groups, transposed=False, batch=2):
-    nd = len(size)
-    w_shape = (c_in, c_out // groups) if transposed else (c_out, c_in // groups)
-    x = torch.randn((batch, c_in) + tuple(size), dtype=torch.float64)
-    w = torch.randn(w_shape + (kernel,) * nd, dtype=torch.float64)
-    return x, w, torch.randn(c_out, dtype=torch.float64)
-
-
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", PADDING_MODES)
 @pytest.mark.parametrize("stride, dilation", [(1, 1), (2, 1), (3, 2)])
 @pytest.mark.parametrize("nd", (1, 2, 3))
 def test_tap_gemms_every_mode(nd, stride, dilation, mode):
@@ -48,11 +46,10 @@ def test_tap_gemms_every_mode(nd, stride, dilation, mode):
     pads = resolve_pads(padding, size, (3,) * nd, stride, dilation)
     if not pads_supported(pads, size, mode):
         pytest.skip("F.pad cannot express these pads in this mode")
-    x, w, b = inputs(16, 20, size, 3, groups=1)
-    call = ConvCall(False, nd, (3,) * nd, stride, padding, dilation, 1, mode)
-    check_output_and_grads(call, x, w, b)
+    case = float64_case(False, size, 16, 20, 3, stride=stride, padding=padding, dilation=dilation, padding_mode=mode)
+    check_output_and_grads(case)
     if nd > 1:  # channels-last: the same tap GEMMs with the channels inside each position
-        check_output_and_grads(call, x.contiguous(memory_format=CHANNELS_LAST[nd]), w, b)
+        check_output_and_grads(replace(case, layout="channels_last"))
 
 
 @pytest.mark.parametrize("padding", ["same", "same_lower", "valid"])
@@ -61,8 +58,8 @@ def test_tap_gemms_every_mode(nd, stride, dilation, mode):
 def test_transposed_tap_gemms(nd, kernel, stride, padding):
     """At least 256 positions per (H, W) slice of the transposed input, so the tap-GEMM adjoint runs."""
     size = {1: (260,), 2: (16, 17), 3: (2, 16, 17)}[nd]
-    x, w, b = inputs(32, 16, size, kernel, groups=2, transposed=True, batch=1)
-    check_output_and_grads(ConvCall(True, nd, (kernel,) * nd, stride, padding, 1, 2), x, w, b)
+    check_output_and_grads(float64_case(True, size, 32, 16, kernel, stride=stride, padding=padding, groups=2,
+                                        batch=1))
 
 
 @pytest.mark.parametrize("mode", ["zeros", "reflect"])
@@ -70,10 +67,10 @@ def test_transposed_tap_gemms(nd, kernel, stride, padding):
 def test_several_bands(channels, groups, mode):
     """Planes big enough that a thread's buffer holds only part of them: bands with halo rows, a short last band."""
     size = (300, 300) if groups > 1 else (300, 53)
-    x, w, b = inputs(channels, channels, size, 5, groups, batch=1)
-    check_output_and_grads(ConvCall(False, 2, (5, 5), 2, "same", 1, groups, mode), x, w, b)
-    xt, wt, bt = inputs(channels, channels, (size[0] // 2, size[1]), 4, groups, transposed=True, batch=1)
-    check_output_and_grads(ConvCall(True, 2, (4, 4), 2, "same", 1, groups), xt, wt, bt)
+    check_output_and_grads(float64_case(False, size, channels, channels, 5, stride=2, groups=groups, padding_mode=mode,
+                                        batch=1))
+    check_output_and_grads(float64_case(True, (size[0] // 2, size[1]), channels, channels, 4, stride=2, groups=groups,
+                                        batch=1))
 
 
 @pytest.mark.parametrize("padding, mode", [("valid", "zeros"), ("same", "reflect")])
@@ -82,11 +79,12 @@ def test_non_finite_weight_poisons_only_what_it_reaches(channels, groups, paddin
     """An inf weight gives the input gradient NaN/inf exactly where the reference has them. The discarded columns
     of a band reach input columns that no output reads (width 30, k3, s2, 'valid': column 29) or, in reflect
     mode, fold back onto real ones; they must add nothing there."""
-    x, w, b = inputs(channels, channels, (40, 30), 3, groups, batch=1)
+    case = float64_case(False, (40, 30), channels, channels, 3, stride=2, padding=padding, groups=groups,
+                        padding_mode=mode, batch=1)
+    x, w, b = case.random_inputs()
     w[0, 0, 1, 1] = float("inf")
-    call = ConvCall(False, 2, (3, 3), 2, padding, 1, groups, mode)
     grads = []
-    for function in (call.fastpad_function(), call.reference_function(x.shape[2:])):
+    for function in (case.fastpad_function(), case.reference_function()):
         leaf = x.clone().requires_grad_()
         output = function(leaf, w, b)
         output.backward(torch.ones_like(output))
@@ -99,7 +97,7 @@ def test_non_finite_weight_poisons_only_what_it_reaches(channels, groups, paddin
 
 
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", PADDING_MODES)
 @pytest.mark.parametrize("kernel, stride", [(3, 2), (7, 2), (4, 1)])
 def test_direct_kernels_few_input_channels(kernel, stride, mode, channels_last):
     """Stem-like layers (3 input channels) run the direct kernels; 40 output channels cover a full register block of
@@ -108,7 +106,5 @@ def test_direct_kernels_few_input_channels(kernel, stride, mode, channels_last):
     pads = resolve_pads("same", size, (kernel, kernel), stride, 1)
     if not pads_supported(pads, size, mode):
         pytest.skip("F.pad cannot express these pads in this mode")
-    x, w, b = inputs(3, 40, size, kernel, groups=1)
-    if channels_last:
-        x = x.contiguous(memory_format=torch.channels_last)
-    check_output_and_grads(ConvCall(False, 2, (kernel, kernel), stride, "same", 1, 1, mode), x, w, b)
+    check_output_and_grads(float64_case(False, size, 3, 40, kernel, stride=stride, padding_mode=mode,
+                                        layout="channels_last" if channels_last else "contiguous"))

@@ -1,6 +1,6 @@
 """The benchmark runner behind `python -m fastpad bench`.
 
-For each layer of benchmarks/layers.py it times three variants on the same input, in one process:
+For each layer of fastpad/bench/layers.py it times three variants on the same input, in one process:
 - fastpad: the fused op;
 - pad+conv: F.pad + F.conv* (transposed: the full F.conv_transpose* + crop), i.e. fastpad/reference.py;
 - floor: torch's own conv with symmetric padding (max(lo, hi) per dimension; transposed: the nearest symmetric crop
@@ -12,8 +12,8 @@ against the float64 reference on the same input: the output for forward, output 
 While the suite runs, a progress line on stderr shows the layer and mode, the elapsed time and an ETA (redrawn in
 place on a terminal; one plain line per finished layer in CI logs and pipes). The results are printed as a table and
 written as JSON, a markdown table and a PNG bar chart of the ratios (the chart needs matplotlib, an optional
-dependency: `pip install matplotlib`); by default all three go to benchmarks/out/bench-<device>-<dtype>-<memory
-format>.{json,md,png}.
+dependency: `pip install matplotlib`); by default all three go to fastpad-bench/bench-<device>-<dtype>-<memory
+format>.{json,md,png} in the current directory.
 """
 import datetime
 import fnmatch
@@ -24,23 +24,21 @@ import platform
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 import torch
 
-from fastpad._check import tolerance
+from fastpad._info import source_description
 from fastpad._report import markdown_table, text_table
-from fastpad.reference import CONV_BY_DIMS, CONV_TRANSPOSE_BY_DIMS, output_and_grads, relative_error
+from fastpad.bench.layers import SUITE, Layer
+from fastpad.cases import ConvCase, arrange
+from fastpad.reference import CONV_BY_DIMS, CONV_TRANSPOSE_BY_DIMS, output_and_grads, relative_error, tolerance
 
-from benchmarks.layers import SUITE, Layer
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT_DIR = REPO_ROOT / "benchmarks" / "out"
+DEFAULT_OUT_DIR = Path("fastpad-bench")
 MODES = ("forward", "fwd+bwd")
 BUSY_LOAD_AVERAGE = 0.5  # above this 1-minute load average, CPU timings are flagged as unreliable
 
@@ -83,29 +81,26 @@ class Measurement:
 # The three variants of one layer, each a function (x, weight, bias) -> output.
 
 
-def variant_functions(layer: Layer) -> Dict[str, Callable]:
+def variant_functions(case: ConvCase) -> Dict[str, Callable]:
     """fastpad, F.pad + conv (fastpad/reference.py) and the symmetric-padding floor, each (x, weight, bias) -> y."""
-    call = layer.call
-    return {"fastpad": call.fastpad_function(), "pad+conv": call.reference_function(layer.spatial_size),
-            "floor": floor_function(layer)}
+    return {"fastpad": case.fastpad_function(), "pad+conv": case.reference_function(), "floor": floor_function(case)}
 
 
-def floor_function(layer: Layer) -> Callable:
+def floor_function(case: ConvCase) -> Callable:
     """torch's conv with symmetric padding: same work, no padded copy (the output may be one row larger)."""
-    call = layer.call
-    stride, dilation = call.per_dim(layer.stride), call.per_dim(layer.dilation)
-    if layer.transposed:
-        _, out_size = call.crops(layer.spatial_size)
-        kernel_extent = layer.dilation * (layer.kernel - 1) + 1
-        full = [(i - 1) * layer.stride + kernel_extent for i in layer.spatial_size]
+    stride, dilation = case.per_dim(case.stride), case.per_dim(case.dilation)
+    if case.transposed:
+        _, out_size = case.crops()
+        full = [(i - 1) * s + d * (k - 1) + 1
+                for i, k, s, d in zip(case.size, case.per_dim(case.kernel), stride, dilation)]
         crops = [max(0, math.ceil((f - out) / 2)) for f, out in zip(full, out_size)]
         extra = [out - (f - 2 * crop) for f, out, crop in zip(full, out_size, crops)]
-        extra = [e if 0 <= e < max(layer.stride, layer.dilation) else 0 for e in extra]
-        conv_transpose = CONV_TRANSPOSE_BY_DIMS[layer.dims]
-        return lambda x, w, b: conv_transpose(x, w, b, stride, crops, extra, layer.groups, dilation)
-    symmetric = [max(lo, hi) for lo, hi in call.pads(layer.spatial_size)]
-    conv = CONV_BY_DIMS[layer.dims]
-    return lambda x, w, b: conv(x, w, b, stride, symmetric, dilation, layer.groups)
+        extra = [e if 0 <= e < max(s, d) else 0 for e, s, d in zip(extra, stride, dilation)]
+        conv_transpose = CONV_TRANSPOSE_BY_DIMS[case.dims]
+        return lambda x, w, b: conv_transpose(x, w, b, stride, crops, extra, case.groups, dilation)
+    symmetric = [max(lo, hi) for lo, hi in case.pads()]
+    conv = CONV_BY_DIMS[case.dims]
+    return lambda x, w, b: conv(x, w, b, stride, symmetric, dilation, case.groups)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -174,25 +169,27 @@ class Settings:
     effort: Effort
 
 
-def layer_inputs(layer: Layer, settings: Settings) -> List[torch.Tensor]:
-    generator = torch.Generator().manual_seed(0)
-    batch = settings.batch or layer.batch
-    x = torch.randn(layer.input_shape(batch), generator=generator)
-    w = torch.randn(layer.weight_shape(), generator=generator) / math.sqrt(math.prod(layer.weight_shape()[1:]))
-    inputs = [x, w] + ([torch.randn(layer.out_channels, generator=generator)] if layer.bias else [])
-    inputs = [t.to(device=settings.device, dtype=settings.dtype) for t in inputs]
-    if settings.channels_last and layer.dims > 1:
-        memory_format = torch.channels_last if layer.dims == 2 else torch.channels_last_3d
-        inputs[:2] = [t.contiguous(memory_format=memory_format) for t in inputs[:2]]
-    return inputs
+def layer_case(layer: Layer, settings: Settings) -> ConvCase:
+    """The layer's case in the run's dtype, memory format and batch (the layer's own unless --batch)."""
+    layout = "channels_last" if settings.channels_last and layer.case.dims > 1 else "contiguous"
+    return replace(layer.case, batch=settings.batch or layer.case.batch, layout=layout,
+                   dtype=str(settings.dtype).replace("torch.", ""))
 
 
-def with_optional_bias(function: Callable, layer: Layer) -> Callable:
-    """Variants take (x, w, b); layers without bias get b=None and are called with (x, w)."""
-    return function if layer.bias else (lambda x, w: function(x, w, None))
+def case_inputs(case: ConvCase, device: torch.device) -> List[torch.Tensor]:
+    """Seeded (x, weight[, bias]) with the weight scaled to unit output variance; weight in the input's layout."""
+    weight_shape = case.weight_shape()
+    x, w, b = case.random_inputs(torch.Generator().manual_seed(0), device,
+                                 weight_scale=1 / math.sqrt(math.prod(weight_shape[1:])))
+    return [x, arrange(w, case.layout)] + ([b] if case.bias else [])
 
 
-def errors_against_reference(layer: Layer, inputs: List[torch.Tensor]) -> Dict[str, float]:
+def with_optional_bias(function: Callable, case: ConvCase) -> Callable:
+    """Variants take (x, w, b); cases without bias get b=None and are called with (x, w)."""
+    return function if case.bias else (lambda x, w: function(x, w, None))
+
+
+def errors_against_reference(case: ConvCase, inputs: List[torch.Tensor]) -> Dict[str, float]:
     """fastpad's relative error against the float64 reference: output only, and output plus every gradient."""
     grad_output = {}
 
@@ -200,10 +197,10 @@ def errors_against_reference(layer: Layer, inputs: List[torch.Tensor]) -> Dict[s
         grad_output.setdefault("value", torch.randn_like(output))
         return grad_output["value"].to(output.dtype)
 
-    functions = variant_functions(layer)
-    fastpad_output, fastpad_grads = output_and_grads(with_optional_bias(functions["fastpad"], layer), inputs,
+    functions = variant_functions(case)
+    fastpad_output, fastpad_grads = output_and_grads(with_optional_bias(functions["fastpad"], case), inputs,
                                                      draw_grad_output)
-    reference_output, reference_grads = output_and_grads(with_optional_bias(functions["pad+conv"], layer),
+    reference_output, reference_grads = output_and_grads(with_optional_bias(functions["pad+conv"], case),
                                                          [t.double() for t in inputs], draw_grad_output)
     output_error = relative_error(fastpad_output, reference_output)
     grad_errors = [relative_error(mine, theirs) for mine, theirs in zip(fastpad_grads, reference_grads)]
@@ -213,10 +210,11 @@ def errors_against_reference(layer: Layer, inputs: List[torch.Tensor]) -> Dict[s
 def measure_layer(layer: Layer, settings: Settings, on_phase: Callable[[str], None]) -> List[Measurement]:
     """Forward and fwd+bwd timings of the three variants, with fastpad's error. on_phase(name) is called as each phase
     starts: 'error check', then each mode."""
-    inputs = layer_inputs(layer, settings)
-    functions = {name: with_optional_bias(function, layer) for name, function in variant_functions(layer).items()}
+    case = layer_case(layer, settings)
+    inputs = case_inputs(case, settings.device)
+    functions = {name: with_optional_bias(function, case) for name, function in variant_functions(case).items()}
     on_phase("error check")
-    errors = errors_against_reference(layer, inputs)
+    errors = errors_against_reference(case, inputs)
     make_step = {"forward": forward_step, "fwd+bwd": forward_backward_step}
     measurements = []
     for mode in MODES:
@@ -224,7 +222,7 @@ def measure_layer(layer: Layer, settings: Settings, on_phase: Callable[[str], No
         steps = {name: make_step[mode](function, inputs) for name, function in functions.items()}
         medians, repeats = median_times_interleaved(steps, settings.device, settings.effort)
         measurements.append(Measurement(
-            layer=layer.name, model=layer.model, shape=layer.describe(settings.batch or layer.batch), mode=mode,
+            layer=layer.name, model=layer.model, shape=case.shape_text(), mode=mode,
             fastpad_ms=1e3 * medians["fastpad"], pad_conv_ms=1e3 * medians["pad+conv"],
             floor_ms=1e3 * medians["floor"], repeats=repeats, max_rel_error=errors[mode]))
     return measurements
@@ -308,16 +306,6 @@ def select_layers(pattern: Optional[str]) -> List[Layer]:
     return [layer for layer in SUITE if any(fnmatch.fnmatchcase(layer.name, glob) for glob in globs)]
 
 
-def git_commit() -> str:
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True)
-    head = git("rev-parse", "--short", "HEAD")
-    if head.returncode != 0:
-        return "uncommitted working tree (no commit yet)"
-    dirty = git("status", "--porcelain").stdout.strip()
-    return head.stdout.strip() + (" + uncommitted changes" if dirty else "")
-
-
 def machine_description(device: torch.device) -> str:
     if device.type == "cuda":
         return f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda})"
@@ -334,7 +322,7 @@ def run_context(settings: Settings) -> Dict[str, str]:
     return {
         "machine": machine_description(settings.device),
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "commit": git_commit(),
+        "commit": source_description(),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "device": str(settings.device),
@@ -434,7 +422,7 @@ WRITERS = {"json": write_json, "md": write_markdown, "png": write_png}
 def output_paths(context: Dict[str, str], requested: Dict[str, Optional[str]],
                  out_dir: Optional[str]) -> Dict[str, Path]:
     """The outputs to write, by suffix: those requested; with none requested, all three in out_dir (default
-    benchmarks/out), named after the run, e.g. bench-cpu-float32-contiguous.png."""
+    ./fastpad-bench), named after the run, e.g. bench-cpu-float32-contiguous.png."""
     if any(requested.values()):
         return {suffix: Path(path) for suffix, path in requested.items() if path}
     stem = f"bench-{context['device'].replace(':', '')}-{context['dtype']}-{context['memory_format']}"
@@ -490,7 +478,7 @@ def main(device: Optional[str], dtype: str, batch: Optional[int], layers: Option
     progress.close()
     print(text_table(TABLE_HEADERS, table_rows(measurements)))
     print("\n".join(summary_lines(measurements)))
-    limit = tolerance(str(settings.device), settings.dtype)
+    limit = tolerance(settings.dtype)
     inaccurate = sorted({m.layer for m in measurements if not m.max_rel_error <= limit})
     for problem, names in (("raised an exception", failed), ("exceeded the error tolerance", inaccurate)):
         if names:
