@@ -1,4 +1,4 @@
-"""The padding formulas of DESIGN.md section 2, in one place.
+"""The padding formulas of docs/DESIGN.md section 2, in one place.
 
 Used by the public functions, the fake kernels and the tests. Every function works on plain ints and on
 torch SymInts (under torch.compile with dynamic shapes), so no Python `max`/`ceil` on sizes here.

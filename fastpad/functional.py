@@ -1,6 +1,6 @@
 """Public convolution functions: argument normalisation and checks, then one call of a torch.ops.fastpad op.
 
-The padding is resolved per call from the actual input size (DESIGN.md section 2) and handed to the op as
+The padding is resolved per call from the actual input size (docs/DESIGN.md section 2) and handed to the op as
 numeric pads; the kernels never build the padded input.
 """
 from __future__ import annotations

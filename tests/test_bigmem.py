@@ -76,7 +76,7 @@ def random_tensor(shape, dtype, device, channels_last=False):
 
 
 def assert_every_element_close(actual, expected, dtype, what):
-    """DESIGN.md section 7's check on one chunk: relative error by norm within tolerance (NaN or inf fails it), and
+    """docs/DESIGN.md section 7's check on one chunk: relative error by norm within tolerance (NaN or inf fails it), and
     the same tolerance per element, relative to |expected| plus the chunk's RMS, so that one unwritten or misplaced
     element among millions cannot hide in the norm. One float64 difference serves both (chunks are large)."""
     assert actual.dtype == dtype, f"{what}: dtype {actual.dtype} != {dtype}"

@@ -1,4 +1,4 @@
-"""fastpad.conv1d/2d/3d against the reference F.pad + F.conv (DESIGN.md section 2)."""
+"""fastpad.conv1d/2d/3d against the reference F.pad + F.conv (docs/DESIGN.md section 2)."""
 
 import pytest
 import torch

@@ -1,5 +1,5 @@
 """fastpad.conv_transpose1d/2d/3d against the reference: the full F.conv_transpose, cropped to
-[crop_lo, crop_lo + out_size), zero-extended past the end, plus the bias (DESIGN.md section 2)."""
+[crop_lo, crop_lo + out_size), zero-extended past the end, plus the bias (docs/DESIGN.md section 2)."""
 
 import pytest
 import torch

@@ -19,7 +19,7 @@ The cases cross those tiles (channels > 64, M > 64, K > 32 with remainders), use
 1-2, asymmetric pads, every padding mode, groups, 1-d/2-d/3-d, batch 0 and 1, channels_last (4-d and 5-d),
 non-contiguous and expanded inputs and all four dtypes. Every result is compared with the float64 reference
 (tests/reference.py) on fresh random inputs, each output poisoned with NaN first (the CUDA caching allocator hands
-the poisoned block to the kernel's output), with the tolerances of DESIGN.md section 7. Then: opcheck, gradcheck,
+the poisoned block to the kernel's output), with the tolerances of docs/DESIGN.md section 7. Then: opcheck, gradcheck,
 torch.compile (fullgraph, and mode="reduce-overhead", i.e. CUDA graphs), an explicit torch.cuda.graph capture on a
 side stream, a non-default stream, a second GPU, bitwise determinism and (marker bigmem) int64 indexing.
 
@@ -148,7 +148,7 @@ def reference_ops(g, mode, x, w, b, gy):
 
 
 def output_shape(g):
-    """The conv's output shape (DESIGN.md section 2: out = floor((i + lo + hi - k_eff) / s) + 1)."""
+    """The conv's output shape (docs/DESIGN.md section 2: out = floor((i + lo + hi - k_eff) / s) + 1)."""
     sizes = [(i + lo + hi - d * (k - 1) - 1) // s + 1
              for i, (lo, hi), k, s, d in zip(g.size, g.pads(), g.per_dim(g.kernel), g.per_dim(g.stride),
                                             g.per_dim(g.dilation))]

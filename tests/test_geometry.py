@@ -1,4 +1,4 @@
-"""Padding geometry (DESIGN.md section 2): hand-known values, the seed and TF worked examples,
+"""Padding geometry (docs/DESIGN.md section 2): hand-known values, the seed and TF worked examples,
 brute-force properties, and a check that the test reference itself agrees with torch where torch
 has an equivalent."""
 

@@ -1,0 +1,66 @@
+"""fastpad as a user installs it: `pip install .` (not editable) into a fresh virtual environment, then the
+command-line tools run from a folder outside the checkout, where only the installed package can be imported.
+
+Slow (a full build of the extension, about 4 minutes on 2 cores, then `check --quick`): `pytest -m slow`.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(command, cwd, timeout=1200):
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                            env={key: value for key, value in os.environ.items() if key != "PYTHONPATH"})
+    assert result.returncode == 0, f"{command} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    return result.stdout
+
+
+def copy_checkout(destination: Path) -> None:
+    """The checkout's files as they are now (tracked, and untracked but not ignored) and its .git, without builds."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO_ROOT,
+                            capture_output=True, text=True, check=True).stdout
+    for name in filter(None, listed.split("\0")):
+        source = REPO_ROOT / name
+        if source.is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination / name)
+    shutil.copytree(REPO_ROOT / ".git", destination / ".git", symlinks=True)
+
+
+@pytest.mark.slow
+def test_pip_install_into_a_fresh_venv_and_run_the_tools_outside_the_checkout(tmp_path):
+    source, environment, outside = tmp_path / "source", tmp_path / "venv", tmp_path / "elsewhere"
+    copy_checkout(source)
+    outside.mkdir()
+    # torch comes from the interpreter running the tests (a fresh torch download is gigabytes); fastpad does not.
+    venv.create(environment, system_site_packages=True, with_pip=True)
+    python = str(environment / "bin" / "python")
+    run([python, "-m", "pip", "install", "-q", "--no-build-isolation", str(source)], cwd=outside)
+
+    # Only the installed package: -I leaves out the current folder, PYTHONPATH and the user site.
+    where = run([python, "-I", "-c", "import fastpad, fastpad.bench; print(fastpad.__file__)"], cwd=outside)
+    assert where.strip().startswith(str(environment)), where
+    build = json.loads(run([python, "-I", "-c", "import fastpad._info as i, json; print(json.dumps(i.build_info()))"],
+                           cwd=outside))
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True).stdout.strip()
+    assert build["commit"] == head and build["torch"]
+
+    info = run([python, "-I", "-m", "fastpad", "info"], cwd=outside)
+    assert f"extension built from commit {head[:7]}" in info and "source checkout" not in info, info
+    check = run([python, "-I", "-m", "fastpad", "check", "--quick", "--device", "cpu"], cwd=outside)
+    assert "3582 cases" in check and ", 0 failed" in check, check[-2000:]
+    bench = run([python, "-I", "-m", "fastpad", "bench", "--quick", "--batch", "1", "--layers", "encodec*",
+                 "--device", "cpu", "--json", "run.json"], cwd=outside)
+    rows = json.loads((outside / "run.json").read_text())
+    assert [row["layer"] for row in rows["results"]] == ["encodec.conv1d_k8s4_reflect"] * 2, bench
+    assert rows["context"]["commit"].startswith(head[:7]) and "installed build" in rows["context"]["commit"]
+    print(f"\nfresh venv, pip install . from a copy of the checkout ({head[:7]}), run from {outside}:\n{info}\n"
+          f"{check.strip().splitlines()[-1]}\n{bench.strip()[-600:]}", file=sys.stderr)
