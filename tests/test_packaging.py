@@ -3,6 +3,7 @@ command-line tools run from a folder outside the checkout, where only the instal
 
 Slow (a full build of the extension, about 4 minutes on 2 cores, then `check --quick`): `pytest -m slow`.
 """
+import ast
 import json
 import os
 import shutil
@@ -33,6 +34,26 @@ def copy_checkout(destination: Path) -> None:
             (destination / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, destination / name)
     shutil.copytree(REPO_ROOT / ".git", destination / ".git", symlinks=True)
+
+
+def imported_modules(path: Path):
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            yield node.module
+
+
+def test_the_package_imports_nothing_from_the_repository_folders_and_nothing_edits_sys_path():
+    top_level_folders = {path.name for path in REPO_ROOT.iterdir() if path.is_dir()} - {"fastpad"}
+    for path in sorted((REPO_ROOT / "fastpad").rglob("*.py")):
+        upward = [name for name in imported_modules(path) if name.split(".")[0] in top_level_folders]
+        assert not upward, f"{path.relative_to(REPO_ROOT)} imports {upward} from outside the package"
+    for folder in ("fastpad", "tests", "benchmarks", "scripts"):
+        for path in sorted((REPO_ROOT / folder).rglob("*.py")):
+            uses = [node.lineno for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Attribute)
+                    and node.attr == "path" and isinstance(node.value, ast.Name) and node.value.id == "sys"]
+            assert not uses, f"{path.relative_to(REPO_ROOT)} uses sys.path on line(s) {uses}"
 
 
 @pytest.mark.slow
