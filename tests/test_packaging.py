@@ -71,7 +71,7 @@ def test_pip_install_into_a_fresh_venv_and_run_the_tools_outside_the_checkout(tm
     assert where.strip().startswith(str(environment)), where
     build = json.loads(run([python, "-I", "-c", "import fastpad._info as i, json; print(json.dumps(i.build_info()))"],
                            cwd=outside))
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True).stdout.strip()
     assert build["commit"] == head and build["torch"]
 
     info = run([python, "-I", "-m", "fastpad", "info"], cwd=outside)
