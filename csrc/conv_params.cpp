@@ -175,12 +175,12 @@ void check_bias(const char* op, const std::optional<at::Tensor>& bias, const at:
 
 }  // namespace
 
-PaddingMode parse_padding_mode(c10::string_view mode) {
+PaddingMode parse_padding_mode(const char* op, c10::string_view mode) {
   if (mode == "zeros") return PaddingMode::Zeros;
   if (mode == "reflect") return PaddingMode::Reflect;
   if (mode == "replicate") return PaddingMode::Replicate;
   if (mode == "circular") return PaddingMode::Circular;
-  TORCH_CHECK(false, "fastpad: padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', got '",
+  TORCH_CHECK(false, op, ": padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', got '",
               std::string(mode), "'");
 }
 
@@ -203,7 +203,7 @@ ConvGeometry conv_geometry(const at::Tensor& input, const at::Tensor& weight, co
               shape_str(weight.sizes()), " with groups=", groups, " has ", weight.size(1),
               " input channels per group, expected ", in_channels / groups);
   check_bias(op, bias, input, out_channels);
-  const auto mode = parse_padding_mode(padding_mode);
+  const auto mode = parse_padding_mode(op, padding_mode);
 
   const auto in_size = input.sizes().slice(2);
   const auto kernel = weight.sizes().slice(2);
@@ -249,7 +249,7 @@ ConvGeometry conv_transpose_geometry(const at::Tensor& input, const at::Tensor& 
   // groups divides conv_out_channels = weight.size(0), so this is at most weight.numel(): it cannot overflow.
   const int64_t conv_in_channels = weight.size(1) * groups;
   check_bias(op, bias, input, conv_in_channels);
-  const auto mode = parse_padding_mode(padding_mode);
+  const auto mode = parse_padding_mode(op, padding_mode);
 
   const auto conv_out_sizes = input.sizes().slice(2);
   const auto kernel = weight.sizes().slice(2);
@@ -289,7 +289,7 @@ ConvGeometry conv_weight_grad_geometry(const at::Tensor& input, const at::Tensor
   TORCH_CHECK(grad_output.size(0) == input.size(0) && grad_output.size(1) == out_channels, op,
               ": grad_output shape ", shape_str(grad_output.sizes()), " does not match batch ", input.size(0),
               " and ", out_channels, " output channels");
-  const auto mode = parse_padding_mode(padding_mode);
+  const auto mode = parse_padding_mode(op, padding_mode);
 
   const auto in_size = input.sizes().slice(2);
   const auto out_size = grad_output.sizes().slice(2);

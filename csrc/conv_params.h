@@ -12,7 +12,7 @@
 
 namespace fastpad {
 
-PaddingMode parse_padding_mode(c10::string_view mode);
+PaddingMode parse_padding_mode(const char* op, c10::string_view mode);
 
 // conv: input [N, C_in, *in], weight [C_out, C_in/groups, *k]; output [N, C_out, *out].
 // pad_hi may be negative (the end of the input is then not read); it only fixes the output extent.
