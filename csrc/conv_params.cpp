@@ -121,26 +121,28 @@ void check_groups(const char* op, int64_t groups, at::IntArrayRef channels) {
   }
 }
 
-// The geometry of one problem, with 1-d and 2-d problems padded to 3-d.
-ConvGeometry make_geometry(int64_t batch, int64_t in_channels, int64_t out_channels, int64_t groups, PaddingMode mode,
-                           int64_t spatial, at::IntArrayRef in_size, at::IntArrayRef out_size, at::IntArrayRef kernel,
-                           at::IntArrayRef stride, at::IntArrayRef dilation, at::IntArrayRef pad_lo) {
+// The geometry of one problem, with 1-d and 2-d problems padded to 3-d. The channels and sizes are the
+// convolution's (see ConvGeometry).
+ConvGeometry make_geometry(int64_t batch, int64_t conv_in_channels, int64_t conv_out_channels, int64_t groups,
+                           PaddingMode mode, int64_t spatial, at::IntArrayRef conv_in_sizes,
+                           at::IntArrayRef conv_out_sizes, at::IntArrayRef kernel, at::IntArrayRef stride,
+                           at::IntArrayRef dilation, at::IntArrayRef pad_lo) {
   ConvGeometry g;
   g.batch = batch;
-  g.in_channels = in_channels;
-  g.out_channels = out_channels;
+  g.conv_in_channels = conv_in_channels;
+  g.conv_out_channels = conv_out_channels;
   g.groups = groups;
   g.mode = mode;
   const int64_t offset = kMaxSpatial - spatial;
   for (const auto i : c10::irange(spatial)) {
-    g.in_size[offset + i] = in_size[i];
-    g.out_size[offset + i] = out_size[i];
+    g.conv_in_sizes[offset + i] = conv_in_sizes[i];
+    g.conv_out_sizes[offset + i] = conv_out_sizes[i];
     g.kernel[offset + i] = kernel[i];
     // A stride acts only between two outputs (for conv_transpose: two scattering inputs), and a dilation only
     // between two taps. Where there is one, they are set to 1, which changes nothing in the result: torch accepts
     // any stride there, and the kernels size buffers by it (cpu/phase_planes.h keeps all stride phases). Every other
     // stride and dilation is at most the padded extent of its dim, so check_problem_size bounds them too.
-    g.stride[offset + i] = out_size[i] == 1 ? 1 : stride[i];
+    g.stride[offset + i] = conv_out_sizes[i] == 1 ? 1 : stride[i];
     g.dilation[offset + i] = kernel[i] == 1 ? 1 : dilation[i];
     g.pad_lo[offset + i] = pad_lo[i];
   }
@@ -173,12 +175,12 @@ void check_bias(const char* op, const std::optional<at::Tensor>& bias, const at:
 
 }  // namespace
 
-PaddingMode parse_padding_mode(c10::string_view mode) {
+PaddingMode parse_padding_mode(const char* op, c10::string_view mode) {
   if (mode == "zeros") return PaddingMode::Zeros;
   if (mode == "reflect") return PaddingMode::Reflect;
   if (mode == "replicate") return PaddingMode::Replicate;
   if (mode == "circular") return PaddingMode::Circular;
-  TORCH_CHECK(false, "fastpad: padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', got '",
+  TORCH_CHECK(false, op, ": padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', got '",
               std::string(mode), "'");
 }
 
@@ -201,7 +203,7 @@ ConvGeometry conv_geometry(const at::Tensor& input, const at::Tensor& weight, co
               shape_str(weight.sizes()), " with groups=", groups, " has ", weight.size(1),
               " input channels per group, expected ", in_channels / groups);
   check_bias(op, bias, input, out_channels);
-  const auto mode = parse_padding_mode(padding_mode);
+  const auto mode = parse_padding_mode(op, padding_mode);
 
   const auto in_size = input.sizes().slice(2);
   const auto kernel = weight.sizes().slice(2);
@@ -235,34 +237,36 @@ ConvGeometry conv_transpose_geometry(const at::Tensor& input, const at::Tensor& 
   check_list(op, "dilation", dilation, spatial, 1);
   check_list(op, "crop_lo", crop_lo, spatial, 0, /*bounded=*/true);
   check_list(op, "out_size", out_size, spatial, 1, /*bounded=*/true);
-  const int64_t in_channels = input.size(1);
-  TORCH_CHECK(in_channels == weight.size(0), op, ": input has ", in_channels, " channels but weight ",
+  // Named after the convolution this op is the adjoint of (see ConvGeometry): input is on its output side, and the
+  // output (out_size) on its input side.
+  const int64_t conv_out_channels = input.size(1);
+  TORCH_CHECK(conv_out_channels == weight.size(0), op, ": input has ", conv_out_channels, " channels but weight ",
               shape_str(weight.sizes()), " expects ", weight.size(0));
   // As in torch. Zero output channels are fine (the output is empty).
-  TORCH_CHECK(in_channels >= 1, op, ": weight must have at least one input channel (dim 0), got shape ",
+  TORCH_CHECK(conv_out_channels >= 1, op, ": weight must have at least one input channel (dim 0), got shape ",
               shape_str(weight.sizes()));
-  check_groups(op, groups, {in_channels});
-  // groups divides in_channels = weight.size(0), so this is at most weight.numel(): it cannot overflow.
-  const int64_t out_channels = weight.size(1) * groups;
-  check_bias(op, bias, input, out_channels);
-  const auto mode = parse_padding_mode(padding_mode);
+  check_groups(op, groups, {conv_out_channels});
+  // groups divides conv_out_channels = weight.size(0), so this is at most weight.numel(): it cannot overflow.
+  const int64_t conv_in_channels = weight.size(1) * groups;
+  check_bias(op, bias, input, conv_in_channels);
+  const auto mode = parse_padding_mode(op, padding_mode);
 
-  const auto scatter_size = input.sizes().slice(2);
+  const auto conv_out_sizes = input.sizes().slice(2);
   const auto kernel = weight.sizes().slice(2);
   std::vector<int64_t> crop_hi(spatial), extent(spatial);
   check_spatial_sizes(op, "weight", weight.sizes());
   check_spatial_sizes(op, "input", input.sizes());
   for (const auto i : c10::irange(spatial)) {
     const int64_t k_eff = checked_effective_kernel(op, i, kernel[i], dilation[i]);
-    check_span(op, "input", i, scatter_size[i], stride[i], k_eff);
-    crop_hi[i] = transposed_full_size(scatter_size[i], kernel[i], stride[i], dilation[i]) - crop_lo[i] - out_size[i];
+    check_span(op, "input", i, conv_out_sizes[i], stride[i], k_eff);
+    crop_hi[i] = transposed_full_size(conv_out_sizes[i], kernel[i], stride[i], dilation[i]) - crop_lo[i] - out_size[i];
     extent[i] = padded_extent(crop_lo[i], out_size[i], crop_hi[i]);
   }
   check_mode_pads(op, mode, spatial, out_size, crop_lo, crop_hi);
-  check_problem_size(op, in_channels, out_channels, kernel, extent);
+  check_problem_size(op, conv_in_channels, conv_out_channels, kernel, extent);
 
-  return make_geometry(input.size(0), out_channels, in_channels, groups, mode, spatial, out_size, scatter_size,
-                       kernel, stride, dilation, crop_lo);
+  return make_geometry(input.size(0), conv_in_channels, conv_out_channels, groups, mode, spatial,
+                       /*conv_in_sizes=*/out_size, conv_out_sizes, kernel, stride, dilation, crop_lo);
 }
 
 ConvGeometry conv_weight_grad_geometry(const at::Tensor& input, const at::Tensor& grad_output,
@@ -285,7 +289,7 @@ ConvGeometry conv_weight_grad_geometry(const at::Tensor& input, const at::Tensor
   TORCH_CHECK(grad_output.size(0) == input.size(0) && grad_output.size(1) == out_channels, op,
               ": grad_output shape ", shape_str(grad_output.sizes()), " does not match batch ", input.size(0),
               " and ", out_channels, " output channels");
-  const auto mode = parse_padding_mode(padding_mode);
+  const auto mode = parse_padding_mode(op, padding_mode);
 
   const auto in_size = input.sizes().slice(2);
   const auto out_size = grad_output.sizes().slice(2);

@@ -12,7 +12,7 @@
 
 namespace fastpad {
 
-PaddingMode parse_padding_mode(c10::string_view mode);
+PaddingMode parse_padding_mode(const char* op, c10::string_view mode);
 
 // conv: input [N, C_in, *in], weight [C_out, C_in/groups, *k]; output [N, C_out, *out].
 // pad_hi may be negative (the end of the input is then not read); it only fixes the output extent.
@@ -21,7 +21,7 @@ ConvGeometry conv_geometry(const at::Tensor& input, const at::Tensor& weight, co
                            at::IntArrayRef dilation, int64_t groups, c10::string_view padding_mode);
 
 // conv_transpose: input [N, C_in, *in], weight [C_in, C_out/groups, *k]; output [N, C_out, *out_size].
-// In the returned geometry the transposed input is `out_size` and the transposed output is `in_size`.
+// The returned geometry is that of the convolution this op is the adjoint of (see ConvGeometry).
 ConvGeometry conv_transpose_geometry(const at::Tensor& input, const at::Tensor& weight,
                                      const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                                      at::IntArrayRef crop_lo, at::IntArrayRef out_size, at::IntArrayRef dilation,

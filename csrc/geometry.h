@@ -167,39 +167,41 @@ C10_HOST_DEVICE inline Preimages padding_preimages(int64_t p, int64_t size, int6
 }
 
 // The geometry of one convolution problem, padded to three spatial dimensions.
-// For conv and conv_weight_grad, `in_size` is the convolution input and `out_size` its output.
-// For conv_transpose the roles swap: `out_size` is the transposed op's input (the positions o that
-// scatter) and `in_size` the transposed op's output (the positions o*s - pad_lo + r*d they reach).
+// Each op works with one convolution, and every field describes that convolution, whichever op uses it: `conv_in_*`
+// its input (the tensor read through the padding, at tap positions o*s - pad_lo + r*d) and `conv_out_*` its output
+// (the positions o). conv computes that convolution and conv_weight_grad its weight gradient (grad_output is on the
+// conv_out side); conv_transpose is its adjoint, so the transposed input x is on the conv_out side, the transposed
+// output y on the conv_in side, and pad_lo is crop_lo.
 struct ConvGeometry {
   int64_t batch = 0;
-  int64_t in_channels = 0;   // channels of the tensor indexed by in_size
-  int64_t out_channels = 0;  // channels of the tensor indexed by out_size
+  int64_t conv_in_channels = 0;
+  int64_t conv_out_channels = 0;
   int64_t groups = 1;
-  int64_t in_size[kMaxSpatial] = {1, 1, 1};
-  int64_t out_size[kMaxSpatial] = {1, 1, 1};
+  int64_t conv_in_sizes[kMaxSpatial] = {1, 1, 1};
+  int64_t conv_out_sizes[kMaxSpatial] = {1, 1, 1};
   int64_t kernel[kMaxSpatial] = {1, 1, 1};
   int64_t stride[kMaxSpatial] = {1, 1, 1};
   int64_t dilation[kMaxSpatial] = {1, 1, 1};
   int64_t pad_lo[kMaxSpatial] = {0, 0, 0};
   PaddingMode mode = PaddingMode::Zeros;
 
-  C10_HOST_DEVICE int64_t in_channels_per_group() const { return in_channels / groups; }
-  C10_HOST_DEVICE int64_t out_channels_per_group() const { return out_channels / groups; }
+  C10_HOST_DEVICE int64_t conv_in_channels_per_group() const { return conv_in_channels / groups; }
+  C10_HOST_DEVICE int64_t conv_out_channels_per_group() const { return conv_out_channels / groups; }
   C10_HOST_DEVICE int64_t kernel_volume() const { return kernel[0] * kernel[1] * kernel[2]; }
-  C10_HOST_DEVICE int64_t in_volume() const { return in_size[0] * in_size[1] * in_size[2]; }
-  C10_HOST_DEVICE int64_t out_volume() const { return out_size[0] * out_size[1] * out_size[2]; }
+  C10_HOST_DEVICE int64_t conv_in_volume() const { return conv_in_sizes[0] * conv_in_sizes[1] * conv_in_sizes[2]; }
+  C10_HOST_DEVICE int64_t conv_out_volume() const { return conv_out_sizes[0] * conv_out_sizes[1] * conv_out_sizes[2]; }
 
-  // Input position read by output position o through tap r along dimension dim (before padding is resolved).
+  // Conv input position read by output position o through tap r along dimension dim (before padding is resolved).
   C10_HOST_DEVICE int64_t tap_position(int dim, int64_t o, int64_t r) const {
     return o * stride[dim] - pad_lo[dim] + r * dilation[dim];
   }
-  // tap_position resolved by the padding mode: an index into [0, in_size[dim]) or -1 (zero).
+  // tap_position resolved by the padding mode: an index into [0, conv_in_sizes[dim]) or -1 (zero).
   C10_HOST_DEVICE int64_t tap_source(int dim, int64_t o, int64_t r) const {
-    return source_index(tap_position(dim, o, r), in_size[dim], mode);
+    return source_index(tap_position(dim, o, r), conv_in_sizes[dim], mode);
   }
-  // Range of o along dim whose tap r lands inside the input without padding.
+  // Range of o along dim whose tap r lands inside the conv input without padding.
   C10_HOST_DEVICE InteriorRange tap_interior(int dim, int64_t r, int64_t count) const {
-    return interior_range(tap_position(dim, 0, r), stride[dim], count, in_size[dim]);
+    return interior_range(tap_position(dim, 0, r), stride[dim], count, conv_in_sizes[dim]);
   }
 };
 

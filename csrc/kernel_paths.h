@@ -48,27 +48,27 @@ constexpr int64_t kTapGemmMinChannels = 16;
 // costs more than the product (HiFi-GAN's 32-sample ConvTranspose1d ran 2x slower than one GEMM + col2im).
 constexpr int64_t kTapGemmMinPositions = 256;
 
-// Whether the CPU depthwise kernels take the problem. In every op's geometry, `in_channels` is the conv input side.
+// Whether the CPU depthwise kernels take the problem.
 inline bool cpu_depthwise(const ConvGeometry& g, bool channels_last) {
-  return g.in_channels_per_group() == 1 && (!channels_last || g.out_channels_per_group() == 1);
+  return g.conv_in_channels_per_group() == 1 && (!channels_last || g.conv_out_channels_per_group() == 1);
 }
 
 // conv. element_bytes: the size of the accumulation type, which sizes the CUDA halo patch.
 inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool channels_last, int64_t element_bytes) {
   if (backend == Backend::Cuda) {
-    if (g.in_channels_per_group() != 1) return ConvPath::CudaImplicitGemm;
+    if (g.conv_in_channels_per_group() != 1) return ConvPath::CudaImplicitGemm;
     return !channels_last && cuda::halo_plan(g, element_bytes).fits ? ConvPath::CudaDepthwiseHalo
                                                                      : ConvPath::CudaDirect;
   }
   if (cpu_depthwise(g, channels_last)) return ConvPath::CpuDepthwise;
   if (!channels_last) {
-    return g.in_channels_per_group() >= kTapGemmMinChannels ? ConvPath::CpuTapGemms : ConvPath::CpuColumnGemm;
+    return g.conv_in_channels_per_group() >= kTapGemmMinChannels ? ConvPath::CpuTapGemms : ConvPath::CpuColumnGemm;
   }
-  if (g.in_channels_per_group() < kTapGemmMinChannels) return ConvPath::CpuChannelsLastDirect;
+  if (g.conv_in_channels_per_group() < kTapGemmMinChannels) return ConvPath::CpuChannelsLastDirect;
   return g.groups == 1 ? ConvPath::CpuChannelsLastPhasePlanes : ConvPath::CpuChannelsLastIm2col;
 }
 
-// conv_transpose, in conv_transpose_geometry's terms (in_* is the transposed output y, out_* the input x).
+// conv_transpose (its input x is on the geometry's conv_out side, its output y on the conv_in side).
 // weight_finite() says whether the weight holds no inf or NaN; the CPU phase planes multiply weights by the zeros of
 // positions outside x, so they take only finite weights. It reads the whole weight, so it is called only where the
 // phase planes would otherwise be chosen.
@@ -76,19 +76,20 @@ template <class WeightFinite>
 ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend backend, bool channels_last,
                                              WeightFinite&& weight_finite) {
   if (backend == Backend::Cuda) {
-    if (g.out_channels_per_group() < cuda::kPhaseGemmMinChannels) return ConvTransposePath::CudaDirectGather;
+    if (g.conv_out_channels_per_group() < cuda::kPhaseGemmMinChannels) return ConvTransposePath::CudaDirectGather;
     return g.mode == PaddingMode::Zeros ? ConvTransposePath::CudaPhaseGemm : ConvTransposePath::CudaPhaseGemmFold;
   }
   if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;
-  const bool phase_planes = !channels_last && g.in_channels_per_group() >= kTapGemmMinChannels &&
-                            g.out_channels_per_group() >= kTapGemmMinChannels &&
-                            g.out_size[1] * g.out_size[2] >= kTapGemmMinPositions && weight_finite();
+  const bool phase_planes = !channels_last && g.conv_in_channels_per_group() >= kTapGemmMinChannels &&
+                            g.conv_out_channels_per_group() >= kTapGemmMinChannels &&
+                            g.conv_out_sizes[1] * g.conv_out_sizes[2] >= kTapGemmMinPositions && weight_finite();
   return phase_planes ? ConvTransposePath::CpuPhasePlanes : ConvTransposePath::CpuGemmCol2im;
 }
 
 inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend backend, bool channels_last) {
   if (backend == Backend::Cuda) {
-    return g.in_channels_per_group() == 1 ? WeightGradPath::CudaDepthwiseReduction : WeightGradPath::CudaSplitKGemm;
+    return g.conv_in_channels_per_group() == 1 ? WeightGradPath::CudaDepthwiseReduction
+                                               : WeightGradPath::CudaSplitKGemm;
   }
   if (cpu_depthwise(g, channels_last)) return WeightGradPath::CpuDepthwise;
   return channels_last ? WeightGradPath::CpuChannelsLastGemm : WeightGradPath::CpuPhasePlanes;

@@ -11,7 +11,8 @@ from __future__ import annotations
 import torch
 
 from . import _C  # noqa: F401  (loading the library registers the op schemas and kernels)
-from ._geometry import PADDING_MODES, conv_out_size, effective_kernel, transposed_full_size
+from . import _geometry
+from ._geometry import Report, effective_kernel, transposed_full_size
 
 ops = torch.ops.fastpad
 
@@ -40,144 +41,82 @@ def _reduce_over_positions(grad: torch.Tensor) -> torch.Tensor:
     return grad.sum(dim=[0, *range(2, grad.dim())])
 
 
-# ---- Argument checks of the fake kernels --------------------------------------------------------------------------
-# Meta tensors and FakeTensorMode run the fake kernels instead of the C++ ones, so these repeat the TORCH_CHECKs of
-# csrc/conv_params.cpp that decide whether a call is valid (not its int64 size bounds, which only the kernels need),
-# with the same messages and the same RuntimeError.
+# ---- The fake kernels ---------------------------------------------------------------------------------------------
+# Meta tensors and FakeTensorMode run the fake kernels instead of the C++ ones, so these run the checks of
+# csrc/conv_params.cpp that decide whether a call is valid: those of fastpad/_geometry.py, which the public functions
+# share, and the few that only the ops have (ranks, the per-dim lists, empty spatial dims, conv_weight_grad's
+# weight_shape and grad_output). Their Reports raise csrc/conv_params.cpp's RuntimeError with its messages.
+_CONV = Report("fastpad.conv", public=False)
+_CONV_TRANSPOSE = Report("fastpad.conv_transpose", public=False)
+_CONV_WEIGHT_GRAD = Report("fastpad.conv_weight_grad", public=False)
 
 
-def _require(condition, message: str) -> None:
-    """Raises where `condition` is plainly False. A symbolic condition (dynamic shapes under torch.compile) is left to
-    the kernel at run time: deciding it here would add a guard."""
-    if condition is False:
-        raise RuntimeError(message)
-
-
-def _check_args(op, input, other, other_name, stride, dilation, groups, padding_mode, lists) -> int:
-    """The checks all three ops share; `lists` holds (name, values, minimum or None) for the other per-dim int lists.
-    Returns the number of spatial dims."""
-    _require(3 <= input.dim() <= 5, f"{op}: input must be 3-d, 4-d or 5-d ([N, C, *spatial] with 1 to 3 spatial "
-                                     f"dims), got shape {list(input.shape)}")
-    _require(other.dim() == input.dim(), f"{op}: {other_name} must have {input.dim()} dims like input (shape "
-                                         f"{list(input.shape)}), got {other.dim()}")
-    _require(input.dtype in (torch.float32, torch.float64, torch.bfloat16, torch.float16),
-             f"{op}: input dtype must be float32, float64, bfloat16 or float16, got {input.dtype}")
-    _check_like_input(op, other_name, other, input)
-    spatial = input.dim() - 2
+def _check_args(report, input, other, other_name, stride, dilation, padding_mode, lists) -> None:
+    """The checks all three ops begin with; `lists` holds (name, values, minimum or None) for the other per-dim int
+    lists."""
+    if report.failed(3 <= input.dim() <= 5):
+        raise report.error(ValueError, f"input must be 3-d, 4-d or 5-d ([N, C, *spatial] with 1 to 3 spatial dims), "
+                                       f"got shape {report.shape(input.shape)}")
+    if report.failed(other.dim() == input.dim()):
+        raise report.error(ValueError, f"{other_name} must have {input.dim()} dims like input (shape "
+                                       f"{report.shape(input.shape)}), got {other.dim()}")
+    _geometry.check_tensor_pair(report, input, other_name, other)
     for name, values, minimum in (("stride", stride, 1), ("dilation", dilation, 1), *lists):
-        _require(len(values) == spatial,
-                 f"{op}: {name} must have {spatial} entries (one per spatial dim), got {list(values)}")
-        for value in values if minimum is not None else ():
-            _require(value >= minimum, f"{op}: every entry of {name} must be >= {minimum}, got {list(values)}")
-    _require(groups > 0, f"{op}: groups must be positive, got {groups}")
-    _require(padding_mode in PADDING_MODES, f"fastpad: padding_mode must be 'zeros', 'reflect', 'replicate' or "
-                                            f"'circular', got '{padding_mode}'")
-    return spatial
+        _geometry.check_ints(report, name, values, input.dim() - 2, minimum)
+    _geometry.check_padding_mode(report, padding_mode)
 
 
-def _check_like_input(op, name, tensor, input) -> None:
-    _require(tensor.dtype == input.dtype, f"{op}: {name} has dtype {tensor.dtype} but input has dtype {input.dtype}")
-    _require(tensor.device == input.device, f"{op}: {name} is on {tensor.device} but input is on {input.device}")
-
-
-def _check_groups(op, groups, channels) -> None:
-    for count in channels:
-        _require(count % groups == 0, f"{op}: groups={groups} must divide the channel counts, got {list(channels)}")
-
-
-def _check_bias(op, bias, input, channels) -> None:
-    if bias is not None:
-        _check_like_input(op, "bias", bias, input)
-        _require(bias.dim() == 1, f"{op}: bias must have shape [{channels}], got {list(bias.shape)}")
-        _require(bias.shape[0] == channels, f"{op}: bias must have shape [{channels}], got {list(bias.shape)}")
-
-
-def _check_spatial_sizes(op, name, shape) -> None:
+def _check_spatial_sizes(report, name, shape) -> None:
     for size in shape[2:]:
-        _require(size >= 1, f"{op}: {name} has an empty spatial dim, shape {list(shape)}")
-
-
-def _check_mode_pads(op, padding_mode, sizes, pad_lo, pad_hi) -> None:
-    """Reflect needs pads < size, circular pads <= size (csrc/conv_params.cpp: check_mode_pads)."""
-    for dim, (size, lo, hi) in enumerate(zip(sizes, pad_lo, pad_hi)):
-        for pad in (lo, hi):
-            if padding_mode == "reflect":
-                _require(pad < size, f"{op}: reflect padding needs pads < input size, got pads ({lo}, {hi}) for "
-                                     f"size {size} in spatial dim {dim}")
-            elif padding_mode == "circular":
-                _require(pad <= size, f"{op}: circular padding needs pads <= input size, got pads ({lo}, {hi}) for "
-                                      f"size {size} in spatial dim {dim}")
+        if report.failed(size >= 1):
+            raise report.error(ValueError, f"{name} has an empty spatial dim, shape {report.shape(shape)}")
 
 
 @torch.library.register_fake("fastpad::conv")
 def _conv_fake(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode):
-    op = "fastpad.conv"
-    _check_args(op, input, weight, "weight", stride, dilation, groups, padding_mode,
+    report = _CONV
+    _check_args(report, input, weight, "weight", stride, dilation, padding_mode,
                 [("pad_lo", pad_lo, 0), ("pad_hi", pad_hi, None)])
-    in_channels, out_channels = input.shape[1], weight.shape[0]
-    _require(out_channels >= 1, f"{op}: weight must have at least one output channel (dim 0), got shape "
-                                f"{list(weight.shape)}")
-    _check_groups(op, groups, [in_channels, out_channels])
-    _require(weight.shape[1] * groups == in_channels, f"{op}: input has {in_channels} channels but weight "
-                                                      f"{list(weight.shape)} with groups={groups} has {weight.shape[1]} "
-                                                      f"input channels per group, expected {in_channels // groups}")
-    _check_bias(op, bias, input, out_channels)
-    _check_spatial_sizes(op, "weight", weight.shape)
-    _check_spatial_sizes(op, "input", input.shape)
-    sizes = []
-    for dim, (i, lo, hi, k, s, d) in enumerate(zip(input.shape[2:], pad_lo, pad_hi, weight.shape[2:], stride,
-                                                    dilation)):
-        _require(i + lo + hi >= effective_kernel(k, d), f"{op}: the kernel (effective size {effective_kernel(k, d)}) "
-                                                        f"is larger than the padded input ({i} + {lo} + {hi}) in "
-                                                        f"spatial dim {dim}")
-        sizes.append(conv_out_size(i, lo, hi, k, s, d))
-    _check_mode_pads(op, padding_mode, input.shape[2:], pad_lo, pad_hi)
+    out_channels = _geometry.check_conv_tensors(report, input, weight, bias, groups)
+    _check_spatial_sizes(report, "weight", weight.shape)
+    _check_spatial_sizes(report, "input", input.shape)
+    sizes = _geometry.conv_output_sizes(report, input.shape[2:], weight.shape[2:], stride, dilation, pad_lo, pad_hi,
+                                        padding_mode)
     return _empty_like_layout(input, (input.shape[0], out_channels, *sizes))
 
 
 @torch.library.register_fake("fastpad::conv_transpose")
 def _conv_transpose_fake(input, weight, bias, stride, crop_lo, out_size, dilation, groups, padding_mode="zeros"):
-    op = "fastpad.conv_transpose"
-    _check_args(op, input, weight, "weight", stride, dilation, groups, padding_mode,
+    report = _CONV_TRANSPOSE
+    _check_args(report, input, weight, "weight", stride, dilation, padding_mode,
                 [("crop_lo", crop_lo, 0), ("out_size", out_size, 1)])
-    in_channels, out_channels = input.shape[1], weight.shape[1] * groups
-    _require(in_channels == weight.shape[0], f"{op}: input has {in_channels} channels but weight "
-                                             f"{list(weight.shape)} expects {weight.shape[0]}")
-    _require(in_channels >= 1, f"{op}: weight must have at least one input channel (dim 0), got shape "
-                               f"{list(weight.shape)}")
-    _check_groups(op, groups, [in_channels])
-    _check_bias(op, bias, input, out_channels)
-    _check_spatial_sizes(op, "weight", weight.shape)
-    _check_spatial_sizes(op, "input", input.shape)
+    out_channels = _geometry.check_conv_transpose_tensors(report, input, weight, bias, groups)
+    _check_spatial_sizes(report, "weight", weight.shape)
+    _check_spatial_sizes(report, "input", input.shape)
     crop_hi = [transposed_full_size(i, k, s, d) - lo - o
                for i, k, s, d, lo, o in zip(input.shape[2:], weight.shape[2:], stride, dilation, crop_lo, out_size)]
-    _check_mode_pads(op, padding_mode, out_size, crop_lo, crop_hi)
+    _geometry.check_mode_pads(report, padding_mode, out_size, crop_lo, crop_hi)
     return _empty_like_layout(input, (input.shape[0], out_channels, *out_size))
 
 
 @torch.library.register_fake("fastpad::conv_weight_grad")
 def _conv_weight_grad_fake(input, grad_output, weight_shape, stride, pad_lo, dilation, groups, padding_mode):
-    op = "fastpad.conv_weight_grad"
-    _check_args(op, input, grad_output, "grad_output", stride, dilation, groups, padding_mode,
-                [("pad_lo", pad_lo, 0)])
-    _require(len(weight_shape) == input.dim(), f"{op}: weight_shape must have {input.dim()} entries, got "
-                                               f"{list(weight_shape)}")
-    for entry in weight_shape:
-        _require(entry >= 1, f"{op}: every entry of weight_shape must be >= 1, got {list(weight_shape)}")
-    in_channels, out_channels = input.shape[1], weight_shape[0]
-    _check_groups(op, groups, [in_channels, out_channels])
-    _require(weight_shape[1] * groups == in_channels, f"{op}: input has {in_channels} channels but weight_shape "
-                                                      f"{list(weight_shape)} with groups={groups} has "
-                                                      f"{weight_shape[1]} input channels per group, expected "
-                                                      f"{in_channels // groups}")
+    report = _CONV_WEIGHT_GRAD
+    _check_args(report, input, grad_output, "grad_output", stride, dilation, padding_mode, [("pad_lo", pad_lo, 0)])
+    if report.failed(len(weight_shape) == input.dim()):
+        raise report.error(ValueError, f"weight_shape must have {input.dim()} entries, got "
+                                       f"{report.shape(weight_shape)}")
+    _geometry.check_ints(report, "weight_shape", weight_shape, input.dim(), 1)
+    _geometry.check_input_channels(report, input, "weight_shape", weight_shape, groups)
+    out_channels = weight_shape[0]
     for dim, expected in ((0, input.shape[0]), (1, out_channels)):
-        _require(grad_output.shape[dim] == expected, f"{op}: grad_output shape {list(grad_output.shape)} does not "
-                                                     f"match batch {input.shape[0]} and {out_channels} output "
-                                                     f"channels")
-    _check_spatial_sizes(op, "input", input.shape)
-    _check_spatial_sizes(op, "grad_output", grad_output.shape)
+        if report.failed(grad_output.shape[dim] == expected):
+            raise report.error(ValueError, f"grad_output shape {report.shape(grad_output.shape)} does not match "
+                                           f"batch {input.shape[0]} and {out_channels} output channels")
+    _check_spatial_sizes(report, "input", input.shape)
+    _check_spatial_sizes(report, "grad_output", grad_output.shape)
     pad_hi = _pad_hi_for(input.shape[2:], grad_output.shape[2:], pad_lo, weight_shape[2:], stride, dilation)
-    _check_mode_pads(op, padding_mode, input.shape[2:], pad_lo, pad_hi)
+    _geometry.check_mode_pads(report, padding_mode, input.shape[2:], pad_lo, pad_hi)
     return input.new_empty(weight_shape)
 
 

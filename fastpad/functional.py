@@ -17,7 +17,9 @@ from ._geometry import PaddingArg
 IntArg = Union[int, Sequence[int]]
 
 
-def _check_tensors(fn: str, input, weight, bias, spatial_dims: int, groups, transposed: bool) -> None:
+def _check_tensors(fn: str, input, weight, spatial_dims: int) -> _geometry.Report:
+    """Checks that input and weight are tensors with `spatial_dims` spatial dims (the ops take any of 1 to 3) and
+    agree in dtype and device. Returns the Report of the checks that follow."""
     rank = spatial_dims + 2
     for name, tensor in (("input", input), ("weight", weight)):
         if not isinstance(tensor, torch.Tensor):
@@ -25,80 +27,42 @@ def _check_tensors(fn: str, input, weight, bias, spatial_dims: int, groups, tran
         if tensor.dim() != rank:
             raise ValueError(f"{fn}: {name} must be {rank}-d ([N, C, *spatial] with {spatial_dims} spatial dims), "
                              f"got shape {tuple(tensor.shape)}")
-    if not input.is_floating_point():
-        raise TypeError(f"{fn}: input must be a floating-point tensor, got dtype {input.dtype}")
-    tensors = [("weight", weight)] + ([("bias", bias)] if bias is not None else [])
     # Under torch.autocast the op casts its inputs to one dtype itself (csrc/autocast.cpp), as torch's convs do.
-    autocast = torch.is_autocast_enabled(input.device.type)
-    for name, tensor in tensors:
-        if tensor.dtype != input.dtype and not autocast:
-            raise TypeError(f"{fn}: {name} has dtype {tensor.dtype} but input has dtype {input.dtype}")
-        if tensor.device != input.device:
-            raise ValueError(f"{fn}: {name} is on {tensor.device} but input is on {input.device}")
-    if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
-        raise ValueError(f"{fn}: groups must be a positive int, got {groups!r}")
-    in_channels = input.shape[1]
-    if transposed:
-        out_channels = weight.shape[1] * groups
-        expected, layout = weight.shape[0], "[C_in, C_out/groups, *k]"
-    else:
-        out_channels = weight.shape[0]
-        expected, layout = weight.shape[1] * groups, "[C_out, C_in/groups, *k]"
-    if in_channels != expected:
-        raise ValueError(f"{fn}: input has {in_channels} channels but weight of shape {tuple(weight.shape)} "
-                         f"({layout}) with groups={groups} expects {expected}")
-    if weight.shape[0] % groups != 0:
-        raise ValueError(f"{fn}: groups={groups} must divide weight.shape[0]={weight.shape[0]}")
-    if weight.shape[0] == 0:  # as torch (and the op, csrc/conv_params.cpp)
-        raise ValueError(f"{fn}: weight of shape {tuple(weight.shape)} ({layout}) has no channels in dim 0")
-    if bias is not None and tuple(bias.shape) != (out_channels,):
-        raise ValueError(f"{fn}: bias must have shape ({out_channels},), got {tuple(bias.shape)}")
-
-
-def _check_conv_pads(fn: str, pads, input_size, kernel, stride, dilation, padding, padding_mode: str) -> None:
-    for dim, ((lo, hi), size, k, s, d) in enumerate(zip(pads, input_size, kernel, stride, dilation)):
-        if _geometry.conv_out_size(size, lo, hi, k, s, d) < 1:
-            raise ValueError(f"{fn}: the kernel (effective size {_geometry.effective_kernel(k, d)}) is larger than "
-                             f"the padded input ({size} + {lo} + {hi}) in spatial dim {dim}, padding={padding!r}")
-        if padding in ("same", "same_lower") and size > _geometry.effective_kernel(k, d) // 2:
-            # Neither side of a 'same' pad exceeds k_eff // 2 (the total is at most k_eff - 1), so both modes'
-            # limits hold. Under torch.compile / torch.export this guards on the size alone; max(lo, hi) of the
-            # SymInt pads would guard on its parity (a recompile per parity, and a range export cannot prove).
-            continue
-        if padding_mode == "reflect" and max(lo, hi) >= size:
-            raise ValueError(f"{fn}: padding_mode='reflect' needs pads < input size, got pads ({lo}, {hi}) for "
-                             f"size {size} in spatial dim {dim}")
-        if padding_mode == "circular" and max(lo, hi) > size:
-            raise ValueError(f"{fn}: padding_mode='circular' needs pads <= input size, got pads ({lo}, {hi}) for "
-                             f"size {size} in spatial dim {dim}")
+    report = _geometry.Report(fn, public=True, autocast=torch.is_autocast_enabled(input.device.type))
+    _geometry.check_tensor_pair(report, input, "weight", weight)
+    return report
 
 
 def conv_nd(spatial_dims: int, input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntArg = 1,
             padding: PaddingArg = "same", dilation: IntArg = 1, groups: int = 1,
             padding_mode: str = "zeros") -> Tensor:
     fn = f"fastpad.conv{spatial_dims}d"
-    _check_tensors(fn, input, weight, bias, spatial_dims, groups, transposed=False)
-    stride = _geometry.expand_ints(f"{fn}: stride", stride, spatial_dims, 1)
-    dilation = _geometry.expand_ints(f"{fn}: dilation", dilation, spatial_dims, 1)
-    if padding_mode not in _geometry.PADDING_MODES:
-        raise ValueError(f"{fn}: padding_mode must be one of {_geometry.PADDING_MODES}, got {padding_mode!r}")
+    report = _check_tensors(fn, input, weight, spatial_dims)
+    _geometry.check_conv_tensors(report, input, weight, bias, groups)
+    stride = _geometry.expand_ints(report, "stride", stride, spatial_dims, 1)
+    dilation = _geometry.expand_ints(report, "dilation", dilation, spatial_dims, 1)
+    _geometry.check_padding_mode(report, padding_mode)
     input_size, kernel = _geometry.spatial_sizes(input), _geometry.spatial_sizes(weight)
     pads = _geometry.conv_pads(padding, input_size, kernel, stride, dilation)
-    _check_conv_pads(fn, pads, input_size, kernel, stride, dilation, padding, padding_mode)
+    pad_lo, pad_hi = [lo for lo, _ in pads], [hi for _, hi in pads]
+    # Neither side of a 'same' pad exceeds k_eff // 2: the total is at most k_eff - 1.
+    pad_bounds = ([_geometry.effective_kernel(k, d) // 2 for k, d in zip(kernel, dilation)]
+                  if padding in ("same", "same_lower") else None)
+    _geometry.conv_output_sizes(report, input_size, kernel, stride, dilation, pad_lo, pad_hi, padding_mode, pad_bounds)
     if torch.onnx.is_in_onnx_export():  # keeps 'same' size-independent in the graph (auto_pad, or pads from Shape)
         return _onnx.conv(input, weight, bias, stride, pads, padding, dilation, groups, padding_mode)
-    return torch.ops.fastpad.conv(input, weight, bias, stride, [lo for lo, _ in pads], [hi for _, hi in pads],
-                                  dilation, groups, padding_mode)
+    return torch.ops.fastpad.conv(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode)
 
 
 def conv_transpose_nd(spatial_dims: int, input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
                       stride: IntArg = 1, padding: PaddingArg = "same", output_padding: IntArg = 0, groups: int = 1,
                       dilation: IntArg = 1) -> Tensor:
     fn = f"fastpad.conv_transpose{spatial_dims}d"
-    _check_tensors(fn, input, weight, bias, spatial_dims, groups, transposed=True)
-    stride = _geometry.expand_ints(f"{fn}: stride", stride, spatial_dims, 1)
-    dilation = _geometry.expand_ints(f"{fn}: dilation", dilation, spatial_dims, 1)
-    output_padding = _geometry.expand_ints(f"{fn}: output_padding", output_padding, spatial_dims, 0)
+    report = _check_tensors(fn, input, weight, spatial_dims)
+    _geometry.check_conv_transpose_tensors(report, input, weight, bias, groups)
+    stride = _geometry.expand_ints(report, "stride", stride, spatial_dims, 1)
+    dilation = _geometry.expand_ints(report, "dilation", dilation, spatial_dims, 1)
+    output_padding = _geometry.expand_ints(report, "output_padding", output_padding, spatial_dims, 0)
     for extra, s, d in zip(output_padding, stride, dilation):
         if extra >= max(s, d):
             raise ValueError(f"{fn}: output_padding must be smaller than max(stride, dilation) in every dim, got "

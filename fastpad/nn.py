@@ -24,23 +24,18 @@ class _FusedConvNd(nn.Module):
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros", output_padding=0,
                  device=None, dtype=None) -> None:
         super().__init__()
-        name = type(self).__name__
+        report = _geometry.Report(type(self).__name__, public=True)
         n = self.spatial_dims
-        if not isinstance(groups, int) or groups < 1:
-            raise ValueError(f"{name}: groups must be a positive int, got {groups!r}")
-        for label, channels in (("in_channels", in_channels), ("out_channels", out_channels)):
-            if channels % groups != 0:
-                raise ValueError(f"{name}: {label}={channels} must be divisible by groups={groups}")
-        if padding_mode not in _geometry.PADDING_MODES or (self.transposed and padding_mode != "zeros"):
-            allowed = ("zeros",) if self.transposed else _geometry.PADDING_MODES
-            raise ValueError(f"{name}: padding_mode must be one of {allowed}, got {padding_mode!r}")
+        _geometry.check_groups(report, groups, (in_channels, out_channels))
+        modes = ("zeros",) if self.transposed else _geometry.PADDING_MODES  # conv_transpose_nd always pads with zeros
+        _geometry.check_padding_mode(report, padding_mode, modes)
         _geometry.check_padding(padding, n, self.transposed)
         self.in_channels = in_channels
         self.out_channels = out_channels
-        self.kernel_size = _geometry.expand_ints("kernel_size", kernel_size, n, 1)
-        self.stride = _geometry.expand_ints("stride", stride, n, 1)
-        self.dilation = _geometry.expand_ints("dilation", dilation, n, 1)
-        self.output_padding = _geometry.expand_ints("output_padding", output_padding, n, 0)
+        self.kernel_size = _geometry.expand_ints(report, "kernel_size", kernel_size, n, 1)
+        self.stride = _geometry.expand_ints(report, "stride", stride, n, 1)
+        self.dilation = _geometry.expand_ints(report, "dilation", dilation, n, 1)
+        self.output_padding = _geometry.expand_ints(report, "output_padding", output_padding, n, 0)
         self.padding = padding
         self.groups = groups
         self.padding_mode = padding_mode

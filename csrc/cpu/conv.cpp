@@ -29,8 +29,8 @@ void gemm_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
                     at::Tensor& y) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
-  const int64_t groups = g.groups, in_per_group = g.in_channels_per_group(),
-                out_per_group = g.out_channels_per_group(), taps = g.kernel_volume();
+  const int64_t groups = g.groups, in_per_group = g.conv_in_channels_per_group(),
+                out_per_group = g.conv_out_channels_per_group(), taps = g.kernel_volume();
   const int64_t reduce = in_per_group * taps;
   const auto bias_acc = bias.defined() ? bias.to(acc_dtype).view({groups, 1, out_per_group}) : at::Tensor();
   const auto w_acc = weight.to(acc_dtype)
@@ -47,7 +47,7 @@ void gemm_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
     for (int64_t item = begin; item < end; ++item) {
       const int64_t group = (item / plan.tiles) % groups, n = item / (plan.tiles * groups);
       const auto [unit_begin, unit_end, pixel_begin, tile_pixels] = plan.tile(item % plan.tiles);
-      im2col_nhwc(g, x_data + n * g.in_volume() * g.in_channels, group, unit_begin, unit_end, cols.data());
+      im2col_nhwc(g, x_data + n * g.conv_in_volume() * g.conv_in_channels, group, unit_begin, unit_end, cols.data());
       const auto out = y_flat[n].narrow(0, pixel_begin, tile_pixels).narrow(1, group * out_per_group, out_per_group);
       matmul_into(out, wrap_buffer(cols.data(), {tile_pixels, reduce}), w_acc[group],
                   bias_acc.defined() ? bias_acc[group] : at::Tensor());
@@ -66,7 +66,7 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
   using Vec = at::vec::Vectorized<acc_t>;
   constexpr int64_t V = Vec::size();
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
-  const int64_t groups = g.groups, c_in = g.in_channels_per_group(), c_out = g.out_channels_per_group();
+  const int64_t groups = g.groups, c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
   const int64_t taps = g.kernel_volume(), width = (c_out + V - 1) / V * V;  // weight rows padded to whole vectors
   // [groups, taps, Cg_in, width] and [groups, width], zero beyond Cg_out (small weight copies, not the input).
   const auto options = at::TensorOptions(acc_dtype);
@@ -78,11 +78,12 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
   const acc_t* bias_data = bias_acc.const_data_ptr<acc_t>();
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
   scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
-  const int64_t out_h = g.out_size[1], out_w = g.out_size[2];
+  const int64_t out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
   // Interior: per dimension, the outputs whose first and last taps (and so all between) land inside the input.
   InteriorRange interior[kMaxSpatial];
   for (int d = 0; d < kMaxSpatial; ++d) {
-    const InteriorRange first = g.tap_interior(d, 0, g.out_size[d]), last = g.tap_interior(d, g.kernel[d] - 1, g.out_size[d]);
+    const InteriorRange first = g.tap_interior(d, 0, g.conv_out_sizes[d]),
+                        last = g.tap_interior(d, g.kernel[d] - 1, g.conv_out_sizes[d]);
     interior[d] = {std::max(first.first, last.first), std::min(first.last, last.last)};
   }
   // The interior's taps as runs of (tap, input channel) pairs that are contiguous in both the input and the weight:
@@ -97,8 +98,8 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
       for (int64_t kw = 0; kw < (merge_rows ? 1 : g.kernel[2]); ++kw) {
         const int64_t tap = (kd * g.kernel[1] + kh) * g.kernel[2] + kw;
         runs.push_back({tap * c_in,
-                        ((kd * g.dilation[0] * g.in_size[1] + kh * g.dilation[1]) * g.in_size[2] +
-                         kw * g.dilation[2]) * g.in_channels,
+                        ((kd * g.dilation[0] * g.conv_in_sizes[1] + kh * g.dilation[1]) * g.conv_in_sizes[2] +
+                         kw * g.dilation[2]) * g.conv_in_channels,
                         merge_rows ? g.kernel[2] * c_in : c_in});
       }
     }
@@ -146,13 +147,15 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
   };
   constexpr int kPixels = 4;
 
-  at::parallel_for(0, g.batch * g.out_size[0] * out_h, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, g.batch * g.conv_out_sizes[0] * out_h, 1, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
-      const int64_t oh = row % out_h, od = (row / out_h) % g.out_size[0], n = row / (out_h * g.out_size[0]);
-      const scalar_t* x_image = x_data + n * g.in_volume() * g.in_channels;
+      const int64_t oh = row % out_h, od = (row / out_h) % g.conv_out_sizes[0],
+                    n = row / (out_h * g.conv_out_sizes[0]);
+      const scalar_t* x_image = x_data + n * g.conv_in_volume() * g.conv_in_channels;
       const auto first_tap = [&](int64_t ow) {
-        return x_image + ((g.tap_position(0, od, 0) * g.in_size[1] + g.tap_position(1, oh, 0)) * g.in_size[2] +
-                          g.tap_position(2, ow, 0)) * g.in_channels;
+        return x_image +
+               ((g.tap_position(0, od, 0) * g.conv_in_sizes[1] + g.tap_position(1, oh, 0)) * g.conv_in_sizes[2] +
+                g.tap_position(2, ow, 0)) * g.conv_in_channels;
       };
       const bool interior_row = inside(interior[0], od) && inside(interior[1], oh);
       int64_t ow = 0;
@@ -163,7 +166,7 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
           const scalar_t* firsts[kPixels];
           for (int p = 0; p < kPixels; ++p) {
             firsts[p] = first_tap(ow + p);
-            y_pixels[p] = y_data + (row * out_w + ow + p) * g.out_channels;
+            y_pixels[p] = y_data + (row * out_w + ow + p) * g.conv_out_channels;
           }
           all_channels(std::integral_constant<int, kPixels>(), [&](const auto& body) {
             const scalar_t* sources[kPixels];
@@ -175,10 +178,10 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
           ow += kPixels;
         } else {
           // One pixel, its taps resolved one by one (border pixels, and the interior's last few).
-          y_pixels[0] = y_data + (row * out_w + ow) * g.out_channels;
+          y_pixels[0] = y_data + (row * out_w + ow) * g.conv_out_channels;
           all_channels(std::integral_constant<int, 1>(), [&](const auto& body) {
             for_each_tap_pixel(g, od, oh, ow, [&](int64_t tap, int64_t in_pixel) {
-              const scalar_t* source = x_image + in_pixel * g.in_channels;
+              const scalar_t* source = x_image + in_pixel * g.conv_in_channels;
               body(tap * c_in, &source, c_in);
             });
           }, y_pixels);
@@ -198,8 +201,9 @@ void phase_plane_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at:
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
   const auto options = at::TensorOptions(acc_dtype);
-  const int64_t c_in = g.in_channels, c_out = g.out_channels, taps_2d = g.kernel[1] * g.kernel[2];
-  const int64_t slice = g.in_size[1] * g.in_size[2], out_w = g.out_size[2], out_slice = g.out_size[1] * out_w;
+  const int64_t c_in = g.conv_in_channels, c_out = g.conv_out_channels, taps_2d = g.kernel[1] * g.kernel[2];
+  const int64_t slice = g.conv_in_sizes[1] * g.conv_in_sizes[2], out_w = g.conv_out_sizes[2],
+                out_slice = g.conv_out_sizes[1] * out_w;
   // [kd, kh*kw, C_in, C_out]
   const at::Tensor w_acc =
       weight.to(acc_dtype).reshape({c_out, c_in, g.kernel[0], taps_2d}).permute({2, 3, 1, 0}).contiguous();
@@ -220,12 +224,12 @@ void phase_plane_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at:
       const int64_t b = item % bands, n = item / bands;
       const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, n_pos = planes.positions(rows);
       auto out_view = at::from_blob(out.data(), {n_pos, c_out}, options);
-      for (int64_t od = 0; od < g.out_size[0]; ++od) {
+      for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
         for (int64_t t = 0; t < n_pos; ++t) std::copy_n(bias_data, c_out, out.data() + t * c_out);
         for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
           const int64_t id = g.tap_source(0, od, kd);
           if (id < 0) continue;
-          planes.gather(x_data + (n * g.in_size[0] + id) * slice * c_in, row0, rows, 0, c_in);
+          planes.gather(x_data + (n * g.conv_in_sizes[0] + id) * slice * c_in, row0, rows, 0, c_in);
           for (int64_t tap = 0; tap < taps_2d; ++tap) {
             out_view.addmm_(at::from_blob(planes.taps()[tap], {n_pos, c_in}, options),
                             wrap_buffer(const_cast<acc_t*>(w_data) + (kd * taps_2d + tap) * c_in * c_out, {c_in, c_out}));
@@ -233,7 +237,8 @@ void phase_plane_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at:
         }
         for (int64_t r = 0; r < rows; ++r) {  // the kept columns of each row: out_w pixels of C_out channels
           at::vec::convert(out.data() + r * planes.pitch() * c_out,
-                           y_data + ((n * g.out_size[0] + od) * out_slice + (row0 + r) * out_w) * c_out, out_w * c_out);
+                           y_data + ((n * g.conv_out_sizes[0] + od) * out_slice + (row0 + r) * out_w) * c_out,
+                           out_w * c_out);
         }
       }
     }
@@ -249,9 +254,9 @@ void phase_plane_conv_nchw(const ConvGeometry& g, const at::Tensor& x, const at:
                            const at::Tensor& bias, at::Tensor& y, bool tap_gemms) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
-  const int64_t groups = g.groups, c_in = g.in_channels_per_group(), c_out = g.out_channels_per_group();
-  const int64_t taps_2d = g.kernel[1] * g.kernel[2], slice = g.in_size[1] * g.in_size[2];
-  const int64_t out_w = g.out_size[2], out_slice = g.out_size[1] * out_w;
+  const int64_t groups = g.groups, c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
+  const int64_t taps_2d = g.kernel[1] * g.kernel[2], slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
+  const int64_t out_w = g.conv_out_sizes[2], out_slice = g.conv_out_sizes[1] * out_w;
   // Tap GEMMs: [groups, kd, kh*kw, Cg_out, Cg_in]. Columns: [groups, kd, Cg_out, Cg_in * kh*kw].
   const auto w5 = weight.to(acc_dtype).reshape({groups, c_out, c_in, g.kernel[0], taps_2d});
   const at::Tensor w_acc = (tap_gemms ? w5.permute({0, 3, 4, 1, 2}) : w5.permute({0, 3, 1, 2, 4})).contiguous();
@@ -272,7 +277,7 @@ void phase_plane_conv_nchw(const ConvGeometry& g, const at::Tensor& x, const at:
       const int64_t b = item % bands, group = (item / bands) % groups, n = item / (bands * groups);
       const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, n_pos = planes.positions(rows);
       auto out_view = at::from_blob(out.data(), {c_out, n_pos}, {band_size, 1}, at::TensorOptions(acc_dtype));
-      for (int64_t od = 0; od < g.out_size[0]; ++od) {
+      for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
         for (int64_t co = 0; co < c_out; ++co) {
           std::fill_n(out.data() + co * band_size, n_pos, bias_data ? bias_data[group * c_out + co] : acc_t(0));
         }
@@ -280,7 +285,8 @@ void phase_plane_conv_nchw(const ConvGeometry& g, const at::Tensor& x, const at:
           const int64_t id = g.tap_source(0, od, kd);
           if (id < 0) continue;
           for (int64_t ci = 0; ci < c_in; ++ci) {
-            planes.gather(x_data + (n * g.in_channels + group * c_in + ci) * g.in_volume() + id * slice, row0, rows, ci);
+            planes.gather(x_data + (n * g.conv_in_channels + group * c_in + ci) * g.conv_in_volume() + id * slice,
+                          row0, rows, ci);
           }
           const acc_t* w_kd = w_data + (group * g.kernel[0] + kd) * taps_2d * c_out * c_in;
           if (tap_gemms) {
@@ -302,7 +308,8 @@ void phase_plane_conv_nchw(const ConvGeometry& g, const at::Tensor& x, const at:
           }
         }
         for (int64_t co = 0; co < c_out; ++co) {
-          scalar_t* y_slice = y_data + ((n * g.out_channels + group * c_out + co) * g.out_size[0] + od) * out_slice;
+          scalar_t* y_slice =
+              y_data + ((n * g.conv_out_channels + group * c_out + co) * g.conv_out_sizes[0] + od) * out_slice;
           store_band(y_slice, out.data() + co * band_size, row0, rows, planes.pitch(), out_w);
         }
       }
@@ -320,7 +327,7 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
   const auto format = output_memory_format(input);
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   const auto x = input.contiguous(format);
-  auto y = at::empty(tensor_shape(g.batch, g.out_channels, g.out_size, input.dim() - 2),
+  auto y = at::empty(tensor_shape(g.batch, g.conv_out_channels, g.conv_out_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return y;
   const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();

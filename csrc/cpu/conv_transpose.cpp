@@ -21,19 +21,19 @@
 namespace fastpad::cpu {
 namespace {
 
-// In the geometry, `out_size`/`out_channels` describe the scattering input x and `in_size`/`in_channels` the
-// output y. Per (image, group, tile of x positions): cols = W^T x (one GEMM), then col2im adds cols into y.
+// x is on the geometry's conv_out side and y on its conv_in side (see ConvGeometry).
+// Per (image, group, tile of x positions): cols = W^T x (one GEMM), then col2im adds cols into y.
 // NCHW: cols[(c, kd, kh, kw), t]; channels-last: cols[t, (kd, kh, kw), c].
 template <typename scalar_t>
 void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, at::Tensor& y_acc,
                     bool channels_last) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
-  const int64_t groups = g.groups, x_per_group = g.out_channels_per_group(),
-                y_per_group = g.in_channels_per_group(), taps = g.kernel_volume();
+  const int64_t groups = g.groups, x_per_group = g.conv_out_channels_per_group(),
+                y_per_group = g.conv_in_channels_per_group(), taps = g.kernel_volume();
   const int64_t spread = y_per_group * taps;
-  const int64_t y_h = g.in_size[1], y_w = g.in_size[2];
-  const int64_t x_h = g.out_size[1], x_w = g.out_size[2];
+  const int64_t y_h = g.conv_in_sizes[1], y_w = g.conv_in_sizes[2];
+  const int64_t x_h = g.conv_out_sizes[1], x_w = g.conv_out_sizes[2];
   const auto w_acc = channels_last ? weight.to(acc_dtype)
                                          .reshape({groups, x_per_group, y_per_group, taps})
                                          .permute({0, 1, 3, 2})
@@ -51,7 +51,7 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
         const auto x_tile = x_flat[n].narrow(0, pixel_begin, tile_pixels).narrow(1, group * x_per_group, x_per_group);
         auto cols_view = wrap_buffer(cols.data(), {tile_pixels, spread});
         at::mm_out(cols_view, x_tile.to(acc_dtype), w_acc[group]);
-        acc_t* y_image = y_data + n * g.in_volume() * g.in_channels + group * y_per_group;
+        acc_t* y_image = y_data + n * g.conv_in_volume() * g.conv_in_channels + group * y_per_group;
         // Channel blocks of y are independent: split them across threads.
         at::parallel_for(0, y_per_group, 16, [&](int64_t c_begin, int64_t c_end) {
           for (int64_t pixel = unit_begin; pixel < unit_end; ++pixel) {
@@ -64,7 +64,7 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
                 for (int64_t kw = 0; kw < g.kernel[2]; ++kw, src += y_per_group) {
                   const int64_t pw = g.tap_source(2, ow, kw);
                   if (pd < 0 || ph < 0 || pw < 0) continue;
-                  axpy(y_image + ((pd * y_h + ph) * y_w + pw) * g.in_channels + c_begin, acc_t(1), src + c_begin,
+                  axpy(y_image + ((pd * y_h + ph) * y_w + pw) * g.conv_in_channels + c_begin, acc_t(1), src + c_begin,
                        c_end - c_begin);
                 }
               }
@@ -75,10 +75,10 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
         const auto x_tile = x_flat[n].narrow(0, group * x_per_group, x_per_group).narrow(1, pixel_begin, tile_pixels);
         auto cols_view = wrap_buffer(cols.data(), {spread, tile_pixels});
         at::mm_out(cols_view, w_acc[group].t(), x_tile.to(acc_dtype));
-        acc_t* y_group = y_data + (n * g.in_channels + group * y_per_group) * g.in_volume();
+        acc_t* y_group = y_data + (n * g.conv_in_channels + group * y_per_group) * g.conv_in_volume();
         at::parallel_for(0, y_per_group, 1, [&](int64_t c_begin, int64_t c_end) {
           for (int64_t c = c_begin; c < c_end; ++c) {
-            acc_t* plane = y_group + c * g.in_volume();
+            acc_t* plane = y_group + c * g.conv_in_volume();
             const acc_t* src = cols.data() + c * taps * tile_pixels;
             for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
               for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
@@ -124,9 +124,9 @@ void phase_plane_transpose_nchw(const ConvGeometry& g, const at::Tensor& x, cons
                                 at::Tensor& y_acc) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
-  const int64_t groups = g.groups, c_x = g.out_channels_per_group(), c_y = g.in_channels_per_group();
-  const int64_t taps_2d = g.kernel[1] * g.kernel[2], y_slice = g.in_size[1] * g.in_size[2];
-  const int64_t x_w = g.out_size[2], x_slice = g.out_size[1] * x_w;
+  const int64_t groups = g.groups, c_x = g.conv_out_channels_per_group(), c_y = g.conv_in_channels_per_group();
+  const int64_t taps_2d = g.kernel[1] * g.kernel[2], y_slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
+  const int64_t x_w = g.conv_out_sizes[2], x_slice = g.conv_out_sizes[1] * x_w;
   // [groups, kd, kh*kw, Cg_y, Cg_x]
   const at::Tensor w_acc = weight.to(acc_dtype)
                                .reshape({groups, c_x, c_y, g.kernel[0], taps_2d})
@@ -142,13 +142,13 @@ void phase_plane_transpose_nchw(const ConvGeometry& g, const at::Tensor& x, cons
     PhasePlanes<acc_t> planes(g, c_y, kGemmPhasePlaneBytes, bytes_per_position);
     const int64_t band_size = planes.band_buffer_size();
     std::vector<acc_t> x_band(c_x * band_size, acc_t(0));  // discarded columns stay zero
-    for (int64_t od = 0; od < g.out_size[0]; ++od) {
+    for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
       for (int64_t b = 0; b < planes.bands(); ++b) {
         const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, n_pos = planes.positions(rows);
         for (int64_t cx = 0; cx < c_x; ++cx) {
           acc_t* band = x_band.data() + cx * band_size;
-          load_band(band, x_data + ((n * g.out_channels + group * c_x + cx) * g.out_size[0] + od) * x_slice, row0,
-                    rows, planes.pitch(), x_w);
+          load_band(band, x_data + ((n * g.conv_out_channels + group * c_x + cx) * g.conv_out_sizes[0] + od) * x_slice,
+                    row0, rows, planes.pitch(), x_w);
           std::fill(band + rows * planes.pitch(), band + n_pos, acc_t(0));  // a short last band's tail
         }
         const auto x_view = at::from_blob(x_band.data(), {c_x, n_pos}, {band_size, 1}, options);
@@ -163,8 +163,8 @@ void phase_plane_transpose_nchw(const ConvGeometry& g, const at::Tensor& x, cons
                 .addmm_(wrap_buffer(const_cast<acc_t*>(w_kd) + tap * c_y * c_x, {c_y, c_x}), x_view);
           }
           for (int64_t cy = 0; cy < c_y; ++cy) {
-            planes.scatter_add(y_data + (n * g.in_channels + group * c_y + cy) * g.in_volume() + id * y_slice, row0,
-                               rows, cy);
+            planes.scatter_add(y_data + (n * g.conv_in_channels + group * c_y + cy) * g.conv_in_volume() + id * y_slice,
+                               row0, rows, cy);
           }
         }
       }
@@ -192,7 +192,7 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
   const auto format = output_memory_format(input);
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   const int64_t spatial = input.dim() - 2;
-  auto y = at::empty(tensor_shape(g.batch, g.in_channels, g.in_size, spatial),
+  auto y = at::empty(tensor_shape(g.batch, g.conv_in_channels, g.conv_in_sizes, spatial),
                      input.options().memory_format(format));
   if (y.numel() == 0) return y;
   const auto x = input.contiguous(format);
@@ -206,7 +206,7 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     auto y_acc = acc_dtype == y.scalar_type() ? y : at::empty_like(y, y.options().dtype(acc_dtype));
     if (bias.has_value() && bias->defined()) {
       std::vector<int64_t> bias_shape(input.dim(), 1);
-      bias_shape[1] = g.in_channels;
+      bias_shape[1] = g.conv_in_channels;
       y_acc.copy_(bias->to(acc_dtype).view(bias_shape).expand_as(y_acc));
     } else {
       y_acc.zero_();

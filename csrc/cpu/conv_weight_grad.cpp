@@ -26,8 +26,8 @@ template <typename scalar_t>
 at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
-  const int64_t groups = g.groups, in_per_group = g.in_channels_per_group(),
-                out_per_group = g.out_channels_per_group(), taps = g.kernel_volume();
+  const int64_t groups = g.groups, in_per_group = g.conv_in_channels_per_group(),
+                out_per_group = g.conv_out_channels_per_group(), taps = g.kernel_volume();
   const int64_t reduce = in_per_group * taps;
   const auto gy_flat = flatten_positions(grad_output, /*channels_last=*/true);
   const TilePlan plan(g, /*channels_last=*/true, reduce * static_cast<int64_t>(sizeof(acc_t)));
@@ -44,7 +44,7 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
       for (int64_t job = chunk * work / chunks; job < (chunk + 1) * work / chunks; ++job) {
         const int64_t n = job / plan.tiles;
         const auto [unit_begin, unit_end, pixel_begin, tile_pixels] = plan.tile(job % plan.tiles);
-        im2col_nhwc(g, x_data + n * g.in_volume() * g.in_channels, group, unit_begin, unit_end, cols.data());
+        im2col_nhwc(g, x_data + n * g.conv_in_volume() * g.conv_in_channels, group, unit_begin, unit_end, cols.data());
         const auto gy = gy_flat[n].narrow(0, pixel_begin, tile_pixels).narrow(1, group * out_per_group, out_per_group);
         acc.addmm_(gy.to(acc_dtype).t(), wrap_buffer(cols.data(), {tile_pixels, reduce}));
       }
@@ -66,12 +66,12 @@ template <typename scalar_t>
 at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
-  const int64_t groups = g.groups, c_in = g.in_channels_per_group(), c_out = g.out_channels_per_group();
+  const int64_t groups = g.groups, c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
   const int64_t taps = g.kernel_volume(), taps_2d = g.kernel[1] * g.kernel[2], reduce = c_in * taps;
-  const int64_t slice = g.in_size[1] * g.in_size[2], out_w = g.out_size[2];
+  const int64_t slice = g.conv_in_sizes[1] * g.conv_in_sizes[2], out_w = g.conv_out_sizes[2];
   const int64_t bytes_per_position = reduce * static_cast<int64_t>(sizeof(acc_t));  // the columns
   const int64_t bands = PhasePlanes<acc_t>(g, c_in, kWeightGradBandBytes, bytes_per_position).bands();
-  const int64_t work = g.batch * g.out_size[0] * bands;  // (image, output depth, band) triples to reduce over
+  const int64_t work = g.batch * g.conv_out_sizes[0] * bands;  // (image, output depth, band) triples to reduce over
   const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), work));
   auto partial = at::zeros({chunks, groups, c_out, reduce}, x.options().dtype(acc_dtype));
   const auto gy_flat = flatten_positions(grad_output, /*channels_last=*/false);
@@ -85,14 +85,15 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
       const int64_t chunk = item / groups, group = item % groups;
       auto acc = partial[chunk][group];
       for (int64_t job = chunk * work / chunks; job < (chunk + 1) * work / chunks; ++job) {
-        const int64_t b = job % bands, od = (job / bands) % g.out_size[0], n = job / (bands * g.out_size[0]);
+        const int64_t b = job % bands, od = (job / bands) % g.conv_out_sizes[0],
+                      n = job / (bands * g.conv_out_sizes[0]);
         const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, positions = rows * out_w;
         for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
           const int64_t id = g.tap_source(0, od, kd);
           if (id >= 0) {
             for (int64_t ci = 0; ci < c_in; ++ci) {
-              planes.gather(x_data + (n * g.in_channels + group * c_in + ci) * g.in_volume() + id * slice, row0, rows,
-                            ci);
+              planes.gather(x_data + (n * g.conv_in_channels + group * c_in + ci) * g.conv_in_volume() + id * slice,
+                            row0, rows, ci);
             }
           }
           for (int64_t ci = 0; ci < c_in; ++ci) {
@@ -109,7 +110,7 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
         }
         const auto gy = gy_flat[n]
                             .narrow(0, group * c_out, c_out)
-                            .narrow(1, (od * g.out_size[1] + row0) * out_w, positions);
+                            .narrow(1, (od * g.conv_out_sizes[1] + row0) * out_w, positions);
         acc.addmm_(gy.to(acc_dtype), wrap_buffer(cols.data(), {reduce, positions}).t());
       }
     }

@@ -1,6 +1,7 @@
-// Direct depthwise kernels (see depthwise.h). Naming: in every op the "input side" tensor is indexed by
-// g.in_size / g.in_channels (conv input, transposed output) and the "output side" by g.out_size / g.out_channels
-// (conv output, transposed input, grad_output). Output-side channel c belongs to input-side channel c / m.
+// Direct depthwise kernels (see depthwise.h). Naming, as in ConvGeometry: in every op the "input side" tensor is the
+// conv input, indexed by g.conv_in_sizes / g.conv_in_channels (conv input, transposed output), and the "output side"
+// the conv output, indexed by g.conv_out_sizes / g.conv_out_channels (conv output, transposed input, grad_output).
+// Output-side channel c belongs to input-side channel c / m.
 #include "cpu/depthwise.h"
 
 #include <ATen/ATen.h>
@@ -113,17 +114,18 @@ void load_channel_weights(const scalar_t* w, int64_t c_in, std::vector<acc_t>& w
 template <typename scalar_t>
 void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, const scalar_t* bias, scalar_t* y) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t m = g.out_channels_per_group(), out_w = g.out_size[2], slice = g.in_size[1] * g.in_size[2];
-  const int64_t taps_2d = g.kernel[1] * g.kernel[2], out_slice = g.out_size[1] * out_w;
-  at::parallel_for(0, g.batch * g.in_channels, 1, [&](int64_t begin, int64_t end) {
+  const int64_t m = g.conv_out_channels_per_group(), out_w = g.conv_out_sizes[2],
+                slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
+  const int64_t taps_2d = g.kernel[1] * g.kernel[2], out_slice = g.conv_out_sizes[1] * out_w;
+  at::parallel_for(0, g.batch * g.conv_in_channels, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes(g);
     const auto& taps = planes.taps();
     const int64_t band_size = planes.band_buffer_size();
     std::vector<acc_t> out(m * band_size), weights(m * g.kernel_volume());
     for (int64_t plane = begin; plane < end; ++plane) {
-      const int64_t c_in = plane % g.in_channels, n = plane / g.in_channels;
+      const int64_t c_in = plane % g.conv_in_channels, n = plane / g.conv_in_channels;
       load_channel_weights(w, c_in, weights);
-      for (int64_t od = 0; od < g.out_size[0]; ++od) {
+      for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
         for (int64_t b = 0; b < planes.bands(); ++b) {
           const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, n_pos = planes.positions(rows);
           for (int64_t j = 0; j < m; ++j) {
@@ -132,13 +134,13 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
           for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
             const int64_t id = g.tap_source(0, od, kd);
             if (id < 0) continue;
-            planes.gather(x + plane * g.in_volume() + id * slice, row0, rows);
+            planes.gather(x + plane * g.conv_in_volume() + id * slice, row0, rows);
             for (int64_t j = 0; j < m; ++j) {
               add_taps(out.data() + j * band_size, taps, &weights[(j * g.kernel[0] + kd) * taps_2d], n_pos);
             }
           }
           for (int64_t j = 0; j < m; ++j) {
-            scalar_t* y_slice = y + ((n * g.out_channels + c_in * m + j) * g.out_size[0] + od) * out_slice;
+            scalar_t* y_slice = y + ((n * g.conv_out_channels + c_in * m + j) * g.conv_out_sizes[0] + od) * out_slice;
             store_band(y_slice, out.data() + j * band_size, row0, rows, planes.pitch(), out_w);
           }
         }
@@ -152,23 +154,25 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
 template <typename scalar_t>
 void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, acc_type<scalar_t>* y_acc) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t m = g.out_channels_per_group(), out_w = g.out_size[2], slice = g.in_size[1] * g.in_size[2];
-  const int64_t taps_2d = g.kernel[1] * g.kernel[2], out_slice = g.out_size[1] * out_w;
-  at::parallel_for(0, g.batch * g.in_channels, 1, [&](int64_t begin, int64_t end) {
+  const int64_t m = g.conv_out_channels_per_group(), out_w = g.conv_out_sizes[2],
+                slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
+  const int64_t taps_2d = g.kernel[1] * g.kernel[2], out_slice = g.conv_out_sizes[1] * out_w;
+  at::parallel_for(0, g.batch * g.conv_in_channels, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes(g);
     const auto& taps = planes.taps();
     const int64_t band_size = planes.band_buffer_size();
     std::vector<acc_t> x_band(m * band_size, acc_t(0)), keep(band_size), weights(m * g.kernel_volume());
     int64_t keep_rows = -1;
     for (int64_t plane = begin; plane < end; ++plane) {
-      const int64_t c_in = plane % g.in_channels, n = plane / g.in_channels;
+      const int64_t c_in = plane % g.conv_in_channels, n = plane / g.conv_in_channels;
       load_channel_weights(w, c_in, weights);
-      for (int64_t od = 0; od < g.out_size[0]; ++od) {
+      for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
         for (int64_t b = 0; b < planes.bands(); ++b) {
           const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, n_pos = planes.positions(rows);
           if (rows != keep_rows) fill_keep_mask(keep, keep_rows = rows, planes.pitch(), out_w);
           for (int64_t j = 0; j < m; ++j) {
-            const scalar_t* x_slice = x + ((n * g.out_channels + c_in * m + j) * g.out_size[0] + od) * out_slice;
+            const scalar_t* x_slice =
+                x + ((n * g.conv_out_channels + c_in * m + j) * g.conv_out_sizes[0] + od) * out_slice;
             load_band(x_band.data() + j * band_size, x_slice, row0, rows, planes.pitch(), out_w);
           }
           for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
@@ -179,7 +183,7 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
               scatter_taps(taps, &weights[(j * g.kernel[0] + kd) * taps_2d], x_band.data() + j * band_size,
                            keep.data(), n_pos);
             }
-            planes.scatter_add(y_acc + plane * g.in_volume() + id * slice, row0, rows);
+            planes.scatter_add(y_acc + plane * g.conv_in_volume() + id * slice, row0, rows);
           }
         }
       }
@@ -192,9 +196,10 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
 template <typename scalar_t>
 void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* gy, acc_type<scalar_t>* gw) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t m = g.out_channels_per_group(), out_w = g.out_size[2], slice = g.in_size[1] * g.in_size[2];
-  const int64_t taps_2d = g.kernel[1] * g.kernel[2], out_slice = g.out_size[1] * out_w;
-  at::parallel_for(0, g.out_channels, 1, [&](int64_t begin, int64_t end) {
+  const int64_t m = g.conv_out_channels_per_group(), out_w = g.conv_out_sizes[2],
+                slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
+  const int64_t taps_2d = g.kernel[1] * g.kernel[2], out_slice = g.conv_out_sizes[1] * out_w;
+  at::parallel_for(0, g.conv_out_channels, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes(g);
     const auto& taps = planes.taps();
     std::vector<acc_t> gy_band(planes.band_buffer_size(), acc_t(0)), keep(planes.band_buffer_size());
@@ -203,9 +208,9 @@ void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
       acc_t* sums = gw + c * g.kernel_volume();
       std::fill_n(sums, g.kernel_volume(), acc_t(0));
       for (int64_t n = 0; n < g.batch; ++n) {
-        const scalar_t* x_plane = x + (n * g.in_channels + c / m) * g.in_volume();
-        for (int64_t od = 0; od < g.out_size[0]; ++od) {
-          const scalar_t* gy_slice = gy + ((n * g.out_channels + c) * g.out_size[0] + od) * out_slice;
+        const scalar_t* x_plane = x + (n * g.conv_in_channels + c / m) * g.conv_in_volume();
+        for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
+          const scalar_t* gy_slice = gy + ((n * g.conv_out_channels + c) * g.conv_out_sizes[0] + od) * out_slice;
           for (int64_t b = 0; b < planes.bands(); ++b) {
             const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0;
             if (rows != keep_rows) fill_keep_mask(keep, keep_rows = rows, planes.pitch(), out_w);
@@ -230,12 +235,13 @@ template <typename scalar_t>
 void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
                const acc_type<scalar_t>* bias, scalar_t* y) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t channels = g.out_channels, out_h = g.out_size[1], out_w = g.out_size[2];
-  at::parallel_for(0, g.batch * g.out_size[0] * out_h, 1, [&](int64_t begin, int64_t end) {
+  const int64_t channels = g.conv_out_channels, out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
+  at::parallel_for(0, g.batch * g.conv_out_sizes[0] * out_h, 1, [&](int64_t begin, int64_t end) {
     std::vector<acc_t> acc(channels);
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t oh = item % out_h, od = (item / out_h) % g.out_size[0], n = item / (out_h * g.out_size[0]);
-      const scalar_t* x_image = x + n * g.in_volume() * channels;
+      const int64_t oh = item % out_h, od = (item / out_h) % g.conv_out_sizes[0],
+                    n = item / (out_h * g.conv_out_sizes[0]);
+      const scalar_t* x_image = x + n * g.conv_in_volume() * channels;
       for (int64_t ow = 0; ow < out_w; ++ow) {
         if (bias) {
           std::copy(bias, bias + channels, acc.begin());
@@ -256,14 +262,14 @@ template <typename scalar_t>
 void conv_transpose_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
                          acc_type<scalar_t>* y_acc) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t channels = g.in_channels, out_h = g.out_size[1], out_w = g.out_size[2];
+  const int64_t channels = g.conv_in_channels, out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
   const int64_t block = channel_block<acc_t>(channels), blocks = (channels + block - 1) / block;
   at::parallel_for(0, g.batch * blocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / blocks, c0 = (item % blocks) * block, len = std::min(block, channels - c0);
-      acc_t* y_image = y_acc + n * g.in_volume() * channels + c0;
-      for (int64_t pixel = 0; pixel < g.out_volume(); ++pixel) {
-        const scalar_t* x_pixel = x + (n * g.out_volume() + pixel) * channels + c0;
+      acc_t* y_image = y_acc + n * g.conv_in_volume() * channels + c0;
+      for (int64_t pixel = 0; pixel < g.conv_out_volume(); ++pixel) {
+        const scalar_t* x_pixel = x + (n * g.conv_out_volume() + pixel) * channels + c0;
         for_each_tap_pixel(g, pixel / (out_w * out_h), (pixel / out_w) % out_h, pixel % out_w,
                            [&](int64_t tap, int64_t in_pixel) {
                              multiply_add(y_image + in_pixel * channels, w_taps + tap * channels + c0, x_pixel, len);
@@ -278,7 +284,8 @@ void conv_transpose_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_typ
 template <typename scalar_t>
 void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* gy, acc_type<scalar_t>* gw) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t channels = g.out_channels, out_h = g.out_size[1], out_w = g.out_size[2], taps = g.kernel_volume();
+  const int64_t channels = g.conv_out_channels, out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2],
+                taps = g.kernel_volume();
   const int64_t block = channel_block<acc_t>(channels), blocks = (channels + block - 1) / block;
   at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
     std::vector<acc_t> acc(taps * block), gy_pixel(block);
@@ -286,9 +293,9 @@ void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
       const int64_t c0 = b * block, len = std::min(block, channels - c0);
       std::fill(acc.begin(), acc.end(), acc_t(0));
       for (int64_t n = 0; n < g.batch; ++n) {
-        const scalar_t* x_image = x + n * g.in_volume() * channels + c0;
-        for (int64_t pixel = 0; pixel < g.out_volume(); ++pixel) {
-          at::vec::convert(gy + (n * g.out_volume() + pixel) * channels + c0, gy_pixel.data(), len);
+        const scalar_t* x_image = x + n * g.conv_in_volume() * channels + c0;
+        for (int64_t pixel = 0; pixel < g.conv_out_volume(); ++pixel) {
+          at::vec::convert(gy + (n * g.conv_out_volume() + pixel) * channels + c0, gy_pixel.data(), len);
           for_each_tap_pixel(g, pixel / (out_w * out_h), (pixel / out_w) % out_h, pixel % out_w,
                              [&](int64_t tap, int64_t in_pixel) {
                                multiply_add(acc.data() + tap * block, gy_pixel.data(), x_image + in_pixel * channels,
@@ -349,7 +356,8 @@ at::Tensor depthwise_weight_grad(const ConvGeometry& g, const at::Tensor& x, con
   at::Tensor grad;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_depthwise_weight_grad", [&] {
     using acc_t = acc_type<scalar_t>;
-    grad = at::empty({g.out_channels, 1, g.kernel_volume()}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+    grad = at::empty({g.conv_out_channels, 1, g.kernel_volume()},
+                     x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
     const auto weight_grad = channels_last ? weight_grad_nhwc<scalar_t> : weight_grad_nchw<scalar_t>;
     weight_grad(g, x.const_data_ptr<scalar_t>(), grad_output.const_data_ptr<scalar_t>(), grad.mutable_data_ptr<acc_t>());
   });

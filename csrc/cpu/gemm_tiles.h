@@ -24,7 +24,7 @@ struct TilePlan {
   };
 
   TilePlan(const ConvGeometry& g, bool channels_last, int64_t bytes_per_position)
-      : unit_len(channels_last ? 1 : g.out_size[2]), total_units(g.out_volume() / unit_len) {
+      : unit_len(channels_last ? 1 : g.conv_out_sizes[2]), total_units(g.conv_out_volume() / unit_len) {
     units = std::clamp<int64_t>(kColumnBufferBytes / std::max<int64_t>(bytes_per_position * unit_len, 1), 1,
                                 std::max<int64_t>(total_units, 1));
     tiles = (total_units + units - 1) / units;
@@ -52,8 +52,9 @@ inline at::Tensor flatten_positions(const at::Tensor& t, bool channels_last) {
 template <typename scalar_t, typename acc_t>
 void im2col_nhwc(const ConvGeometry& g, const scalar_t* x_image, int64_t group, int64_t pixel_begin,
                  int64_t pixel_end, acc_t* cols) {
-  const int64_t in_h = g.in_size[1], in_w = g.in_size[2], out_h = g.out_size[1], out_w = g.out_size[2];
-  const int64_t channels = g.in_channels_per_group();
+  const int64_t in_h = g.conv_in_sizes[1], in_w = g.conv_in_sizes[2];
+  const int64_t out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
+  const int64_t channels = g.conv_in_channels_per_group();
   const scalar_t* x_group = x_image + group * channels;
   acc_t* dst = cols;
   for (int64_t pixel = pixel_begin; pixel < pixel_end; ++pixel) {
@@ -67,7 +68,7 @@ void im2col_nhwc(const ConvGeometry& g, const scalar_t* x_image, int64_t group, 
           if (id < 0 || ih < 0 || iw < 0) {
             std::fill_n(dst, channels, acc_t(0));
           } else {
-            at::vec::convert(x_group + ((id * in_h + ih) * in_w + iw) * g.in_channels, dst, channels);
+            at::vec::convert(x_group + ((id * in_h + ih) * in_w + iw) * g.conv_in_channels, dst, channels);
           }
         }
       }

@@ -44,13 +44,14 @@ class PhasePlanes {
         stride_h_(g.stride[1]),
         stride_w_(g.stride[2]),
         extra_rows_(((g.kernel[1] - 1) * g.dilation[1]) / g.stride[1]),
-        pitch_(g.out_size[2] + ((g.kernel[2] - 1) * g.dilation[2]) / g.stride[2]),
+        pitch_(g.conv_out_sizes[2] + ((g.kernel[2] - 1) * g.dilation[2]) / g.stride[2]),
         lanes_(lanes),
         used_(stride_h_ * stride_w_, false) {
     const int64_t phases = stride_h_ * stride_w_;
     const int64_t row_bytes =
         (channels * phases * lanes * static_cast<int64_t>(sizeof(acc_t)) + bytes_per_position) * pitch_;
-    band_rows_ = std::clamp<int64_t>(budget_bytes / row_bytes - extra_rows_, 1, std::max<int64_t>(g.out_size[1], 1));
+    band_rows_ =
+        std::clamp<int64_t>(budget_bytes / row_bytes - extra_rows_, 1, std::max<int64_t>(g.conv_out_sizes[1], 1));
     plane_rows_ = band_rows_ + extra_rows_;
     // Vector loops run over a whole number of vectors, so every buffer has one vector (plus the widest tap
     // offset past the last phase row) of zeroed slack; those lanes land in discarded columns.
@@ -71,10 +72,10 @@ class PhasePlanes {
 
   int64_t pitch() const { return pitch_; }
   int64_t band_rows() const { return band_rows_; }
-  int64_t bands() const { return (g_.out_size[1] + band_rows_ - 1) / band_rows_; }
+  int64_t bands() const { return (g_.conv_out_sizes[1] + band_rows_ - 1) / band_rows_; }
   // Output rows [begin, end) of band b.
   int64_t band_begin(int64_t b) const { return b * band_rows_; }
-  int64_t band_end(int64_t b) const { return std::min(band_begin(b) + band_rows_, g_.out_size[1]); }
+  int64_t band_end(int64_t b) const { return std::min(band_begin(b) + band_rows_, g_.conv_out_sizes[1]); }
   // Flattened positions a vector loop covers for a band of `rows` output rows: a whole number of vectors.
   int64_t positions(int64_t rows) const { return (rows * pitch_ + Vec::size() - 1) / Vec::size() * Vec::size(); }
   // Buffer size for a flattened band of outputs at this pitch, slack included.
@@ -92,7 +93,7 @@ class PhasePlanes {
         std::fill_n(dst, pitch_ * lanes_, acc_t(0));
         return;
       }
-      const scalar_t* src = slice + in_row * g_.in_size[2] * pixel_stride;
+      const scalar_t* src = slice + in_row * g_.conv_in_sizes[2] * pixel_stride;
       if (lanes_ > 1) {  // channels-last: each position takes `lanes` channels of one input pixel
         for (const auto& [t, source] : columns.borders) {
           if (source < 0) {
@@ -130,7 +131,7 @@ class PhasePlanes {
     TORCH_INTERNAL_ASSERT(lanes_ == 1, "scatter_add is implemented for one lane per position");
     for_each_phase_row(channel, band_begin, rows, [&](const acc_t* src, int64_t in_row, const Columns& columns) {
       if (in_row < 0) return;
-      acc_t* dst = slice + in_row * g_.in_size[2];
+      acc_t* dst = slice + in_row * g_.conv_in_sizes[2];
       for (const auto& [t, source] : columns.borders) {
         if (source >= 0) dst[source] += src[t];
       }
@@ -167,14 +168,14 @@ class PhasePlanes {
 
   Columns columns_of_phase(int64_t pw) const {
     const int64_t start = pw - g_.pad_lo[2];
-    const InteriorRange interior = interior_range(start, stride_w_, pitch_, g_.in_size[2]);
+    const InteriorRange interior = interior_range(start, stride_w_, pitch_, g_.conv_in_sizes[2]);
     Columns columns;
     columns.interior_begin = interior.first;
     columns.interior_count = interior.last - interior.first;
     columns.interior_source = start + interior.first * stride_w_;
     for (int64_t t = 0; t < pitch_; ++t) {
       if (t < interior.first || t >= interior.last) {
-        columns.borders.emplace_back(t, source_index(start + t * stride_w_, g_.in_size[2], g_.mode));
+        columns.borders.emplace_back(t, source_index(start + t * stride_w_, g_.conv_in_sizes[2], g_.mode));
       }
     }
     return columns;
@@ -190,7 +191,7 @@ class PhasePlanes {
         acc_t* plane = data_.data() + channel * channel_stride_ + (ph * stride_w_ + pw) * plane_size_;
         for (int64_t i = 0; i < rows + extra_rows_; ++i) {
           const int64_t in_row =
-              source_index((band_begin + i) * stride_h_ + ph - g_.pad_lo[1], g_.in_size[1], g_.mode);
+              source_index((band_begin + i) * stride_h_ + ph - g_.pad_lo[1], g_.conv_in_sizes[1], g_.mode);
           body(plane + i * pitch_ * lanes_, in_row, columns_[pw]);
         }
       }

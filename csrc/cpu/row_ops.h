@@ -78,7 +78,7 @@ void for_each_tap_row(const ConvGeometry& g, int64_t od, int64_t oh, const Body&
     if (id < 0) continue;
     for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
       const int64_t ih = g.tap_source(1, oh, kh);
-      if (ih >= 0) body(kd, kh, id * g.in_size[1] + ih);
+      if (ih >= 0) body(kd, kh, id * g.conv_in_sizes[1] + ih);
     }
   }
 }
@@ -89,7 +89,7 @@ void for_each_tap_pixel(const ConvGeometry& g, int64_t od, int64_t oh, int64_t o
   for_each_tap_row(g, od, oh, [&](int64_t kd, int64_t kh, int64_t in_row) {
     for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
       const int64_t iw = g.tap_source(2, ow, kw);
-      if (iw >= 0) body((kd * g.kernel[1] + kh) * g.kernel[2] + kw, in_row * g.in_size[2] + iw);
+      if (iw >= 0) body((kd * g.kernel[1] + kh) * g.kernel[2] + kw, in_row * g.conv_in_sizes[2] + iw);
     }
   });
 }

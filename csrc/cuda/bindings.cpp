@@ -56,7 +56,7 @@ std::pair<at::Tensor, ConvPath> conv_binding(const at::Tensor& input, const at::
   const auto format = output_memory_format(input);
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   const ConvPath path = choose_conv_path(g, Backend::Cuda, channels_last, accumulator_bytes(input));
-  auto y = at::empty(tensor_shape(g.batch, g.out_channels, g.out_size, input.dim() - 2),
+  auto y = at::empty(tensor_shape(g.batch, g.conv_out_channels, g.conv_out_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};
   const auto w = weight.contiguous();
@@ -77,7 +77,7 @@ std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   // The CUDA choice does not depend on the weight's values (the kernels read the flag below on the device).
   const ConvTransposePath path = choose_conv_transpose_path(g, Backend::Cuda, channels_last, [] { return true; });
-  auto y = at::empty(tensor_shape(g.batch, g.in_channels, g.in_size, input.dim() - 2),
+  auto y = at::empty(tensor_shape(g.batch, g.conv_in_channels, g.conv_in_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};
   const auto w = weight.contiguous();

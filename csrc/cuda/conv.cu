@@ -43,7 +43,7 @@ template <typename scalar_t>
 __global__ void __launch_bounds__(kThreads)
     direct_conv_kernel(const ConvGeometry g, const scalar_t* x, const Strides xs, const scalar_t* w,
                        const scalar_t* bias, scalar_t* y, const Strides ys, bool channels_last) {
-  const int64_t total = g.batch * g.out_channels * g.out_volume();
+  const int64_t total = g.batch * g.conv_out_channels * g.conv_out_volume();
   for (int64_t index = blockIdx.x * int64_t{kThreads} + threadIdx.x; index < total;
        index += int64_t{gridDim.x} * kThreads) {
     direct_conv_element(g, x, xs, w, bias, y, ys, channels_last, index);
@@ -69,8 +69,9 @@ void launch_conv_typed(const ConvLaunch& a) {
       return;
     }
     case ConvPath::CudaDirect:
-      launch(a.stream, direct_conv_kernel<scalar_t>, grid_for(g.batch * g.out_channels * g.out_volume(), kThreads), 0,
-             g, x, a.xs, w, bias, y, a.ys, a.channels_last);
+      launch(a.stream, direct_conv_kernel<scalar_t>,
+             grid_for(g.batch * g.conv_out_channels * g.conv_out_volume(), kThreads), 0, g, x, a.xs, w, bias, y, a.ys,
+             a.channels_last);
       return;
     default:
       throw std::invalid_argument(std::string("fastpad conv: no CUDA kernel for path ") + path_name(a.path));

@@ -22,7 +22,7 @@ __global__ void __launch_bounds__(kThreads)
                             const bool* weight_finite) {
   const bool finite = weight_finite == nullptr || *weight_finite;
   if (pass == GatherPass::AfterPhaseGemm && g.mode == PaddingMode::Zeros && finite) return;  // nothing to complete
-  const int64_t total = g.batch * g.in_channels * g.in_volume();
+  const int64_t total = g.batch * g.conv_in_channels * g.conv_in_volume();
   for (int64_t index = blockIdx.x * int64_t{kThreads} + threadIdx.x; index < total;
        index += int64_t{gridDim.x} * kThreads) {
     transpose_gather_element(g, x, xs, w, bias, y, ys, channels_last, pass, finite, index);
@@ -37,8 +37,9 @@ void launch_conv_transpose_typed(const ConvTransposeLaunch& a) {
   const auto* bias = static_cast<const scalar_t*>(a.bias);
   auto* y = static_cast<scalar_t*>(a.y);
   const auto gather = [&](GatherPass pass, const bool* weight_finite) {
-    launch(a.stream, transpose_gather_kernel<scalar_t>, grid_for(g.batch * g.in_channels * g.in_volume(), kThreads),
-           0, g, x, a.xs, w, bias, y, a.ys, a.channels_last, pass, weight_finite);
+    launch(a.stream, transpose_gather_kernel<scalar_t>,
+           grid_for(g.batch * g.conv_in_channels * g.conv_in_volume(), kThreads), 0, g, x, a.xs, w, bias, y, a.ys,
+           a.channels_last, pass, weight_finite);
   };
   switch (a.path) {
     case ConvTransposePath::CudaDirectGather:

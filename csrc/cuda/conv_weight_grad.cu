@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(kThreads)
                                  const Strides gys, scalar_t* grad) {
   using acc_t = acc_type<scalar_t>;
   __shared__ acc_t partial[kThreads];
-  const int64_t taps = g.kernel_volume(), reduce = g.batch * g.out_volume(), items = g.out_channels * taps;
+  const int64_t taps = g.kernel_volume(), reduce = g.batch * g.conv_out_volume(), items = g.conv_out_channels * taps;
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     int64_t r[kMaxSpatial];
     const int64_t channel = unflatten(item, g.kernel, r);
@@ -55,7 +55,7 @@ void launch_conv_weight_grad_typed(const WeightGradLaunch& a) {
   const auto* x = static_cast<const scalar_t*>(a.x);
   const auto* gy = static_cast<const scalar_t*>(a.gy);
   auto* grad = static_cast<scalar_t*>(a.grad);
-  const int64_t grad_elements = g.out_channels * g.in_channels_per_group() * g.kernel_volume();
+  const int64_t grad_elements = g.conv_out_channels * g.conv_in_channels_per_group() * g.kernel_volume();
   switch (a.path) {
     case WeightGradPath::CudaDepthwiseReduction:
       launch(a.stream, depthwise_weight_grad_kernel<scalar_t>, grid_for(grad_elements), 0, g, x, a.xs, gy, a.gys,
@@ -79,7 +79,7 @@ void launch_conv_weight_grad_typed(const WeightGradLaunch& a) {
 int64_t weight_grad_workspace_elements(const WeightGradLaunch& a) {
   if (a.path != WeightGradPath::CudaSplitKGemm) return 0;
   const auto problem = make_weight_grad_problem<float>(a.g, nullptr, a.xs, nullptr, a.gys);
-  return problem.splits * a.g.out_channels * a.g.in_channels_per_group() * a.g.kernel_volume();
+  return problem.splits * a.g.conv_out_channels * a.g.conv_in_channels_per_group() * a.g.kernel_volume();
 }
 
 void launch_conv_weight_grad(const WeightGradLaunch& a) {

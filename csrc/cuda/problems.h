@@ -32,7 +32,7 @@ template <typename acc_t, typename scalar_t>
 C10_HOST_DEVICE acc_t load_padded(const ConvGeometry& g, const scalar_t* x, const Strides& xs, int64_t offset,
                                   const int64_t* pos) {
   for (int d = 0; d < kMaxSpatial; ++d) {
-    const int64_t source = source_index(pos[d], g.in_size[d], g.mode);
+    const int64_t source = source_index(pos[d], g.conv_in_sizes[d], g.mode);
     if (source < 0) return acc_t(0);
     offset += source * xs.spatial[d];
   }
@@ -74,17 +74,17 @@ struct ConvProblem {
     item /= tiles_m;
     t.n0 = item % tiles_n * kTileN;
     t.group = item / tiles_n;
-    t.m_size = g.batch * g.out_volume();
-    t.n_size = g.out_channels_per_group();
-    t.k_end = g.in_channels_per_group() * g.kernel_volume();
+    t.m_size = g.batch * g.conv_out_volume();
+    t.n_size = g.conv_out_channels_per_group();
+    t.k_end = g.conv_in_channels_per_group() * g.kernel_volume();
     return t;
   }
 
   C10_HOST_DEVICE ARow a_row(const Tile& t, int64_t m) const {
     int64_t o[kMaxSpatial];
-    const int64_t n = unflatten(m, g.out_size, o);
+    const int64_t n = unflatten(m, g.conv_out_sizes, o);
     ARow row;
-    row.x_offset = n * xs.batch + t.group * g.in_channels_per_group() * xs.channel;
+    row.x_offset = n * xs.batch + t.group * g.conv_in_channels_per_group() * xs.channel;
     for (int d = 0; d < kMaxSpatial; ++d) row.corner[d] = g.tap_position(d, o[d], 0);
     return row;
   }
@@ -98,15 +98,15 @@ struct ConvProblem {
   }
 
   C10_HOST_DEVICE BCol b_col(const Tile& t, int64_t n) const {
-    return {(t.group * g.out_channels_per_group() + n) * t.k_end};
+    return {(t.group * g.conv_out_channels_per_group() + n) * t.k_end};
   }
 
   C10_HOST_DEVICE acc_t b(const Tile&, const BCol& col, int64_t k) const { return load<acc_t>(w, col.w_offset + k); }
 
   C10_HOST_DEVICE void store(const Tile& t, int64_t m, int64_t n, acc_t value) const {
     int64_t o[kMaxSpatial];
-    const int64_t image = unflatten(m, g.out_size, o);
-    const int64_t c = t.group * g.out_channels_per_group() + n;
+    const int64_t image = unflatten(m, g.conv_out_sizes, o);
+    const int64_t c = t.group * g.conv_out_channels_per_group() + n;
     if (bias != nullptr) value += load<acc_t>(bias, c);
     y[image * ys.batch + c * ys.channel + ys.position(o)] = static_cast<scalar_t>(value);
   }
@@ -115,12 +115,12 @@ struct ConvProblem {
 template <typename scalar_t>
 ConvProblem<scalar_t> make_conv_problem(const ConvGeometry& g, const scalar_t* x, const Strides& xs, const scalar_t* w,
                                         const scalar_t* bias, scalar_t* y, const Strides& ys) {
-  return {g, x, xs, w, bias, y, ys, ceil_div(g.batch * g.out_volume(), kTileM),
-          ceil_div(g.out_channels_per_group(), kTileN)};
+  return {g, x, xs, w, bias, y, ys, ceil_div(g.batch * g.conv_out_volume(), kTileM),
+          ceil_div(g.conv_out_channels_per_group(), kTileN)};
 }
 
-// In the geometry of conv_transpose_geometry: in_size/in_channels are y's (the transposed output), out_size/
-// out_channels are x's (the positions that scatter), pad_lo is crop_lo. The weight is [C_x, C_y / groups, *kernel].
+// conv_transpose: y, the transposed output, is on the geometry's conv_in side and x, the positions that scatter, on
+// its conv_out side (see ConvGeometry). The weight is [C_x, C_y / groups, *kernel].
 
 // The GEMM of one (stride phase, group): M = batch * outputs of the phase, N = y channels of the group,
 // K = x channels of the group * the phase's taps. A[m, k] is the x element tap k of output m reads, B the weight.
@@ -168,14 +168,14 @@ struct PhaseProblem {
     for (int d = kMaxSpatial - 1; d >= 0; --d) {
       t.phase[d] = phase % g.stride[d];
       phase /= g.stride[d];
-      t.count[d] = t.phase[d] < g.in_size[d] ? ceil_div(g.in_size[d] - t.phase[d], g.stride[d]) : 0;
+      t.count[d] = t.phase[d] < g.conv_in_sizes[d] ? ceil_div(g.conv_in_sizes[d] - t.phase[d], g.stride[d]) : 0;
       t.taps[d] = transposed_taps(t.phase[d] + g.pad_lo[d], g.kernel[d], g.stride[d], g.dilation[d]);
       outputs *= t.count[d];
       t.tap_volume *= t.taps[d].count;
     }
     t.m_size = g.batch * outputs;
-    t.n_size = g.in_channels_per_group();
-    t.k_end = g.out_channels_per_group() * t.tap_volume;
+    t.n_size = g.conv_in_channels_per_group();
+    t.k_end = g.conv_out_channels_per_group() * t.tap_volume;
     return t;
   }
 
@@ -183,7 +183,7 @@ struct PhaseProblem {
     int64_t j[kMaxSpatial];
     const int64_t n = unflatten(m, t.count, j);
     ARow row;
-    row.x_offset = n * xs.batch + t.group * g.out_channels_per_group() * xs.channel;
+    row.x_offset = n * xs.batch + t.group * g.conv_out_channels_per_group() * xs.channel;
     for (int d = 0; d < kMaxSpatial; ++d) row.source[d] = t.taps[d].source_first + j[d];
     return row;
   }
@@ -199,7 +199,7 @@ struct PhaseProblem {
     int64_t offset = row.x_offset + tap_of(t, k, tap) * xs.channel;
     for (int d = 0; d < kMaxSpatial; ++d) {
       const int64_t i = row.source[d] - tap[d] * t.taps[d].source_step;
-      if (i < 0 || i >= g.out_size[d]) return acc_t(0);
+      if (i < 0 || i >= g.conv_out_sizes[d]) return acc_t(0);
       offset += i * xs.spatial[d];
     }
     return load<acc_t>(x, offset);
@@ -209,11 +209,11 @@ struct PhaseProblem {
 
   C10_HOST_DEVICE acc_t b(const Tile& t, const BCol& col, int64_t k) const {
     int64_t tap[kMaxSpatial];
-    const int64_t cx = t.group * g.out_channels_per_group() + tap_of(t, k, tap);
+    const int64_t cx = t.group * g.conv_out_channels_per_group() + tap_of(t, k, tap);
     int64_t r[kMaxSpatial];
     for (int d = 0; d < kMaxSpatial; ++d) r[d] = t.taps[d].first + tap[d] * t.taps[d].step;
     const int64_t taps = g.kernel_volume();
-    return load<acc_t>(w, (cx * g.in_channels_per_group() + col.w_offset) * taps +
+    return load<acc_t>(w, (cx * g.conv_in_channels_per_group() + col.w_offset) * taps +
                               (r[0] * g.kernel[1] + r[1]) * g.kernel[2] + r[2]);
   }
 
@@ -221,7 +221,7 @@ struct PhaseProblem {
     int64_t p[kMaxSpatial];
     const int64_t image = unflatten(m, t.count, p);
     for (int d = 0; d < kMaxSpatial; ++d) p[d] = t.phase[d] + p[d] * g.stride[d];
-    const int64_t c = t.group * g.in_channels_per_group() + n;
+    const int64_t c = t.group * g.conv_in_channels_per_group() + n;
     if (bias != nullptr) value += load<acc_t>(bias, c);
     y[image * ys.batch + c * ys.channel + ys.position(p)] = static_cast<scalar_t>(value);
   }
@@ -233,10 +233,10 @@ PhaseProblem<scalar_t> make_phase_problem(const ConvGeometry& g, const scalar_t*
                                           const scalar_t* w, const scalar_t* bias, scalar_t* y, const Strides& ys) {
   int64_t largest_phase = g.batch, phases = 1;
   for (int d = 0; d < kMaxSpatial; ++d) {
-    largest_phase *= ceil_div(g.in_size[d], g.stride[d]);
+    largest_phase *= ceil_div(g.conv_in_sizes[d], g.stride[d]);
     phases *= g.stride[d];
   }
-  return {g, x, xs, w, bias, y, ys, ceil_div(largest_phase, kTileM), ceil_div(g.in_channels_per_group(), kTileN),
+  return {g, x, xs, w, bias, y, ys, ceil_div(largest_phase, kTileM), ceil_div(g.conv_in_channels_per_group(), kTileN),
           phases};
 }
 
@@ -270,7 +270,7 @@ struct WeightGradProblem {
   int64_t split_size;  // a multiple of every GEMM kernel's k step
 
   C10_HOST_DEVICE int64_t items() const { return tiles_m * tiles_n * g.groups * splits; }
-  C10_HOST_DEVICE int64_t columns() const { return g.in_channels_per_group() * g.kernel_volume(); }
+  C10_HOST_DEVICE int64_t columns() const { return g.conv_in_channels_per_group() * g.kernel_volume(); }
 
   C10_HOST_DEVICE Tile tile(int64_t item) const {
     Tile t;
@@ -280,21 +280,21 @@ struct WeightGradProblem {
     item /= tiles_n;
     t.group = item % g.groups;
     t.split = item / g.groups;
-    t.m_size = g.out_channels_per_group();
+    t.m_size = g.conv_out_channels_per_group();
     t.n_size = columns();
-    const int64_t reduce = g.batch * g.out_volume();
+    const int64_t reduce = g.batch * g.conv_out_volume();
     t.k_begin = t.split * split_size;
     t.k_end = t.k_begin + split_size < reduce ? t.k_begin + split_size : reduce;
     return t;
   }
 
   C10_HOST_DEVICE ARow a_row(const Tile& t, int64_t m) const {
-    return {(t.group * g.out_channels_per_group() + m) * gys.channel};
+    return {(t.group * g.conv_out_channels_per_group() + m) * gys.channel};
   }
 
   C10_HOST_DEVICE acc_t a(const Tile&, const ARow& row, int64_t k) const {
     int64_t o[kMaxSpatial];
-    const int64_t n = unflatten(k, g.out_size, o);
+    const int64_t n = unflatten(k, g.conv_out_sizes, o);
     return load<acc_t>(gy, row.gy_offset + n * gys.batch + gys.position(o));
   }
 
@@ -302,21 +302,21 @@ struct WeightGradProblem {
     int64_t r[kMaxSpatial];
     const int64_t channel = unflatten(n, g.kernel, r);
     BCol col;
-    col.x_offset = (t.group * g.in_channels_per_group() + channel) * xs.channel;
+    col.x_offset = (t.group * g.conv_in_channels_per_group() + channel) * xs.channel;
     for (int d = 0; d < kMaxSpatial; ++d) col.shift[d] = r[d] * g.dilation[d] - g.pad_lo[d];
     return col;
   }
 
   C10_HOST_DEVICE acc_t b(const Tile&, const BCol& col, int64_t k) const {
     int64_t o[kMaxSpatial];
-    const int64_t n = unflatten(k, g.out_size, o);
+    const int64_t n = unflatten(k, g.conv_out_sizes, o);
     int64_t pos[kMaxSpatial];
     for (int d = 0; d < kMaxSpatial; ++d) pos[d] = o[d] * g.stride[d] + col.shift[d];
     return load_padded<acc_t>(g, x, xs, col.x_offset + n * xs.batch, pos);
   }
 
   C10_HOST_DEVICE void store(const Tile& t, int64_t m, int64_t n, acc_t value) const {
-    partial[((t.split * g.groups + t.group) * g.out_channels_per_group() + m) * columns() + n] = value;
+    partial[((t.split * g.groups + t.group) * g.conv_out_channels_per_group() + m) * columns() + n] = value;
   }
 };
 
@@ -330,9 +330,9 @@ constexpr int64_t kMaxSplits = 64;
 template <typename scalar_t>
 WeightGradProblem<scalar_t> make_weight_grad_problem(const ConvGeometry& g, const scalar_t* x, const Strides& xs,
                                                      const scalar_t* gy, const Strides& gys) {
-  const int64_t tiles_m = ceil_div(g.out_channels_per_group(), kTileM);
-  const int64_t tiles_n = ceil_div(g.in_channels_per_group() * g.kernel_volume(), kTileN);
-  const int64_t reduce = g.batch * g.out_volume(), tiles = tiles_m * tiles_n * g.groups;
+  const int64_t tiles_m = ceil_div(g.conv_out_channels_per_group(), kTileM);
+  const int64_t tiles_n = ceil_div(g.conv_in_channels_per_group() * g.kernel_volume(), kTileN);
+  const int64_t reduce = g.batch * g.conv_out_volume(), tiles = tiles_m * tiles_n * g.groups;
   const int64_t splits = std::clamp<int64_t>(kTargetBlocks / tiles, 1, std::min(kMaxSplits, ceil_div(reduce, kMinSplit)));
   const int64_t split_size = ceil_div(ceil_div(reduce, splits), kTensorCoreTileK) * kTensorCoreTileK;  // whole k steps
   // ceil_div(reduce, split_size) <= splits: no split is empty.
@@ -348,8 +348,8 @@ C10_HOST_DEVICE acc_type<scalar_t> direct_conv_sum(const ConvGeometry& g, const 
                                                        const scalar_t* w, const scalar_t* bias,
                                                        const ElementIndex& e) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t c_in = g.in_channels_per_group(), taps = g.kernel_volume();
-  const int64_t group = e.c / g.out_channels_per_group();
+  const int64_t c_in = g.conv_in_channels_per_group(), taps = g.kernel_volume();
+  const int64_t group = e.c / g.conv_out_channels_per_group();
   acc_t sum = bias != nullptr ? load<acc_t>(bias, e.c) : acc_t(0);
   for (int64_t ci = 0; ci < c_in; ++ci) {
     const scalar_t* x_channel = x + e.n * xs.batch + (group * c_in + ci) * xs.channel;
@@ -377,7 +377,7 @@ template <typename scalar_t>
 C10_HOST_DEVICE void direct_conv_element(const ConvGeometry& g, const scalar_t* x, const Strides& xs,
                                          const scalar_t* w, const scalar_t* bias, scalar_t* y, const Strides& ys,
                                          bool channels_last, int64_t index) {
-  const ElementIndex e = decode_element(index, channels_last, g.out_channels, g.out_size);
+  const ElementIndex e = decode_element(index, channels_last, g.conv_out_channels, g.conv_out_sizes);
   y[e.n * ys.batch + e.c * ys.channel + ys.position(e.pos)] =
       static_cast<scalar_t>(direct_conv_sum(g, x, xs, w, bias, e));
 }
@@ -399,10 +399,10 @@ constexpr int64_t kMaxPatchBytes = 48 * 1024;  // the static shared-memory limit
 inline HaloPlan halo_plan(const ConvGeometry& g, int64_t element_bytes) {
   HaloPlan plan;
   plan.tile_w = 1;
-  if (g.out_size[1] == 1) {
+  if (g.conv_out_sizes[1] == 1) {
     plan.tile_w = kThreads;
   } else {
-    while (plan.tile_w < 32 && plan.tile_w < g.out_size[2]) plan.tile_w *= 2;
+    while (plan.tile_w < 32 && plan.tile_w < g.conv_out_sizes[2]) plan.tile_w *= 2;
   }
   plan.tile_h = kThreads / plan.tile_w;
   // (tile - 1) * stride + effective kernel, in double so that huge strides cannot overflow.
@@ -413,8 +413,8 @@ inline HaloPlan halo_plan(const ConvGeometry& g, int64_t element_bytes) {
     plan.patch_h = static_cast<int>(patch_h);
     plan.patch_w = static_cast<int>(patch_w);
   }
-  plan.tiles = g.batch * g.out_channels * g.out_size[0] * ceil_div(g.out_size[1], plan.tile_h) *
-               ceil_div(g.out_size[2], plan.tile_w);
+  plan.tiles = g.batch * g.conv_out_channels * g.conv_out_sizes[0] * ceil_div(g.conv_out_sizes[1], plan.tile_h) *
+               ceil_div(g.conv_out_sizes[2], plan.tile_w);
   return plan;
 }
 
@@ -425,15 +425,16 @@ struct HaloItem {
 
 C10_HOST_DEVICE inline HaloItem halo_item(const ConvGeometry& g, const HaloPlan& plan, int64_t item) {
   HaloItem it;
-  const int64_t tiles_w = ceil_div(g.out_size[2], plan.tile_w), tiles_h = ceil_div(g.out_size[1], plan.tile_h);
+  const int64_t tiles_w = ceil_div(g.conv_out_sizes[2], plan.tile_w),
+                tiles_h = ceil_div(g.conv_out_sizes[1], plan.tile_h);
   it.col0 = item % tiles_w * plan.tile_w;
   item /= tiles_w;
   it.row0 = item % tiles_h * plan.tile_h;
   item /= tiles_h;
-  it.od = item % g.out_size[0];
-  item /= g.out_size[0];
-  it.c = item % g.out_channels;
-  it.n = item / g.out_channels;
+  it.od = item % g.conv_out_sizes[0];
+  item /= g.conv_out_sizes[0];
+  it.c = item % g.conv_out_channels;
+  it.n = item / g.conv_out_channels;
   return it;
 }
 
@@ -443,10 +444,10 @@ template <typename scalar_t>
 C10_HOST_DEVICE acc_type<scalar_t> halo_patch_element(const ConvGeometry& g, const HaloPlan& plan, const scalar_t* x,
                                                       const Strides& xs, const HaloItem& it, int64_t id, int index) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t sh = source_index(g.tap_position(1, it.row0, 0) + index / plan.patch_w, g.in_size[1], g.mode);
-  const int64_t sw = source_index(g.tap_position(2, it.col0, 0) + index % plan.patch_w, g.in_size[2], g.mode);
+  const int64_t sh = source_index(g.tap_position(1, it.row0, 0) + index / plan.patch_w, g.conv_in_sizes[1], g.mode);
+  const int64_t sw = source_index(g.tap_position(2, it.col0, 0) + index % plan.patch_w, g.conv_in_sizes[2], g.mode);
   if (sh < 0 || sw < 0) return acc_t(0);
-  const int64_t channel = it.c / g.out_channels_per_group();
+  const int64_t channel = it.c / g.conv_out_channels_per_group();
   return load<acc_t>(x, it.n * xs.batch + channel * xs.channel + id * xs.spatial[0] + sh * xs.spatial[1] +
                             sw * xs.spatial[2]);
 }
@@ -473,7 +474,7 @@ template <typename scalar_t>
 C10_HOST_DEVICE void halo_store(const ConvGeometry& g, const HaloItem& it, int ty, int tx, acc_type<scalar_t> sum,
                                 scalar_t* y, const Strides& ys) {
   const int64_t o[kMaxSpatial] = {it.od, it.row0 + ty, it.col0 + tx};
-  if (o[1] < g.out_size[1] && o[2] < g.out_size[2]) {
+  if (o[1] < g.conv_out_sizes[1] && o[2] < g.conv_out_sizes[2]) {
     y[it.n * ys.batch + it.c * ys.channel + ys.position(o)] = static_cast<scalar_t>(sum);
   }
 }
@@ -493,13 +494,13 @@ C10_HOST_DEVICE acc_type<scalar_t> transpose_gather_sum(const ConvGeometry& g, c
                                                         const scalar_t* w, const ElementIndex& e, bool fold_only,
                                                         bool& folds) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t c_x = g.out_channels_per_group(), c_y = g.in_channels_per_group(), taps = g.kernel_volume();
+  const int64_t c_x = g.conv_out_channels_per_group(), c_y = g.conv_in_channels_per_group(), taps = g.kernel_volume();
   Preimages pre[kMaxSpatial];
   folds = false;
   for (int d = 0; d < kMaxSpatial; ++d) {
     const int64_t reach_end =
-        transposed_full_size(g.out_size[d], g.kernel[d], g.stride[d], g.dilation[d]) - g.pad_lo[d];
-    pre[d] = padding_preimages(e.pos[d], g.in_size[d], g.pad_lo[d], reach_end, g.mode);
+        transposed_full_size(g.conv_out_sizes[d], g.kernel[d], g.stride[d], g.dilation[d]) - g.pad_lo[d];
+    pre[d] = padding_preimages(e.pos[d], g.conv_in_sizes[d], g.pad_lo[d], reach_end, g.mode);
     for (int r = 0; r < pre[d].count; ++r) {
       folds = folds || pre[d].begin[r] != e.pos[d] || pre[d].end[r] != e.pos[d] + 1;
     }
@@ -521,7 +522,7 @@ C10_HOST_DEVICE acc_type<scalar_t> transpose_gather_sum(const ConvGeometry& g, c
               bool any = true;
               for (int d = 0; d < kMaxSpatial; ++d) {
                 tt[d] = transposed_taps(q[d] + g.pad_lo[d], g.kernel[d], g.stride[d], g.dilation[d]);
-                const InteriorRange inside = taps_inside(tt[d], g.out_size[d]);
+                const InteriorRange inside = taps_inside(tt[d], g.conv_out_sizes[d]);
                 t_first[d] = inside.first;
                 t_last[d] = inside.last;
                 any = any && t_first[d] < t_last[d];
@@ -559,7 +560,7 @@ C10_HOST_DEVICE inline bool phase_gemm_reads_outside(const ConvGeometry& g, cons
   for (int d = 0; d < kMaxSpatial; ++d) {
     const TransposedTaps taps = transposed_taps(pos[d] + g.pad_lo[d], g.kernel[d], g.stride[d], g.dilation[d]);
     if (taps.count == 0) return false;
-    const InteriorRange inside = taps_inside(taps, g.out_size[d]);
+    const InteriorRange inside = taps_inside(taps, g.conv_out_sizes[d]);
     outside = outside || inside.first > 0 || inside.last < taps.count;
   }
   return outside;
@@ -575,7 +576,7 @@ C10_HOST_DEVICE void transpose_gather_element(const ConvGeometry& g, const scala
                                               const scalar_t* w, const scalar_t* bias, scalar_t* y, const Strides& ys,
                                               bool channels_last, GatherPass pass, bool weight_finite, int64_t index) {
   using acc_t = acc_type<scalar_t>;
-  const ElementIndex e = decode_element(index, channels_last, g.in_channels, g.in_size);
+  const ElementIndex e = decode_element(index, channels_last, g.conv_in_channels, g.conv_in_sizes);
   const int64_t offset = e.n * ys.batch + e.c * ys.channel + ys.position(e.pos);
   bool folds = false;
   if (pass == GatherPass::Full || (!weight_finite && phase_gemm_reads_outside(g, e.pos))) {
@@ -599,13 +600,13 @@ C10_HOST_DEVICE acc_type<scalar_t> depthwise_weight_grad_term(const ConvGeometry
                                                               int64_t k) {
   using acc_t = acc_type<scalar_t>;
   int64_t o[kMaxSpatial], source[kMaxSpatial];
-  const int64_t n = unflatten(k, g.out_size, o);
+  const int64_t n = unflatten(k, g.conv_out_sizes, o);
   for (int d = 0; d < kMaxSpatial; ++d) {
     source[d] = g.tap_source(d, o[d], r[d]);
     if (source[d] < 0) return acc_t(0);
   }
   return load<acc_t>(gy, n * gys.batch + c * gys.channel + gys.position(o)) *
-         load<acc_t>(x, n * xs.batch + c / g.out_channels_per_group() * xs.channel + xs.position(source));
+         load<acc_t>(x, n * xs.batch + c / g.conv_out_channels_per_group() * xs.channel + xs.position(source));
 }
 
 }  // namespace fastpad::cuda
