@@ -1,5 +1,5 @@
 // Autocast (AMP) for the three ops, as torch does for its own convolutions: inside torch.autocast they run in the
-// autocast dtype of the device (CUDA float16/bfloat16, CPU bfloat16). Floating-point tensors other than float64 are
+// autocast dtype of the device (float16 or bfloat16, on CPU and on CUDA). Floating-point tensors other than float64 are
 // cast (through autocast's weight cache), then the op runs again below the autocast key.
 #include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>

@@ -1,6 +1,7 @@
-// The channels-last GEMM paths: a fused im2col of one tile of output pixels into a cache-sized column buffer,
-// cols[p, (kd, kh, kw), c], and the GEMM that consumes it. Padding is resolved while gathering (tap_source): the
-// padded input never exists. (NCHW uses phase planes, cpu/phase_planes.h.)
+// The im2col/col2im GEMM paths: a fused im2col of one tile of output pixels into a cache-sized column buffer,
+// cols[p, (kd, kh, kw), c], and the GEMM that consumes it (channels-last convolutions), and its adjoint, GEMM then
+// col2im (the GEMM + col2im path of conv_transpose, channels-last or NCHW). Padding is resolved while gathering
+// (tap_source): the padded input never exists.
 #pragma once
 
 #include <ATen/ATen.h>

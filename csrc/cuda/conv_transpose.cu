@@ -3,7 +3,8 @@
 // Layout: any input strides, read in place; the output keeps the input's format. No zero-inserted or padded copy.
 // Phase decomposition: the outputs p = phase + j*s of one stride phase are reached by one fixed residue class of taps,
 // so each phase is an implicit GEMM over exactly those taps (cuda/implicit_gemm.cuh), never over inserted zeros.
-// Few input channels per group (depthwise) run a direct gather instead, which also folds padded positions back.
+// Fewer than kPhaseGemmMinChannels input channels per group (depthwise, and narrow grouped layers) run a direct
+// gather instead, which also folds padded positions back.
 // After the phase GEMMs, a gather pass folds padded positions back (modes other than zeros) and, for a weight with an
 // inf or NaN, recomputes the outputs where a GEMM multiplied it by a zero loaded outside x. Torch-free: the binding
 // (cuda/bindings.cpp) picks the path and computes the weight_finite flag.

@@ -321,7 +321,8 @@ struct WeightGradProblem {
 };
 
 
-// conv_weight_grad's split-K: enough tiles to fill the GPU, but no split shorter than kMinSplit reduction steps.
+// conv_weight_grad's split-K: enough tiles to fill the GPU, and at most ceil(reduce / kMinSplit) splits, so that a
+// split averages at least about kMinSplit reduction steps (1025 steps: 2 splits of 544 and 481).
 constexpr int64_t kTargetBlocks = 1024;
 constexpr int64_t kMinSplit = 1024;
 constexpr int64_t kMaxSplits = 64;
@@ -385,7 +386,7 @@ C10_HOST_DEVICE void direct_conv_element(const ConvGeometry& g, const scalar_t* 
 // The depthwise halo kernel (conv.cu): a block computes a tile_h x tile_w tile of one output plane, staging per depth
 // tap the input patch the tile reads, halo included and padding resolved, of patch_h x patch_w elements.
 struct HaloPlan {
-  bool fits = false;  // the patch fits in static shared memory
+  bool fits = false;  // the patch fits in the dynamic shared memory a block gets without opting in
   int tile_h = 0;
   int tile_w = 0;
   int patch_h = 0;
@@ -393,7 +394,7 @@ struct HaloPlan {
   int64_t tiles = 0;  // blocks' work items: batch * channels * out depth * tiles per plane
 };
 
-constexpr int64_t kMaxPatchBytes = 48 * 1024;  // the static shared-memory limit, no opt-in needed
+constexpr int64_t kMaxPatchBytes = 48 * 1024;  // dynamic shared memory per block without the opt-in attribute
 
 // kThreads outputs per tile, as wide as the output plane (up to 32), or one row of kThreads for 1-d.
 inline HaloPlan halo_plan(const ConvGeometry& g, int64_t element_bytes) {
