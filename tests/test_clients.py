@@ -7,7 +7,6 @@ backward graphs after AOTAutograd (tests/test_compile_backend.py: RewriteAndTrac
 input heights. They are multiples of 64 because HF's `apply_tf_padding` branches on `size % stride`: sizes of
 another parity at some layer compile a second graph with inductor alone too (and a map of 1x1 is specialised).
 """
-import importlib
 import os
 
 import pytest

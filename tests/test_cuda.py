@@ -56,7 +56,6 @@ from reference import (
     PADDING_MODES,
     assert_matches,
     assert_memory_format_kept,
-    conv_inputs,
     expected_conv_transpose,
     pads_supported,
     poison,
