@@ -28,7 +28,10 @@ def _check_tensors(fn: str, input, weight, spatial_dims: int) -> _geometry.Repor
             raise ValueError(f"{fn}: {name} must be {rank}-d ([N, C, *spatial] with {spatial_dims} spatial dims), "
                              f"got shape {tuple(tensor.shape)}")
     # Under torch.autocast the op casts its inputs to one dtype itself (csrc/autocast.cpp), as torch's convs do.
-    report = _geometry.Report(fn, public=True, autocast=torch.is_autocast_enabled(input.device.type))
+    # Devices without autocast (meta) must not be asked: torch.is_autocast_enabled raises for them.
+    device_type = input.device.type
+    autocast = torch.amp.is_autocast_available(device_type) and torch.is_autocast_enabled(device_type)
+    report = _geometry.Report(fn, public=True, autocast=autocast)
     _geometry.check_tensor_pair(report, input, "weight", weight)
     return report
 

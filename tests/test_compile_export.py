@@ -222,3 +222,17 @@ def test_export_static():
     decomposed = exported.run_decompositions()  # to core ATen: the fastpad ops stay whole
     assert fastpad_ops(decomposed) == FASTPAD_OPS
     assert_runs_like_eager(decomposed.module(), model, [(13, 10)])
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["conv", "conv_transpose"])
+def test_public_functions_on_meta_tensors_give_the_output_shape(transposed):
+    """Meta tensors (shape inference, models built on the meta device) go through the fake kernels; the public
+    functions must not ask autocast about a device it does not know. 'same' at stride 2: ceil(size / 2) for the
+    conv, size * 2 for the transposed conv."""
+    x = torch.empty(2, 4, 9, 10, device="meta")
+    if transposed:
+        y, expected = fastpad.conv_transpose2d(x, torch.empty(4, 6, 3, 3, device="meta"), stride=2), (2, 6, 18, 20)
+    else:
+        y = fastpad.conv2d(x, torch.empty(6, 4, 4, 3, device="meta"), stride=2, padding_mode="reflect")
+        expected = (2, 6, 5, 5)
+    assert y.device.type == "meta" and tuple(y.shape) == expected
