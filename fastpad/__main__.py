@@ -28,7 +28,7 @@ def run_bench(args: argparse.Namespace) -> int:
     return runner.main(
         device=args.device, dtype=args.dtype, batch=args.batch, layers=args.layers,
         channels_last=args.channels_last, quick=args.quick, json_path=args.json, markdown_path=args.markdown,
-        png_path=args.png, out_dir=args.out_dir)
+        png_path=args.png, out_dir=args.out_dir, random_count=args.random, seed=args.seed)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--layers", metavar="PATTERN",
                        help="only layers whose name matches: globs anywhere in the name, '|' between alternatives "
                             "(e.g. 'dw_k3*|stem'), or 're:REGEX'")
+    bench.add_argument("--random", type=int, metavar="N",
+                       help="N random layers instead of the suite (1-3-d, dense/grouped/depthwise, transposed, every "
+                            "padding form and mode, NCHW and channels_last; see fastpad/bench/random_layers.py)")
+    bench.add_argument("--seed", type=int, help="the seed of --random (default: a fresh one, printed)")
     bench.add_argument("--channels-last", action="store_true", help="channels_last inputs and weights (2-d, 3-d)")
     bench.add_argument("--quick", action="store_true", help="fewer repeats")
     bench.add_argument("--json", metavar="PATH", help="write the results as JSON")

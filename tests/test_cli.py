@@ -63,6 +63,23 @@ def test_bench_without_matplotlib_warns_and_writes_the_other_outputs(tmp_path):
     assert sorted(path.name for path in outputs.iterdir()) == ["run.json"]
 
 
+def test_bench_random_smoke_prints_seed_losers_and_geomeans(tmp_path):
+    """The random-layer mode on 5 layers: the seed to replay it, the losers (or that there are none), the geomeans;
+    the same seed draws the same layers."""
+    json_path = tmp_path / "run.json"
+    result = run_fastpad("bench", "--random", "5", "--seed", "7", "--quick", "--device", "cpu", "--json",
+                         str(json_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "random layers: 5 drawn from seed 7 (again: --random 5 --seed 7)" in result.stdout
+    assert "slower than F.pad + conv" in result.stdout
+    assert "forward: geomean fastpad/(pad+conv) = " in result.stdout and "over 5 layers" in result.stdout
+    rows = json.loads(json_path.read_text())
+    assert rows["context"]["layers"] == "random 5, seed 7"
+    from fastpad.bench.random_layers import random_layers
+    drawn = {layer.name: layer.case.shape_text() for layer in random_layers(5, 7)}
+    assert {row["layer"]: row["shape"].replace(" channels_last", "") for row in rows["results"]} == drawn
+
+
 def test_bench_refuses_out_dir_with_explicit_outputs(tmp_path):
     result = run_fastpad("bench", *ONE_SMALL_LAYER, "--out-dir", str(tmp_path), "--json", str(tmp_path / "run.json"))
     assert result.returncode == 2 and "--out-dir" in result.stderr

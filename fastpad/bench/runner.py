@@ -21,6 +21,7 @@ import json
 import math
 import os
 import platform
+import random
 import re
 import shutil
 import statistics
@@ -35,6 +36,7 @@ import torch
 from fastpad._info import source_description
 from fastpad._report import markdown_table, text_table
 from fastpad.bench.layers import SUITE, Layer
+from fastpad.bench.random_layers import random_layers
 from fastpad.cases import ConvCase, arrange
 from fastpad.reference import CONV_BY_DIMS, CONV_TRANSPOSE_BY_DIMS, output_and_grads, relative_error, tolerance
 
@@ -170,8 +172,10 @@ class Settings:
 
 
 def layer_case(layer: Layer, settings: Settings) -> ConvCase:
-    """The layer's case in the run's dtype, memory format and batch (the layer's own unless --batch)."""
-    layout = "channels_last" if settings.channels_last and layer.case.dims > 1 else "contiguous"
+    """The layer's case in the run's dtype and batch (the layer's own unless --batch), channels_last where the run
+    asks for it or the layer has it (a random layer draws its own)."""
+    wants_channels_last = settings.channels_last or layer.case.layout == "channels_last"
+    layout = "channels_last" if wants_channels_last and layer.case.dims > 1 else "contiguous"
     return replace(layer.case, batch=settings.batch or layer.case.batch, layout=layout,
                    dtype=str(settings.dtype).replace("torch.", ""))
 
@@ -222,7 +226,8 @@ def measure_layer(layer: Layer, settings: Settings, on_phase: Callable[[str], No
         steps = {name: make_step[mode](function, inputs) for name, function in functions.items()}
         medians, repeats = median_times_interleaved(steps, settings.device, settings.effort)
         measurements.append(Measurement(
-            layer=layer.name, model=layer.model, shape=case.shape_text(), mode=mode,
+            layer=layer.name, model=layer.model, mode=mode,
+            shape=case.shape_text() + (" channels_last" if case.layout == "channels_last" else ""),
             fastpad_ms=1e3 * medians["fastpad"], pad_conv_ms=1e3 * medians["pad+conv"],
             floor_ms=1e3 * medians["floor"], repeats=repeats, max_rel_error=errors[mode]))
     return measurements
@@ -294,16 +299,16 @@ class Progress:
 # The run: selection, context, tables, output files.
 
 
-def select_layers(pattern: Optional[str]) -> List[Layer]:
+def select_layers(candidates: Sequence[Layer], pattern: Optional[str]) -> List[Layer]:
     """Layers whose name matches `pattern`: glob alternatives separated by '|', each matched anywhere in the name
     ('dw_k3*', 'stem|encodec'), or a regular expression after 're:' ('re:dw_k[35]s2')."""
     if not pattern:
-        return list(SUITE)
+        return list(candidates)
     if pattern.startswith("re:"):
         expression = re.compile(pattern[len("re:"):])
-        return [layer for layer in SUITE if expression.search(layer.name)]
+        return [layer for layer in candidates if expression.search(layer.name)]
     globs = [f"*{alternative}*" for alternative in pattern.split("|") if alternative]
-    return [layer for layer in SUITE if any(fnmatch.fnmatchcase(layer.name, glob) for glob in globs)]
+    return [layer for layer in candidates if any(fnmatch.fnmatchcase(layer.name, glob) for glob in globs)]
 
 
 def machine_description(device: torch.device) -> str:
@@ -318,8 +323,9 @@ def machine_description(device: torch.device) -> str:
     return f"{cpu_model}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads"
 
 
-def run_context(settings: Settings) -> Dict[str, str]:
+def run_context(settings: Settings, layer_set: str) -> Dict[str, str]:
     return {
+        "layers": layer_set,
         "machine": machine_description(settings.device),
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "commit": source_description(),
@@ -328,7 +334,7 @@ def run_context(settings: Settings) -> Dict[str, str]:
         "device": str(settings.device),
         "dtype": str(settings.dtype).replace("torch.", ""),
         "batch": "per layer" if settings.batch is None else str(settings.batch),
-        "memory_format": "channels_last" if settings.channels_last else "contiguous",
+        "memory_format": "channels_last" if settings.channels_last else "contiguous (random layers: their own)",
         "effort": "quick" if settings.effort == QUICK_EFFORT else "full",
         # Other processes skew CPU timings; the 1-minute load average at the start (and end) says how busy it was.
         "load_average": current_load_average(),
@@ -362,6 +368,15 @@ def summary_lines(measurements: Sequence[Measurement]) -> List[str]:
                          f"{geometric_mean([m.ratio_to_pad_conv for m in chosen]):.2f}, geomean fastpad/floor = "
                          f"{geometric_mean([m.ratio_to_floor for m in chosen]):.2f} over {len(chosen)} layers")
     return lines
+
+
+def loser_lines(measurements: Sequence[Measurement]) -> List[str]:
+    """The (layer, mode) pairs where fastpad is slower than F.pad + conv, worst first."""
+    losers = sorted((m for m in measurements if m.ratio_to_pad_conv > 1.0), key=lambda m: -m.ratio_to_pad_conv)
+    if not losers:
+        return ["no layer slower than F.pad + conv"]
+    return [f"{len(losers)} (layer, mode) slower than F.pad + conv, worst first:"] + [
+        f"  {m.ratio_to_pad_conv:.2f}  {m.layer} {m.mode}: {m.shape}" for m in losers]
 
 
 def write_json(path: Path, context: Dict[str, str], measurements: Sequence[Measurement]) -> None:
@@ -425,7 +440,10 @@ def output_paths(context: Dict[str, str], requested: Dict[str, Optional[str]],
     ./fastpad-bench), named after the run, e.g. bench-cpu-float32-contiguous.png."""
     if any(requested.values()):
         return {suffix: Path(path) for suffix, path in requested.items() if path}
-    stem = f"bench-{context['device'].replace(':', '')}-{context['dtype']}-{context['memory_format']}"
+    layer_set = context["layers"].replace(" ", "").replace(",", "-") if context["layers"].startswith("random") else ""
+    memory_format = "channels_last" if context["memory_format"] == "channels_last" else "contiguous"
+    stem = "-".join(filter(None, ["bench", context["device"].replace(":", ""), context["dtype"], memory_format,
+                                  layer_set]))
     return {suffix: Path(out_dir or DEFAULT_OUT_DIR) / f"{stem}.{suffix}" for suffix in WRITERS}
 
 
@@ -444,13 +462,19 @@ def write_outputs(paths: Dict[str, Path], context: Dict[str, str], measurements:
 
 def main(device: Optional[str], dtype: str, batch: Optional[int], layers: Optional[str], channels_last: bool,
          quick: bool, json_path: Optional[str], markdown_path: Optional[str], png_path: Optional[str],
-         out_dir: Optional[str]) -> int:
+         out_dir: Optional[str], random_count: Optional[int] = None, seed: Optional[int] = None) -> int:
     resolved_device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     settings = Settings(resolved_device, getattr(torch, dtype), batch, channels_last,
                         QUICK_EFFORT if quick else FULL_EFFORT)
-    chosen = select_layers(layers)
+    if random_count:
+        seed = random.randrange(2**31) if seed is None else seed
+        candidates, layer_set = random_layers(random_count, seed), f"random {random_count}, seed {seed}"
+        print(f"random layers: {random_count} drawn from seed {seed} (again: --random {random_count} --seed {seed})")
+    else:
+        candidates, layer_set = SUITE, f"suite ({len(SUITE)})"
+    chosen = select_layers(candidates, layers)
     if not chosen:
-        print(f"no layer matches {layers!r}; the suite has: {', '.join(layer.name for layer in SUITE)}",
+        print(f"no layer matches {layers!r}; the layers are: {', '.join(layer.name for layer in candidates)}",
               file=sys.stderr)
         return 2
     requested = {"json": json_path, "md": markdown_path, "png": png_path}
@@ -458,7 +482,7 @@ def main(device: Optional[str], dtype: str, batch: Optional[int], layers: Option
         print("--out-dir is the folder of the default outputs; it does not combine with --json, --markdown or --png",
               file=sys.stderr)
         return 2
-    context = run_context(settings)
+    context = run_context(settings, layer_set)
     print("fastpad bench: " + ", ".join(f"{key} {value}" for key, value in context.items()))
     if settings.device.type == "cpu" and context["load_average"] != "unknown" \
             and float(context["load_average"]) > BUSY_LOAD_AVERAGE:
@@ -477,7 +501,7 @@ def main(device: Optional[str], dtype: str, batch: Optional[int], layers: Option
             progress.finish_layer()
     progress.close()
     print(text_table(TABLE_HEADERS, table_rows(measurements)))
-    print("\n".join(summary_lines(measurements)))
+    print("\n".join(loser_lines(measurements) + summary_lines(measurements)))
     limit = tolerance(settings.dtype)
     inaccurate = sorted({m.layer for m in measurements if not m.max_rel_error <= limit})
     for problem, names in (("raised an exception", failed), ("exceeded the error tolerance", inaccurate)):
