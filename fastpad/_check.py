@@ -18,7 +18,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from fastpad._report import text_table
-from fastpad.cases import CHANNELS_LAST_FORMAT, ConvCase, arrange
+from fastpad.cases import CHANNELS_LAST_FORMAT, ConvCase, arrange, dtype_name
 from fastpad.reference import output_and_grads, relative_error, tolerance
 
 PADDING_STRINGS = ("same", "same_lower", "valid", "causal")
@@ -232,10 +232,10 @@ def sweep(devices: Sequence[str], quick: bool) -> Dict[Tuple[str, str, str, str]
         runs = [(device, dtype, layout)
                 for device in devices for dtype in DTYPES for layout in layouts_for(case, dtype)]
         for device, dtype, layout in runs:
-            run = replace(case, dtype=str(dtype).replace("torch.", ""), layout=layout)
+            run = replace(case, dtype=dtype_name(dtype), layout=layout)
             error, problem = check_one(run, expected, device)
             failure = f"{problem}: {run.describe()}" if problem else ""
-            tallies[(device, str(dtype).replace("torch.", ""), kind, layout)].add(error, failure)
+            tallies[(device, dtype_name(dtype), kind, layout)].add(error, failure)
     return tallies
 
 

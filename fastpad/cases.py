@@ -24,6 +24,11 @@ LAYOUTS = ("contiguous", "channels_last", "strided", "expanded")
 CHANNELS_LAST_FORMAT = {4: torch.channels_last, 5: torch.channels_last_3d}
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    """The name ConvCase.dtype takes for a torch dtype: torch.float32 -> 'float32'."""
+    return str(dtype).replace("torch.", "")
+
+
 def arrange(tensor: torch.Tensor, layout: str) -> torch.Tensor:
     """`tensor` in `layout` (one of LAYOUTS), with the same values.
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from fastpad.cases import ConvCase, arrange
+from fastpad.cases import ConvCase, arrange, dtype_name
 from fastpad.reference import output_and_grads
 from reference import expected_conv, expected_conv_transpose, poison
 
@@ -38,7 +38,7 @@ class CodePath:
     def inputs(self, dtype, device="cpu", batch=2):
         """Fresh random (x, w, b, grad_output), x and grad_output in the case's layout (so the backward kernels see
         that layout too)."""
-        case = replace(self.case, batch=batch, dtype=str(dtype).replace("torch.", ""))
+        case = replace(self.case, batch=batch, dtype=dtype_name(dtype))
         x, w, b = case.random_inputs(device=device)
         with torch.no_grad():
             output_shape = self.reference_call(x, w, b).shape

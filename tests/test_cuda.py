@@ -49,7 +49,7 @@ import torch
 from torch._dynamo.utils import counters
 
 import fastpad
-from fastpad.cases import ConvCase, arrange
+from fastpad.cases import ConvCase, arrange, dtype_name
 from reference import (
     model_forward_backward,
     CHANNELS_LAST,
@@ -120,7 +120,7 @@ def assert_close_to_reference(actual, expected, dtype, what):
 
 def conv_make_inputs(g, dtype, layout="contiguous", bias=True):
     """Fresh random (x, w, b) of case g in this dtype, x in `layout`."""
-    return replace(g, dtype=str(dtype).replace("torch.", ""), layout=layout, bias=bias).random_inputs(device=DEVICE)
+    return replace(g, dtype=dtype_name(dtype), layout=layout, bias=bias).random_inputs(device=DEVICE)
 
 
 def op_geometry(g):
@@ -470,7 +470,7 @@ def cuda_kernels_reached(path, device=None):
     """The CUDA kernel path of each op of PATHS[path], as the private path ops report kernel_paths.h's choice (for
     tensors on any device)."""
     g, mode, dtype, layout = PATHS[path]
-    x, w, b = replace(g, dtype=str(dtype).replace("torch.", "")).random_inputs(device=device or DEVICE)
+    x, w, b = replace(g, dtype=dtype_name(dtype)).random_inputs(device=device or DEVICE)
     x = arrange(x, layout)
     gy = random_like_layout(output_shape(g), dtype, x)
     stride, pad_lo, pad_hi, dilation = op_geometry(g)

@@ -25,7 +25,7 @@ import torch
 from torch.utils import cpp_extension
 
 import fastpad  # noqa: F401  (registers torch.ops.fastpad)
-from fastpad.cases import ConvCase, arrange
+from fastpad.cases import ConvCase, arrange, dtype_name
 from reference import poison, relative_error, tolerance
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -169,9 +169,6 @@ def draw(rng):
                     tuple(dilation), groups, mode, batch=rng.randint(0, 2), dtype=dtype_name(dtype),
                     layout=rng.choice(LAYOUTS), bias=rng.random() < 0.7)
 
-
-def dtype_name(dtype):
-    return str(dtype).replace("torch.", "")
 
 
 def tensors(case, seed):

@@ -33,11 +33,11 @@ from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 import torch
 
-from fastpad._info import source_description
+from fastpad._info import cpu_model_and_features, source_description
 from fastpad._report import markdown_table, text_table
 from fastpad.bench.layers import SUITE, Layer
 from fastpad.bench.random_layers import random_layers
-from fastpad.cases import ConvCase, arrange
+from fastpad.cases import ConvCase, arrange, dtype_name
 from fastpad.reference import CONV_BY_DIMS, CONV_TRANSPOSE_BY_DIMS, output_and_grads, relative_error, tolerance
 
 DEFAULT_OUT_DIR = Path("fastpad-bench")
@@ -177,7 +177,7 @@ def layer_case(layer: Layer, settings: Settings) -> ConvCase:
     wants_channels_last = settings.channels_last or layer.case.layout == "channels_last"
     layout = "channels_last" if wants_channels_last and layer.case.dims > 1 else "contiguous"
     return replace(layer.case, batch=settings.batch or layer.case.batch, layout=layout,
-                   dtype=str(settings.dtype).replace("torch.", ""))
+                   dtype=dtype_name(settings.dtype))
 
 
 def case_inputs(case: ConvCase, device: torch.device) -> List[torch.Tensor]:
@@ -314,13 +314,7 @@ def select_layers(candidates: Sequence[Layer], pattern: Optional[str]) -> List[L
 def machine_description(device: torch.device) -> str:
     if device.type == "cuda":
         return f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda})"
-    cpu_model = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                 if line.startswith("model name")]
-        cpu_model = names[0] if names else cpu_model
-    return f"{cpu_model}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads"
+    return f"{cpu_model_and_features()[0]}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads"
 
 
 def run_context(settings: Settings, layer_set: str) -> Dict[str, str]:
@@ -332,7 +326,7 @@ def run_context(settings: Settings, layer_set: str) -> Dict[str, str]:
         "torch": torch.__version__,
         "python": platform.python_version(),
         "device": str(settings.device),
-        "dtype": str(settings.dtype).replace("torch.", ""),
+        "dtype": dtype_name(settings.dtype),
         "batch": "per layer" if settings.batch is None else str(settings.batch),
         "memory_format": "channels_last" if settings.channels_last else "contiguous (random layers: their own)",
         "effort": "quick" if settings.effort == QUICK_EFFORT else "full",
@@ -434,16 +428,11 @@ def write_png(path: Path, context: Dict[str, str], measurements: Sequence[Measur
 WRITERS = {"json": write_json, "md": write_markdown, "png": write_png}
 
 
-def output_paths(context: Dict[str, str], requested: Dict[str, Optional[str]],
-                 out_dir: Optional[str]) -> Dict[str, Path]:
+def output_paths(stem: str, requested: Dict[str, Optional[str]], out_dir: Optional[str]) -> Dict[str, Path]:
     """The outputs to write, by suffix: those requested; with none requested, all three in out_dir (default
-    ./fastpad-bench), named after the run, e.g. bench-cpu-float32-contiguous.png."""
+    ./fastpad-bench), named `stem`, e.g. bench-cpu-float32-contiguous.png."""
     if any(requested.values()):
         return {suffix: Path(path) for suffix, path in requested.items() if path}
-    layer_set = context["layers"].replace(" ", "").replace(",", "-") if context["layers"].startswith("random") else ""
-    memory_format = "channels_last" if context["memory_format"] == "channels_last" else "contiguous"
-    stem = "-".join(filter(None, ["bench", context["device"].replace(":", ""), context["dtype"], memory_format,
-                                  layer_set]))
     return {suffix: Path(out_dir or DEFAULT_OUT_DIR) / f"{stem}.{suffix}" for suffix in WRITERS}
 
 
@@ -466,9 +455,12 @@ def main(device: Optional[str], dtype: str, batch: Optional[int], layers: Option
     resolved_device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     settings = Settings(resolved_device, getattr(torch, dtype), batch, channels_last,
                         QUICK_EFFORT if quick else FULL_EFFORT)
+    stem = "-".join(["bench", str(resolved_device).replace(":", ""), dtype,
+                     "channels_last" if channels_last else "contiguous"])
     if random_count:
         seed = random.randrange(2**31) if seed is None else seed
         candidates, layer_set = random_layers(random_count, seed), f"random {random_count}, seed {seed}"
+        stem += f"-random{random_count}-seed{seed}"
         print(f"random layers: {random_count} drawn from seed {seed} (again: --random {random_count} --seed {seed})")
     else:
         candidates, layer_set = SUITE, f"suite ({len(SUITE)})"
@@ -508,5 +500,5 @@ def main(device: Optional[str], dtype: str, batch: Optional[int], layers: Option
         if names:
             print(f"{len(names)} layer(s) {problem}: {', '.join(names)}")
     context["load_average_at_end"] = current_load_average()
-    write_outputs(output_paths(context, requested, out_dir), context, measurements)
+    write_outputs(output_paths(stem, requested, out_dir), context, measurements)
     return 1 if failed or inaccurate else 0
