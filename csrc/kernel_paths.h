@@ -4,6 +4,7 @@
 // choice is made here and nowhere else. Host code only; free of torch.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "cuda/problems.h"
@@ -14,6 +15,7 @@ namespace fastpad {
 enum class Backend { Cpu, Cuda };
 
 enum class ConvPath {
+  CpuTorch,                    // torch's own convolution (cpu/torch_conv.h): zero pads it expresses itself
   CpuDepthwise,                // cpu/depthwise.cpp: NCHW (any multiplier) or channels-last (multiplier 1)
   CpuTapGemms,                 // NCHW: one GEMM per tap straight off the phase planes
   CpuColumnGemm,               // NCHW stems (few channels): taps copied into columns, one GEMM
@@ -26,6 +28,7 @@ enum class ConvPath {
 };
 
 enum class ConvTransposePath {
+  CpuTorch,           // torch's own transposed convolution (cpu/torch_conv.h): a crop it expresses itself
   CpuDepthwise,       // cpu/depthwise.cpp
   CpuPhasePlanes,     // NCHW: the adjoint of conv's tap GEMMs
   CpuGemmCol2im,      // a GEMM per tile of x positions, then col2im
@@ -35,6 +38,7 @@ enum class ConvTransposePath {
 };
 
 enum class WeightGradPath {
+  CpuTorch,                // torch's own convolution backward (cpu/torch_conv.h): zero pads it expresses itself
   CpuDepthwise,            // cpu/depthwise.cpp
   CpuPhasePlanes,          // NCHW: chunked GEMM reductions over phase-plane columns
   CpuChannelsLastGemm,     // channels-last: chunked GEMM reductions over im2col columns
@@ -53,6 +57,50 @@ inline bool cpu_depthwise(const ConvGeometry& g, bool channels_last) {
   return g.conv_in_channels_per_group() == 1 && (!channels_last || g.conv_out_channels_per_group() == 1);
 }
 
+// Whether torch's own convolution computes the problem with no padded copy: zero padding, and pad_lo on both sides
+// of every dimension gives the same output size. Every output then reads the same positions, and where torch's pad_hi
+// differs from the problem's, the difference is never read. fastpad has no copy to save there, and on CPU torch's
+// NCHW kernels (oneDNN) are the faster ones except against fastpad's depthwise kernels (float32, 2 cores:
+// resnet50.dense_k3s1_c64 took 1.26x torch's time in fastpad; efficientnet_b0 dw_k5s1_c480 0.39x).
+inline bool torch_pads_match(const ConvGeometry& g) {
+  if (g.mode != PaddingMode::Zeros) return false;
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    if (g.pad_lo[d] < 0 || conv_out_size(g.conv_in_sizes[d], g.pad_lo[d], g.pad_lo[d], g.kernel[d], g.stride[d],
+                                         g.dilation[d]) != g.conv_out_sizes[d]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The same for a transposed convolution (the adjoint of g): torch crops crop_lo from both ends of the full output and
+// adds output_padding positions at the end, which it allows below max(stride, dilation).
+inline bool torch_crop_matches(const ConvGeometry& g) {
+  if (g.mode != PaddingMode::Zeros) return false;
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    const int64_t output_padding = g.conv_in_sizes[d] + 2 * g.pad_lo[d] -
+                                   transposed_full_size(g.conv_out_sizes[d], g.kernel[d], g.stride[d], g.dilation[d]);
+    if (g.pad_lo[d] < 0 || output_padding < 0 || output_padding >= std::max(g.stride[d], g.dilation[d])) return false;
+  }
+  return true;
+}
+
+// The most elements (input plus output) of a problem left to torch: its CPU convolution reorders the whole input
+// and output into blocked copies (2x64x1M float32, 'same' k4 pads (1, 1): 500 MiB beyond input and output, fastpad's
+// tiles 8 MiB), so larger problems keep fastpad's bounded buffers.
+constexpr int64_t kTorchMaxElements = int64_t(1) << 24;
+
+// The CPU problems fastpad's own kernels leave to torch (see torch_pads_match): NCHW, not depthwise, up to
+// kTorchMaxElements, with channels on both sides (torch rejects an empty reduction). Channels-last stays with fastpad:
+// torch 2.13's CPU convolution backward in channels-last gave wrong weight gradients (1x1 stride 3 over 15x18), NaN
+// input gradients (3x3 stride 2 pads 1 over 57x57) and, for one random shape, did not return.
+inline bool cpu_leaves_to_torch(const ConvGeometry& g, bool channels_last, bool pads_match) {
+  const int64_t elements =
+      g.batch * (g.conv_in_channels * g.conv_in_volume() + g.conv_out_channels * g.conv_out_volume());
+  return pads_match && !channels_last && !cpu_depthwise(g, channels_last) && elements <= kTorchMaxElements &&
+         g.conv_in_channels > 0 && g.conv_out_channels > 0;
+}
+
 // conv. element_bytes: the size of the accumulation type, which sizes the CUDA halo patch.
 inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool channels_last, int64_t element_bytes) {
   if (backend == Backend::Cuda) {
@@ -60,6 +108,7 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
     return !channels_last && cuda::halo_plan(g, element_bytes).fits ? ConvPath::CudaDepthwiseHalo
                                                                      : ConvPath::CudaDirect;
   }
+  if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g))) return ConvPath::CpuTorch;
   if (cpu_depthwise(g, channels_last)) return ConvPath::CpuDepthwise;
   if (!channels_last) {
     return g.conv_in_channels_per_group() >= kTapGemmMinChannels ? ConvPath::CpuTapGemms : ConvPath::CpuColumnGemm;
@@ -79,6 +128,7 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
     if (g.conv_out_channels_per_group() < cuda::kPhaseGemmMinChannels) return ConvTransposePath::CudaDirectGather;
     return g.mode == PaddingMode::Zeros ? ConvTransposePath::CudaPhaseGemm : ConvTransposePath::CudaPhaseGemmFold;
   }
+  if (cpu_leaves_to_torch(g, channels_last, torch_crop_matches(g))) return ConvTransposePath::CpuTorch;
   if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;
   const bool phase_planes = !channels_last && g.conv_in_channels_per_group() >= kTapGemmMinChannels &&
                             g.conv_out_channels_per_group() >= kTapGemmMinChannels &&
@@ -91,12 +141,14 @@ inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend bac
     return g.conv_in_channels_per_group() == 1 ? WeightGradPath::CudaDepthwiseReduction
                                                : WeightGradPath::CudaSplitKGemm;
   }
+  if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g))) return WeightGradPath::CpuTorch;
   if (cpu_depthwise(g, channels_last)) return WeightGradPath::CpuDepthwise;
   return channels_last ? WeightGradPath::CpuChannelsLastGemm : WeightGradPath::CpuPhasePlanes;
 }
 
 inline const char* path_name(ConvPath path) {
   switch (path) {
+    case ConvPath::CpuTorch: return "cpu_torch";
     case ConvPath::CpuDepthwise: return "cpu_depthwise";
     case ConvPath::CpuTapGemms: return "cpu_tap_gemms";
     case ConvPath::CpuColumnGemm: return "cpu_column_gemm";
@@ -112,6 +164,7 @@ inline const char* path_name(ConvPath path) {
 
 inline const char* path_name(ConvTransposePath path) {
   switch (path) {
+    case ConvTransposePath::CpuTorch: return "cpu_torch";
     case ConvTransposePath::CpuDepthwise: return "cpu_depthwise";
     case ConvTransposePath::CpuPhasePlanes: return "cpu_phase_planes";
     case ConvTransposePath::CpuGemmCol2im: return "cpu_gemm_col2im";
@@ -124,6 +177,7 @@ inline const char* path_name(ConvTransposePath path) {
 
 inline const char* path_name(WeightGradPath path) {
   switch (path) {
+    case WeightGradPath::CpuTorch: return "cpu_torch";
     case WeightGradPath::CpuDepthwise: return "cpu_depthwise";
     case WeightGradPath::CpuPhasePlanes: return "cpu_phase_planes";
     case WeightGradPath::CpuChannelsLastGemm: return "cpu_channels_last_gemm";

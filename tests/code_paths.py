@@ -58,7 +58,16 @@ def _kernels(conv, conv_transpose, conv_weight_grad):
 
 
 DEPTHWISE = _kernels("cpu_depthwise", "cpu_depthwise", "cpu_depthwise")
+TORCH = _kernels("cpu_torch", "cpu_torch", "cpu_torch")
 CODE_PATHS = {
+    # Zero pads that torch's symmetric padding expresses ((1, 1) here) go to torch's own convolution in NCHW, except
+    # depthwise; the transposed 'same' k4 s2 crops (1, 1), which torch's crop expresses too. Channels-last stays.
+    "2d_dense_symmetric_zeros": _path(False, (12, 13), 16, 24, 3, kernels=TORCH),
+    "2d_dense_channels_last_symmetric_zeros": _path(False, (12, 13), 16, 24, 3, channels_last=True,
+                                                    kernels=_kernels("cpu_channels_last_phase_planes",
+                                                                     "cpu_gemm_col2im", "cpu_channels_last_gemm")),
+    "2d_depthwise_symmetric_zeros": _path(False, (12, 13), 16, 16, 3, groups=16, kernels=DEPTHWISE),
+    "1d_transposed_symmetric_crop": _path(True, (20,), 16, 8, 4, stride=2, kernels=TORCH),
     "1d_depthwise_x2_causal_dilated": _path(False, (37,), 8, 16, 4, groups=8, padding="causal", dilation=2,
                                             kernels=DEPTHWISE),
     "1d_dense_reflect_s2": _path(False, (64,), 16, 24, 7, stride=2, padding_mode="reflect",
@@ -84,12 +93,12 @@ CODE_PATHS = {
                                                              "cpu_channels_last_gemm")),
     "3d_dense_replicate": _path(False, (6, 7, 8), 16, 16, 3, padding_mode="replicate",
                                 kernels=_kernels("cpu_tap_gemms", "cpu_gemm_col2im", "cpu_phase_planes")),
-    "3d_grouped_channels_last": _path(False, (5, 6, 7), 32, 32, 3, groups=2, channels_last=True,
+    "3d_grouped_channels_last": _path(False, (5, 6, 7), 32, 32, 4, groups=2, channels_last=True,
                                       kernels=_kernels("cpu_channels_last_im2col", "cpu_gemm_col2im",
                                                        "cpu_channels_last_gemm")),
-    "1d_transposed_s4": _path(True, (24,), 16, 8, 8, stride=4,
+    "1d_transposed_s4": _path(True, (24,), 16, 8, 7, stride=4,
                               kernels=_kernels("cpu_column_gemm", "cpu_gemm_col2im", "cpu_phase_planes")),
-    "2d_transposed_phase_planes": _path(True, (16, 16), 16, 16, 4, stride=2,
+    "2d_transposed_phase_planes": _path(True, (16, 16), 16, 16, 5, stride=2,
                                         kernels=_kernels("cpu_tap_gemms", "cpu_phase_planes", "cpu_phase_planes")),
     "2d_transposed_channels_last": _path(True, (9, 10), 8, 12, 3, stride=2, channels_last=True,
                                          kernels=_kernels("cpu_channels_last_direct", "cpu_gemm_col2im",

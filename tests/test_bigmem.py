@@ -106,10 +106,6 @@ def batch_over_int32(elements_per_image):
 
 
 @pytest.mark.bigmem
-@pytest.mark.xfail(raises=MemoryError, strict=True,
-                   reason="known: on CPU, fastpad raises MemoryError (std::bad_alloc) on this plane under the 20 GiB "
-                          "budget; PhasePlanes sizes its float32 buffers by whole output rows, and a 1-d problem is "
-                          "one row (about 5x the output in float16)")
 @pytest.mark.parametrize("padding_mode", ["zeros", "reflect"])
 def test_conv1d_single_plane_longer_than_int32(device, padding_mode, host_memory_budget):
     """One plane of 2^31 + 4099 samples: the spatial position itself overflows int32, in the input and in the

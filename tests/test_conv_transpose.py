@@ -7,8 +7,8 @@ import torch.nn.functional as F
 
 import fastpad
 from reference import (EXPLICIT_PADDINGS, GROUP_CASES, as_tuple, assert_matches, assert_memory_format_kept,
-                       check_conv_transpose, conv_inputs, effective_kernel, poison, reference_conv_transpose,
-                       resolve_crops)
+                       check_conv_transpose, conv_inputs, effective_kernel, expected_conv_transpose, poison,
+                       reference_conv_transpose, resolve_crops)
 
 SIZES = {1: (7,), 2: (4, 5), 3: (3, 4, 3)}
 NDIMS = (1, 2, 3)
@@ -136,6 +136,23 @@ def test_low_precision(nd, dtype, device):
     run_case(nd, device, dtype=dtype, stride=2, kernel=4, padding="same")
     run_case(nd, device, dtype=dtype, c_in=16, c_out=16, groups=16, stride=3, padding="same_lower")
     run_case(nd, device, dtype=dtype, c_in=16, c_out=8, stride=2, padding=1, output_padding=1)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("groups", [1, 8])
+def test_16_bit_output_accumulates_a_few_images_at_a_time(groups, channels_last):
+    """On CPU a bfloat16 output accumulates in float, in a buffer of 16 MiB or one image: 16 x 259 x 259 float images
+    (4.3 MB) go three at a time, so the five images take a full chunk and a short one (crops 1 and 2, which torch's
+    own transposed convolution cannot express)."""
+    x = torch.randn(5, 16, 130, 130, dtype=torch.bfloat16)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    w = torch.randn(16, 16 // groups, 4, 4, dtype=torch.bfloat16)
+    b = torch.randn(16, dtype=torch.bfloat16)
+    kwargs = dict(stride=2, padding=((1, 2), (1, 2)), groups=groups)
+    expected = expected_conv_transpose(x, w, b, **kwargs)
+    poison(expected.shape, torch.bfloat16)
+    assert_matches(fastpad.conv_transpose2d(x, w, b, **kwargs), expected, torch.bfloat16)
 
 
 @pytest.mark.parametrize("nd", NDIMS)

@@ -5,6 +5,8 @@ import pytest
 import torch
 
 from code_paths import CODE_PATHS, kernels_reached
+import fastpad
+from reference import assert_matches, check_conv, conv_inputs, expected_conv
 from test_cuda import CUDA_KERNELS, PATHS, cuda_kernels_reached
 
 
@@ -17,21 +19,58 @@ def test_each_call_reaches_its_cpu_kernels(name):
 def test_every_cpu_kernel_path_is_reached():
     """Together the calls reach every CPU kernel path of every op."""
     reached = {pair for path in CODE_PATHS.values() for pair in path.kernels}
-    every = {("conv", name) for name in ("cpu_depthwise", "cpu_tap_gemms", "cpu_column_gemm",
+    every = {("conv", name) for name in ("cpu_torch", "cpu_depthwise", "cpu_tap_gemms", "cpu_column_gemm",
                                          "cpu_channels_last_direct", "cpu_channels_last_phase_planes",
                                          "cpu_channels_last_im2col")}
-    every |= {("conv_transpose", name) for name in ("cpu_depthwise", "cpu_phase_planes", "cpu_gemm_col2im")}
-    every |= {("conv_weight_grad", name) for name in ("cpu_depthwise", "cpu_phase_planes", "cpu_channels_last_gemm")}
+    every |= {("conv_transpose", name) for name in ("cpu_torch", "cpu_depthwise", "cpu_phase_planes", "cpu_gemm_col2im")}
+    every |= {("conv_weight_grad", name) for name in ("cpu_torch", "cpu_depthwise", "cpu_phase_planes", "cpu_channels_last_gemm")}
     assert reached == every
 
 
 def test_a_non_finite_weight_leaves_the_transposed_phase_planes():
-    """The CPU phase planes multiply weights by zeros outside x, so an inf weight takes the GEMM + col2im path."""
+    """The CPU phase planes multiply weights by zeros outside x, so an inf weight takes the GEMM + col2im path. (The
+    crop, 1 at the start and 2 at the end, is one torch's own transposed convolution cannot express.)"""
     x, w = torch.randn(1, 16, 16, 16), torch.randn(16, 16, 4, 4)
-    args = ([2, 2], [1, 1], [32, 32], [1, 1], 1, "zeros", "cpu")
+    args = ([2, 2], [1, 1], [31, 31], [1, 1], 1, "zeros", "cpu")
     assert torch.ops.fastpad._conv_transpose_path(x, w, None, *args) == "cpu_phase_planes"
     w[3, 2, 1, 1] = float("inf")
     assert torch.ops.fastpad._conv_transpose_path(x, w, None, *args) == "cpu_gemm_col2im"
+
+
+# k3 s2 over `size` with pads (lo, hi): torch's symmetric padding lo gives the same output size exactly when the
+# unequal part of the pads is never read.
+UNEQUAL_PADS = [(9, (1, 2), True), (8, (2, 1), True), (8, (1, 2), False), (9, (2, 1), False)]
+
+
+@pytest.mark.parametrize("size, pads, torch_expresses", UNEQUAL_PADS)
+def test_unequal_zero_pads_go_to_torch_where_its_padding_reads_the_same(size, pads, torch_expresses):
+    x, w, b = conv_inputs((size, size), c_in=16, c_out=8)
+    (lo, hi) = pads
+    path = torch.ops.fastpad._conv_path(x, w, b, [2, 2], [lo, lo], [hi, hi], [1, 1], 1, "zeros", "cpu")
+    assert path == ("cpu_torch" if torch_expresses else "cpu_tap_gemms")
+    check_conv(x, w, b, stride=2, padding=(pads, pads))
+
+
+# Channels-last shapes whose backward torch 2.13's own CPU convolution got wrong (a 1x1 stride-3 weight gradient off by
+# 40%, and NaN in a 3x3 stride-2 input gradient): symmetric zero pads, but channels-last, so fastpad's kernels run.
+TORCH_CHANNELS_LAST_FAILURES = [((15, 18), 1, 3, 0), ((57, 57), 3, 2, 1)]
+
+
+@pytest.mark.parametrize("size, kernel, stride, pad", TORCH_CHANNELS_LAST_FAILURES)
+def test_channels_last_symmetric_zero_pads_stay_with_fastpad(size, kernel, stride, pad):
+    x = torch.randn(2, 5, *size).to(memory_format=torch.channels_last).requires_grad_()
+    w = torch.randn(8, 5, kernel, kernel, requires_grad=True)
+    pads = [pad, pad]
+    assert torch.ops.fastpad._conv_path(x, w, None, [stride] * 2, pads, pads, [1, 1], 1, "zeros", "cpu") != "cpu_torch"
+    y = fastpad.conv2d(x, w, stride=stride, padding=pad)
+    grad_y = torch.randn_like(y)
+    grads = torch.autograd.grad(y, (x, w), grad_y)
+    x64, w64 = (t.detach().double().requires_grad_() for t in (x, w))
+    y64 = expected_conv(x64, w64, stride=stride, padding=pad)
+    expected_grads = torch.autograd.grad(y64, (x64, w64), grad_y.double())
+    assert_matches(y, y64, torch.float32)
+    for what, grad, expected in zip(("input grad", "weight grad"), grads, expected_grads):
+        assert_matches(grad, expected, torch.float32, what=what)
 
 
 def test_path_ops_check_their_arguments():

@@ -78,12 +78,17 @@ print(after - before, args[0].nbytes, out.nbytes)
 """
 
 
-def measure(case, method):
+def run_script(script, *arguments):
+    """The integers a script prints last, run in a fresh interpreter that imports this checkout's fastpad."""
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    result = subprocess.run([sys.executable, "-c", SCRIPT, case, method], cwd=REPO, env=env, capture_output=True,
+    result = subprocess.run([sys.executable, "-c", script, *arguments], cwd=REPO, env=env, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    growth, input_bytes, output_bytes = map(int, result.stdout.split()[-3:])
+    return [int(word) for word in result.stdout.split()[-3:]]
+
+
+def measure(case, method):
+    growth, input_bytes, output_bytes = run_script(SCRIPT, case, method)
     return growth, input_bytes, output_bytes
 
 
@@ -116,6 +121,44 @@ def test_backward_peak_memory(case):
     """conv's input gradient (conv_transpose folding the reflect pads back) allocates only the gradient, the
     size of the input; the weight gradient allocates next to nothing."""
     assert_grows_by_output_only(case)
+
+
+# --------------------------------------------------------------------------------------------
+# Long rows: no buffer grows with the row (docs/DESIGN.md section 5; their results: tests/test_long_rows.py).
+
+# One forward call over 2 x 64 x `length` float32 samples, 'same' with 4 taps (pads (1, 2), fastpad's own kernels):
+# the growth of the peak resident set, and the input's and output's bytes.
+LONG_ROW_SCRIPT = r"""
+import sys
+import torch
+import fastpad
+
+def peak_bytes():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+
+op, padding_mode, length = sys.argv[1], sys.argv[2], int(sys.argv[3])
+x, w = torch.randn(2, 64, length), torch.randn(64, 64, 4)
+with torch.no_grad():
+    before = peak_bytes()
+    if op == "conv1d":
+        y = fastpad.conv1d(x, w, padding="same", padding_mode=padding_mode)
+    else:
+        y = fastpad.conv_transpose1d(x, w, stride=1, padding="same")
+    after = peak_bytes()
+print(after - before, x.nbytes, y.nbytes)
+"""
+# Beyond the output: the row-sized buffers this replaced took 0.5 GiB per thread here; the tiles take about 8 MiB.
+LONG_ROW_EXTRA_BOUND = 64 * MiB
+
+
+@pytest.mark.parametrize("op, padding_mode", [("conv1d", "zeros"), ("conv1d", "reflect"),
+                                              ("conv_transpose1d", "zeros")])
+def test_peak_memory_of_a_long_row_is_bounded(op, padding_mode):
+    """2 x 64 x 1M float32 samples: the peak grows by the output and less than 64 MiB besides."""
+    growth, input_bytes, output_bytes = run_script(LONG_ROW_SCRIPT, op, padding_mode, str(1 << 20))
+    print(f"\n{op} {padding_mode}: {describe(growth, input_bytes, output_bytes)}")
+    assert growth - output_bytes < LONG_ROW_EXTRA_BOUND, describe(growth, input_bytes, output_bytes)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 // fastpad::conv on CPU: y[o] = bias + sum_r w[r] * xpad[o*s - pad_lo + r*d], 1-3 spatial dims.
 // Layout: contiguous N,C,spatial or channels_last (4-d/5-d); the output keeps the input's memory format.
 // Padding is never materialised: taps in the padding read zero or their reflected/clamped/wrapped source.
-// The kernel is kernel_paths.h's choose_conv_path: the direct kernels of depthwise.cpp; GEMMs over phase planes (NCHW,
+// The kernel is kernel_paths.h's choose_conv_path: torch's own convolution where its padding expresses the pads; the
+// direct kernels of depthwise.cpp; GEMMs over phase planes (NCHW,
 // and channels-last with one group); a fused im2col + GEMM (grouped channels-last); or, with few input channels per
 // group (stems), a direct kernel (channels-last) or one GEMM over columns copied from the phase planes (NCHW).
 #include <ATen/ATen.h>
@@ -17,6 +18,7 @@
 #include "cpu/depthwise.h"
 #include "cpu/gemm_tiles.h"
 #include "cpu/phase_planes.h"
+#include "cpu/torch_conv.h"
 #include "kernel_paths.h"
 
 namespace fastpad::cpu {
@@ -46,8 +48,9 @@ void gemm_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
     std::vector<acc_t> cols(reduce * plan.buffer_positions());
     for (int64_t item = begin; item < end; ++item) {
       const int64_t group = (item / plan.tiles) % groups, n = item / (plan.tiles * groups);
-      const auto [unit_begin, unit_end, pixel_begin, tile_pixels] = plan.tile(item % plan.tiles);
-      im2col_nhwc(g, x_data + n * g.conv_in_volume() * g.conv_in_channels, group, unit_begin, unit_end, cols.data());
+      const auto [pixel_begin, tile_pixels] = plan.tile(item % plan.tiles);
+      im2col_nhwc(g, x_data + n * g.conv_in_volume() * g.conv_in_channels, group, pixel_begin,
+                  pixel_begin + tile_pixels, cols.data());
       const auto out = y_flat[n].narrow(0, pixel_begin, tile_pixels).narrow(1, group * out_per_group, out_per_group);
       matmul_into(out, wrap_buffer(cols.data(), {tile_pixels, reduce}), w_acc[group],
                   bias_acc.defined() ? bias_acc[group] : at::Tensor());
@@ -221,24 +224,26 @@ void phase_plane_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at:
     const int64_t band_size = planes.band_buffer_size();
     std::vector<acc_t> out(band_size * c_out);
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t b = item % bands, n = item / bands;
-      const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, n_pos = planes.positions(rows);
+      const int64_t n = item / bands;
+      const Band band = planes.band(item % bands);
+      const int64_t n_pos = planes.positions(band.rows);
       auto out_view = at::from_blob(out.data(), {n_pos, c_out}, options);
       for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
         for (int64_t t = 0; t < n_pos; ++t) std::copy_n(bias_data, c_out, out.data() + t * c_out);
         for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
           const int64_t id = g.tap_source(0, od, kd);
           if (id < 0) continue;
-          planes.gather(x_data + (n * g.conv_in_sizes[0] + id) * slice * c_in, row0, rows, 0, c_in);
+          planes.gather(x_data + (n * g.conv_in_sizes[0] + id) * slice * c_in, band, 0, c_in);
           for (int64_t tap = 0; tap < taps_2d; ++tap) {
             out_view.addmm_(at::from_blob(planes.taps()[tap], {n_pos, c_in}, options),
                             wrap_buffer(const_cast<acc_t*>(w_data) + (kd * taps_2d + tap) * c_in * c_out, {c_in, c_out}));
           }
         }
-        for (int64_t r = 0; r < rows; ++r) {  // the kept columns of each row: out_w pixels of C_out channels
-          at::vec::convert(out.data() + r * planes.pitch() * c_out,
-                           y_data + ((n * g.conv_out_sizes[0] + od) * out_slice + (row0 + r) * out_w) * c_out,
-                           out_w * c_out);
+        for (int64_t r = 0; r < band.rows; ++r) {  // the kept columns of each row: cols pixels of C_out channels
+          at::vec::convert(
+              out.data() + r * planes.pitch() * c_out,
+              y_data + ((n * g.conv_out_sizes[0] + od) * out_slice + (band.row0 + r) * out_w + band.col0) * c_out,
+              band.cols * c_out);
         }
       }
     }
@@ -274,8 +279,9 @@ void phase_plane_conv_nchw(const ConvGeometry& g, const at::Tensor& x, const at:
     const int64_t band_size = planes.band_buffer_size();
     std::vector<acc_t> out(c_out * band_size), cols(tap_gemms ? 0 : c_in * taps_2d * band_size);
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t b = item % bands, group = (item / bands) % groups, n = item / (bands * groups);
-      const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, n_pos = planes.positions(rows);
+      const int64_t group = (item / bands) % groups, n = item / (bands * groups);
+      const Band band = planes.band(item % bands);
+      const int64_t n_pos = planes.positions(band.rows);
       auto out_view = at::from_blob(out.data(), {c_out, n_pos}, {band_size, 1}, at::TensorOptions(acc_dtype));
       for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
         for (int64_t co = 0; co < c_out; ++co) {
@@ -286,7 +292,7 @@ void phase_plane_conv_nchw(const ConvGeometry& g, const at::Tensor& x, const at:
           if (id < 0) continue;
           for (int64_t ci = 0; ci < c_in; ++ci) {
             planes.gather(x_data + (n * g.conv_in_channels + group * c_in + ci) * g.conv_in_volume() + id * slice,
-                          row0, rows, ci);
+                          band, ci);
           }
           const acc_t* w_kd = w_data + (group * g.kernel[0] + kd) * taps_2d * c_out * c_in;
           if (tap_gemms) {
@@ -310,7 +316,7 @@ void phase_plane_conv_nchw(const ConvGeometry& g, const at::Tensor& x, const at:
         for (int64_t co = 0; co < c_out; ++co) {
           scalar_t* y_slice =
               y_data + ((n * g.conv_out_channels + group * c_out + co) * g.conv_out_sizes[0] + od) * out_slice;
-          store_band(y_slice, out.data() + co * band_size, row0, rows, planes.pitch(), out_w);
+          store_band(y_slice, out.data() + co * band_size, band, planes.pitch(), out_w);
         }
       }
     }
@@ -332,6 +338,7 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
   if (y.numel() == 0) return y;
   const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
   const ConvPath path = choose_conv_path(g, Backend::Cpu, channels_last, /*element_bytes=*/0);
+  if (path == ConvPath::CpuTorch) return torch_convolution(g, x, weight, b, /*transposed=*/false, y);
   if (path == ConvPath::CpuDepthwise) {
     depthwise_conv(g, x, weight, b, y, channels_last);
     return y;

@@ -2,13 +2,15 @@
 // (padding_mode zeros) or folded onto the position the mode reads p from (the adjoint of conv).
 // Layout: contiguous N,C,spatial or channels_last; the output keeps the input's memory format.
 // The crop is folded into col2im: positions outside the output are never written, no full-size output exists.
-// kernel_paths.h's choose_conv_transpose_path picks the kernel: the direct kernels of depthwise.cpp; for NCHW problems
+// kernel_paths.h's choose_conv_transpose_path picks the kernel: torch's own where its crop expresses the problem; the
+// direct kernels of depthwise.cpp; for NCHW problems
 // with enough channels and positions, the adjoint of conv's tap GEMMs over phase planes; else a GEMM and col2im.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "conv_params.h"
@@ -16,10 +18,14 @@
 #include "cpu/gemm_tiles.h"
 #include "cpu/phase_planes.h"
 #include "cpu/row_ops.h"
+#include "cpu/torch_conv.h"
 #include "kernel_paths.h"
 
 namespace fastpad::cpu {
 namespace {
+
+// The most a reduced-precision output's float accumulator holds at once (at least one image).
+constexpr int64_t kAccumulatorBytes = 16 * 1024 * 1024;
 
 // x is on the geometry's conv_out side and y on its conv_in side (see ConvGeometry).
 // Per (image, group, tile of x positions): cols = W^T x (one GEMM), then col2im adds cols into y.
@@ -46,7 +52,7 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
 
   const auto run_item = [&](int64_t n, int64_t group, std::vector<acc_t>& cols) {
     for (int64_t tile = 0; tile < plan.tiles; ++tile) {
-      const auto [unit_begin, unit_end, pixel_begin, tile_pixels] = plan.tile(tile);
+      const auto [pixel_begin, tile_pixels] = plan.tile(tile);
       if (channels_last) {
         const auto x_tile = x_flat[n].narrow(0, pixel_begin, tile_pixels).narrow(1, group * x_per_group, x_per_group);
         auto cols_view = wrap_buffer(cols.data(), {tile_pixels, spread});
@@ -54,9 +60,9 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
         acc_t* y_image = y_data + n * g.conv_in_volume() * g.conv_in_channels + group * y_per_group;
         // Channel blocks of y are independent: split them across threads.
         at::parallel_for(0, y_per_group, 16, [&](int64_t c_begin, int64_t c_end) {
-          for (int64_t pixel = unit_begin; pixel < unit_end; ++pixel) {
+          for (int64_t pixel = pixel_begin; pixel < pixel_begin + tile_pixels; ++pixel) {
             const int64_t ow = pixel % x_w, oh = (pixel / x_w) % x_h, od = pixel / (x_w * x_h);
-            const acc_t* src = cols.data() + (pixel - unit_begin) * spread;
+            const acc_t* src = cols.data() + (pixel - pixel_begin) * spread;
             for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
               const int64_t pd = g.tap_source(0, od, kd);
               for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
@@ -83,12 +89,16 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
             for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
               for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
                 for (int64_t kw = 0; kw < g.kernel[2]; ++kw, src += tile_pixels) {
-                  for (int64_t row = unit_begin; row < unit_end; ++row) {
-                    const int64_t pd = g.tap_source(0, row / x_h, kd);
-                    const int64_t ph = g.tap_source(1, row % x_h, kh);
-                    if (pd < 0 || ph < 0) continue;
-                    scatter_add_row(plane + (pd * y_h + ph) * y_w, y_w, src + (row - unit_begin) * x_w,
-                                    g.tap_position(2, 0, kw), g.stride[2], x_w, g.mode);
+                  // The tile's pixels, row by row: whole rows, or the part of a row the tile holds.
+                  for (int64_t pixel = pixel_begin; pixel < pixel_begin + tile_pixels;) {
+                    const int64_t row = pixel / x_w, col = pixel % x_w;
+                    const int64_t count = std::min(x_w - col, pixel_begin + tile_pixels - pixel);
+                    const int64_t pd = g.tap_source(0, row / x_h, kd), ph = g.tap_source(1, row % x_h, kh);
+                    if (pd >= 0 && ph >= 0) {
+                      scatter_add_row(plane + (pd * y_h + ph) * y_w, y_w, src + (pixel - pixel_begin),
+                                      g.tap_position(2, col, kw), g.stride[2], count, g.mode);
+                    }
+                    pixel += count;
                   }
                 }
               }
@@ -144,12 +154,14 @@ void phase_plane_transpose_nchw(const ConvGeometry& g, const at::Tensor& x, cons
     std::vector<acc_t> x_band(c_x * band_size, acc_t(0));  // discarded columns stay zero
     for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
       for (int64_t b = 0; b < planes.bands(); ++b) {
-        const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, n_pos = planes.positions(rows);
+        const Band band = planes.band(b);
+        const int64_t n_pos = planes.positions(band.rows);
         for (int64_t cx = 0; cx < c_x; ++cx) {
-          acc_t* band = x_band.data() + cx * band_size;
-          load_band(band, x_data + ((n * g.conv_out_channels + group * c_x + cx) * g.conv_out_sizes[0] + od) * x_slice,
-                    row0, rows, planes.pitch(), x_w);
-          std::fill(band + rows * planes.pitch(), band + n_pos, acc_t(0));  // a short last band's tail
+          acc_t* buffer = x_band.data() + cx * band_size;
+          load_band(buffer,
+                    x_data + ((n * g.conv_out_channels + group * c_x + cx) * g.conv_out_sizes[0] + od) * x_slice,
+                    band, planes.pitch(), x_w);
+          std::fill(buffer + band.rows * planes.pitch(), buffer + n_pos, acc_t(0));  // a short last band's tail
         }
         const auto x_view = at::from_blob(x_band.data(), {c_x, n_pos}, {band_size, 1}, options);
         for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
@@ -164,7 +176,7 @@ void phase_plane_transpose_nchw(const ConvGeometry& g, const at::Tensor& x, cons
           }
           for (int64_t cy = 0; cy < c_y; ++cy) {
             planes.scatter_add(y_data + (n * g.conv_in_channels + group * c_y + cy) * g.conv_in_volume() + id * y_slice,
-                               row0, rows, cy);
+                               band, cy);
           }
         }
       }
@@ -198,33 +210,48 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
   const auto x = input.contiguous(format);
   const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
   const ConvTransposePath path = choose_conv_transpose_path(g, Backend::Cpu, channels_last, weight_finite);
+  if (path == ConvTransposePath::CpuTorch) {
+    const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
+    return torch_convolution(g, x, weight, b, /*transposed=*/true, y);
+  }
 
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_transpose_cpu", [&] {
     using acc_t = acc_type<scalar_t>;
     const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
-    // Scatters accumulate in the accumulation type: y itself, or a float copy for reduced precision.
-    auto y_acc = acc_dtype == y.scalar_type() ? y : at::empty_like(y, y.options().dtype(acc_dtype));
-    if (bias.has_value() && bias->defined()) {
-      std::vector<int64_t> bias_shape(input.dim(), 1);
-      bias_shape[1] = g.conv_in_channels;
-      y_acc.copy_(bias->to(acc_dtype).view(bias_shape).expand_as(y_acc));
-    } else {
-      y_acc.zero_();
+    // Scatters accumulate in the accumulation type: into y itself, or, for reduced precision, into a float buffer of
+    // a few images at a time (kAccumulatorBytes, at least one image), rounded into y after each chunk of images.
+    const bool in_place = acc_dtype == y.scalar_type();
+    const int64_t image_bytes = y[0].numel() * static_cast<int64_t>(sizeof(acc_t));
+    const int64_t chunk = in_place ? g.batch : std::clamp<int64_t>(kAccumulatorBytes / image_bytes, 1, g.batch);
+    at::Tensor buffer = in_place ? y : at::empty_like(y.narrow(0, 0, chunk), y.options().dtype(acc_dtype));
+    for (int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
+      const int64_t images = std::min(chunk, g.batch - n0);
+      ConvGeometry gc = g;
+      gc.batch = images;
+      const at::Tensor xc = x.narrow(0, n0, images);
+      at::Tensor y_acc = buffer.narrow(0, 0, images);
+      if (bias.has_value() && bias->defined()) {
+        std::vector<int64_t> bias_shape(input.dim(), 1);
+        bias_shape[1] = g.conv_in_channels;
+        y_acc.copy_(bias->to(acc_dtype).view(bias_shape).expand_as(y_acc));
+      } else {
+        y_acc.zero_();
+      }
+      switch (path) {
+        case ConvTransposePath::CpuDepthwise:
+          depthwise_conv_transpose(gc, xc, weight, y_acc, channels_last);
+          break;
+        case ConvTransposePath::CpuPhasePlanes:
+          phase_plane_transpose_nchw<scalar_t>(gc, xc, weight, y_acc);
+          break;
+        case ConvTransposePath::CpuGemmCol2im:
+          transpose_gemm<scalar_t>(gc, xc, weight, y_acc, channels_last);
+          break;
+        default:
+          TORCH_INTERNAL_ASSERT(false, "fastpad conv_transpose: no CPU kernel for path ", path_name(path));
+      }
+      if (!in_place) y.narrow(0, n0, images).copy_(y_acc);
     }
-    switch (path) {
-      case ConvTransposePath::CpuDepthwise:
-        depthwise_conv_transpose(g, x, weight, y_acc, channels_last);
-        break;
-      case ConvTransposePath::CpuPhasePlanes:
-        phase_plane_transpose_nchw<scalar_t>(g, x, weight, y_acc);
-        break;
-      case ConvTransposePath::CpuGemmCol2im:
-        transpose_gemm<scalar_t>(g, x, weight, y_acc, channels_last);
-        break;
-      default:
-        TORCH_INTERNAL_ASSERT(false, "fastpad conv_transpose: no CPU kernel for path ", path_name(path));
-    }
-    if (!y_acc.is_same(y)) y.copy_(y_acc);
   });
   return y;
 }

@@ -1,7 +1,8 @@
 // fastpad::conv_weight_grad on CPU: gw[r] = sum_o grad_output[o] * xpad[o*s - pad_lo + r*d] (conv's and
 // conv_transpose's weight gradient). Layout: contiguous or channels_last input and grad_output; the result is
-// contiguous in the weight's shape. Padding is resolved inside phase planes (NCHW) or fused im2col tiles
-// (channels-last), never materialised.
+// contiguous in the weight's shape. kernel_paths.h's choose_weight_grad_path leaves zero pads that torch expresses to
+// torch's own backward; elsewhere padding is resolved inside phase planes (NCHW) or fused im2col tiles (channels-last),
+// never materialised.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -14,6 +15,7 @@
 #include "cpu/depthwise.h"
 #include "cpu/gemm_tiles.h"
 #include "cpu/phase_planes.h"
+#include "cpu/torch_conv.h"
 #include "kernel_paths.h"
 
 namespace fastpad::cpu {
@@ -43,8 +45,9 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
       auto acc = partial[chunk][group];
       for (int64_t job = chunk * work / chunks; job < (chunk + 1) * work / chunks; ++job) {
         const int64_t n = job / plan.tiles;
-        const auto [unit_begin, unit_end, pixel_begin, tile_pixels] = plan.tile(job % plan.tiles);
-        im2col_nhwc(g, x_data + n * g.conv_in_volume() * g.conv_in_channels, group, unit_begin, unit_end, cols.data());
+        const auto [pixel_begin, tile_pixels] = plan.tile(job % plan.tiles);
+        im2col_nhwc(g, x_data + n * g.conv_in_volume() * g.conv_in_channels, group, pixel_begin,
+                  pixel_begin + tile_pixels, cols.data());
         const auto gy = gy_flat[n].narrow(0, pixel_begin, tile_pixels).narrow(1, group * out_per_group, out_per_group);
         acc.addmm_(gy.to(acc_dtype).t(), wrap_buffer(cols.data(), {tile_pixels, reduce}));
       }
@@ -79,21 +82,21 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
 
   at::parallel_for(0, chunks * groups, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes(g, c_in, kWeightGradBandBytes, bytes_per_position);
-    const int64_t band_positions = planes.band_rows() * out_w;
-    std::vector<acc_t> cols(reduce * band_positions);
+    std::vector<acc_t> cols(reduce * planes.band_outputs());
     for (int64_t item = begin; item < end; ++item) {
       const int64_t chunk = item / groups, group = item % groups;
       auto acc = partial[chunk][group];
       for (int64_t job = chunk * work / chunks; job < (chunk + 1) * work / chunks; ++job) {
         const int64_t b = job % bands, od = (job / bands) % g.conv_out_sizes[0],
                       n = job / (bands * g.conv_out_sizes[0]);
-        const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, positions = rows * out_w;
+        const Band band = planes.band(b);
+        const int64_t positions = band.rows * band.cols;
         for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
           const int64_t id = g.tap_source(0, od, kd);
           if (id >= 0) {
             for (int64_t ci = 0; ci < c_in; ++ci) {
               planes.gather(x_data + (n * g.conv_in_channels + group * c_in + ci) * g.conv_in_volume() + id * slice,
-                            row0, rows, ci);
+                            band, ci);
             }
           }
           for (int64_t ci = 0; ci < c_in; ++ci) {
@@ -104,13 +107,16 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
                 continue;
               }
               const acc_t* src = planes.taps()[tap] + ci * planes.channel_stride();
-              for (int64_t r = 0; r < rows; ++r) std::copy_n(src + r * planes.pitch(), out_w, dst + r * out_w);
+              for (int64_t r = 0; r < band.rows; ++r) {
+                std::copy_n(src + r * planes.pitch(), band.cols, dst + r * band.cols);
+              }
             }
           }
         }
+        // The band's outputs are contiguous in gy: whole rows, or part of one row.
         const auto gy = gy_flat[n]
                             .narrow(0, group * c_out, c_out)
-                            .narrow(1, (od * g.conv_out_sizes[1] + row0) * out_w, positions);
+                            .narrow(1, (od * g.conv_out_sizes[1] + band.row0) * out_w + band.col0, positions);
         acc.addmm_(gy.to(acc_dtype), wrap_buffer(cols.data(), {reduce, positions}).t());
       }
     }
@@ -130,9 +136,13 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
   if (g.batch == 0) return at::zeros(weight_shape, input.options());
   const auto x = input.contiguous(format);
   const auto gy = grad_output.contiguous(format);
+  const WeightGradPath path = choose_weight_grad_path(g, Backend::Cpu, channels_last);
   at::Tensor grad;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_weight_grad_cpu", [&] {
-    switch (choose_weight_grad_path(g, Backend::Cpu, channels_last)) {
+    switch (path) {
+      case WeightGradPath::CpuTorch:
+        grad = torch_weight_grad(g, x, gy, weight_shape);
+        break;
       case WeightGradPath::CpuDepthwise:
         grad = depthwise_weight_grad(g, x, gy, channels_last);
         break;

@@ -95,11 +95,12 @@ void dot_taps(acc_t* sums, const std::vector<acc_t*>& taps, const acc_t* y, cons
   }
 }
 
-// keep[t]: all bits set where flattened position t of a band of `rows` rows is a real output, clear elsewhere.
+// keep[t]: all bits set where flattened position t of a band of `rows` rows of `cols` columns is a real output, clear
+// elsewhere.
 template <typename acc_t>
-void fill_keep_mask(std::vector<acc_t>& keep, int64_t rows, int64_t pitch, int64_t out_w) {
+void fill_keep_mask(std::vector<acc_t>& keep, int64_t rows, int64_t pitch, int64_t cols) {
   std::memset(keep.data(), 0, keep.size() * sizeof(acc_t));
-  for (int64_t r = 0; r < rows; ++r) std::memset(keep.data() + r * pitch, 0xff, out_w * sizeof(acc_t));
+  for (int64_t r = 0; r < rows; ++r) std::memset(keep.data() + r * pitch, 0xff, cols * sizeof(acc_t));
 }
 
 // The weights of the m output-side channels of input-side channel c_in, [m, kd, kh, kw] (weights.size() values),
@@ -127,21 +128,22 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
       load_channel_weights(w, c_in, weights);
       for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
         for (int64_t b = 0; b < planes.bands(); ++b) {
-          const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, n_pos = planes.positions(rows);
+          const Band band = planes.band(b);
+          const int64_t n_pos = planes.positions(band.rows);
           for (int64_t j = 0; j < m; ++j) {
             std::fill_n(out.data() + j * band_size, n_pos, bias ? acc_t(bias[c_in * m + j]) : acc_t(0));
           }
           for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
             const int64_t id = g.tap_source(0, od, kd);
             if (id < 0) continue;
-            planes.gather(x + plane * g.conv_in_volume() + id * slice, row0, rows);
+            planes.gather(x + plane * g.conv_in_volume() + id * slice, band);
             for (int64_t j = 0; j < m; ++j) {
               add_taps(out.data() + j * band_size, taps, &weights[(j * g.kernel[0] + kd) * taps_2d], n_pos);
             }
           }
           for (int64_t j = 0; j < m; ++j) {
             scalar_t* y_slice = y + ((n * g.conv_out_channels + c_in * m + j) * g.conv_out_sizes[0] + od) * out_slice;
-            store_band(y_slice, out.data() + j * band_size, row0, rows, planes.pitch(), out_w);
+            store_band(y_slice, out.data() + j * band_size, band, planes.pitch(), out_w);
           }
         }
       }
@@ -162,18 +164,21 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
     const auto& taps = planes.taps();
     const int64_t band_size = planes.band_buffer_size();
     std::vector<acc_t> x_band(m * band_size, acc_t(0)), keep(band_size), weights(m * g.kernel_volume());
-    int64_t keep_rows = -1;
+    int64_t keep_rows = -1, keep_cols = -1;
     for (int64_t plane = begin; plane < end; ++plane) {
       const int64_t c_in = plane % g.conv_in_channels, n = plane / g.conv_in_channels;
       load_channel_weights(w, c_in, weights);
       for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
         for (int64_t b = 0; b < planes.bands(); ++b) {
-          const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0, n_pos = planes.positions(rows);
-          if (rows != keep_rows) fill_keep_mask(keep, keep_rows = rows, planes.pitch(), out_w);
+          const Band band = planes.band(b);
+          const int64_t n_pos = planes.positions(band.rows);
+          if (band.rows != keep_rows || band.cols != keep_cols) {
+            fill_keep_mask(keep, keep_rows = band.rows, planes.pitch(), keep_cols = band.cols);
+          }
           for (int64_t j = 0; j < m; ++j) {
             const scalar_t* x_slice =
                 x + ((n * g.conv_out_channels + c_in * m + j) * g.conv_out_sizes[0] + od) * out_slice;
-            load_band(x_band.data() + j * band_size, x_slice, row0, rows, planes.pitch(), out_w);
+            load_band(x_band.data() + j * band_size, x_slice, band, planes.pitch(), out_w);
           }
           for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
             const int64_t id = g.tap_source(0, od, kd);
@@ -183,7 +188,7 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
               scatter_taps(taps, &weights[(j * g.kernel[0] + kd) * taps_2d], x_band.data() + j * band_size,
                            keep.data(), n_pos);
             }
-            planes.scatter_add(y_acc + plane * g.conv_in_volume() + id * slice, row0, rows);
+            planes.scatter_add(y_acc + plane * g.conv_in_volume() + id * slice, band);
           }
         }
       }
@@ -203,7 +208,7 @@ void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
     PhasePlanes<acc_t> planes(g);
     const auto& taps = planes.taps();
     std::vector<acc_t> gy_band(planes.band_buffer_size(), acc_t(0)), keep(planes.band_buffer_size());
-    int64_t keep_rows = -1;
+    int64_t keep_rows = -1, keep_cols = -1;
     for (int64_t c = begin; c < end; ++c) {
       acc_t* sums = gw + c * g.kernel_volume();
       std::fill_n(sums, g.kernel_volume(), acc_t(0));
@@ -212,14 +217,16 @@ void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
         for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
           const scalar_t* gy_slice = gy + ((n * g.conv_out_channels + c) * g.conv_out_sizes[0] + od) * out_slice;
           for (int64_t b = 0; b < planes.bands(); ++b) {
-            const int64_t row0 = planes.band_begin(b), rows = planes.band_end(b) - row0;
-            if (rows != keep_rows) fill_keep_mask(keep, keep_rows = rows, planes.pitch(), out_w);
-            load_band(gy_band.data(), gy_slice, row0, rows, planes.pitch(), out_w);
+            const Band band = planes.band(b);
+            if (band.rows != keep_rows || band.cols != keep_cols) {
+              fill_keep_mask(keep, keep_rows = band.rows, planes.pitch(), keep_cols = band.cols);
+            }
+            load_band(gy_band.data(), gy_slice, band, planes.pitch(), out_w);
             for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
               const int64_t id = g.tap_source(0, od, kd);
               if (id < 0) continue;
-              planes.gather(x_plane + id * slice, row0, rows);
-              dot_taps(sums + kd * taps_2d, taps, gy_band.data(), keep.data(), planes.positions(rows));
+              planes.gather(x_plane + id * slice, band);
+              dot_taps(sums + kd * taps_2d, taps, gy_band.data(), keep.data(), planes.positions(band.rows));
             }
           }
         }

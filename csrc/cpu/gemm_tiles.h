@@ -17,27 +17,37 @@ namespace fastpad::cpu {
 constexpr int64_t kColumnBufferBytes = 512 * 1024;
 
 // Splits the output positions of one image into tiles whose column buffer stays cache-sized. A tile is a run
-// of whole output rows (NCHW, so im2col gathers rows) or of output pixels (channels-last).
+// of output pixels (channels-last), or of whole output rows (NCHW, so that col2im goes by rows) where a row fits the
+// buffer or is no longer than kMinTilePixels; a longer row (a long 1-d signal) is split into runs of at least
+// kMinTilePixels pixels, so that no buffer grows with the row.
+constexpr int64_t kMinTilePixels = 1024;
+
 struct TilePlan {
   struct Tile {
-    int64_t unit_begin, unit_end;    // rows (NCHW) or pixels (channels-last)
-    int64_t pixel_begin, pixels;     // the same span in output positions
+    int64_t pixel_begin, pixels;  // output positions [pixel_begin, pixel_begin + pixels) of the image
   };
 
-  TilePlan(const ConvGeometry& g, bool channels_last, int64_t bytes_per_position)
-      : unit_len(channels_last ? 1 : g.conv_out_sizes[2]), total_units(g.conv_out_volume() / unit_len) {
-    units = std::clamp<int64_t>(kColumnBufferBytes / std::max<int64_t>(bytes_per_position * unit_len, 1), 1,
-                                std::max<int64_t>(total_units, 1));
-    tiles = (total_units + units - 1) / units;
+  TilePlan(const ConvGeometry& g, bool channels_last, int64_t bytes_per_position) : total(g.conv_out_volume()) {
+    const int64_t bytes = std::max<int64_t>(bytes_per_position, 1);
+    const int64_t row = g.conv_out_sizes[2];
+    if (channels_last) {
+      tile_pixels = kColumnBufferBytes / bytes;
+    } else if (bytes * row <= kColumnBufferBytes || row <= kMinTilePixels) {
+      tile_pixels = std::max<int64_t>(kColumnBufferBytes / (bytes * row), 1) * row;
+    } else {
+      tile_pixels = std::max(kColumnBufferBytes / bytes, kMinTilePixels);
+    }
+    tile_pixels = std::clamp<int64_t>(tile_pixels, 1, std::max<int64_t>(total, 1));
+    tiles = (total + tile_pixels - 1) / tile_pixels;
   }
 
   Tile tile(int64_t index) const {
-    const int64_t begin = index * units, end = std::min(begin + units, total_units);
-    return {begin, end, begin * unit_len, (end - begin) * unit_len};
+    const int64_t begin = index * tile_pixels;
+    return {begin, std::min(tile_pixels, total - begin)};
   }
-  int64_t buffer_positions() const { return units * unit_len; }
+  int64_t buffer_positions() const { return tile_pixels; }
 
-  int64_t unit_len, total_units, units = 1, tiles = 1;
+  int64_t total, tile_pixels = 1, tiles = 1;
 };
 
 // [N, C, positions] (NCHW) or [N, positions, C] (channels-last) view of a tensor stored in that layout. A view,

@@ -1,12 +1,13 @@
-// Phase planes: the implicitly padded input of one (H, W) slice, for a band of output rows, split by stride phase
-// so that every tap of every output position in the band is one contiguous run.
+// Phase planes: the implicitly padded input of one (H, W) slice, for a band of output rows (or a tile of the columns
+// of one row too long for the cache), split by stride phase so that every tap of every output position in the band is
+// one contiguous run.
 //
 // Phase plane (ph, pw) holds padded positions (row * s_h + ph, col * s_w + pw). Tap (kh, kw) has padded offset
 // (kh * d_h, kw * d_w), so for output (oh, ow) it reads phase ((kh*d_h) % s_h, (kw*d_w) % s_w) at
 // (oh + (kh*d_h) / s_h, ow + (kw*d_w) / s_w). With the band's outputs flattened at the phase planes' row pitch,
-// t = (oh - band_begin) * pitch + ow, a tap reads all of them at t + tap_offset: the kernels become long
-// vector loops with no index math and no predicate. Columns ow >= out_w of the flattened band are computed and
-// discarded (pitch - out_w extra columns per row, a few percent on typical layers).
+// t = (oh - row0) * pitch + (ow - col0), a tap reads all of them at t + tap_offset: the kernels become long
+// vector loops with no index math and no predicate. Columns past the band's own of the flattened band are computed
+// and discarded (pitch - cols extra columns per row, a few percent on typical layers).
 //
 // Only this cache-sized band buffer is ever padded. The padding mode is resolved once per column phase (which
 // input column each border position reads) and once per phase row; scatter_add is gather's exact adjoint.
@@ -28,6 +29,15 @@ namespace fastpad::cpu {
 constexpr int64_t kPhasePlaneBytes = 256 * 1024;
 // For the GEMM kernels: the phase planes of a whole group plus the band's GEMM buffers, larger for wider GEMMs.
 constexpr int64_t kGemmPhasePlaneBytes = 1024 * 1024;
+// The narrowest column tile of a row too long for the budget: wide enough that the tile's halo and per-tile costs
+// stay small, and no 2-d image up to this width is split.
+constexpr int64_t kMinTileColumns = 1024;
+
+// A band: output rows [row0, row0 + rows) and, of each, output columns [col0, col0 + cols). Columns are split
+// (cols < out_w) only where one whole row does not fit the budget, and then a band is one row.
+struct Band {
+  int64_t row0, rows, col0, cols;
+};
 
 template <typename acc_t>
 class PhasePlanes {
@@ -37,31 +47,41 @@ class PhasePlanes {
   // Planes for `channels` input channels at once (NCHW: the channels of one group), each its own set of phases.
   // Channels-last instead keeps `lanes` channels inside every position (channels = 1): a tap is then a
   // [positions, lanes] matrix. The band is sized so that the planes plus the caller's own buffers,
-  // `bytes_per_position` for each flattened output position, fit `budget_bytes`.
+  // `bytes_per_position` for each flattened output position, fit `budget_bytes`: whole rows where one row fits, else
+  // a tile of one row's columns with the halo its taps read (never narrower than kMinTileColumns), so that a long
+  // 1-d row never sizes a buffer.
   explicit PhasePlanes(const ConvGeometry& g, int64_t channels = 1, int64_t budget_bytes = kPhasePlaneBytes,
                        int64_t bytes_per_position = 0, int64_t lanes = 1)
       : g_(g),
         stride_h_(g.stride[1]),
         stride_w_(g.stride[2]),
         extra_rows_(((g.kernel[1] - 1) * g.dilation[1]) / g.stride[1]),
-        pitch_(g.conv_out_sizes[2] + ((g.kernel[2] - 1) * g.dilation[2]) / g.stride[2]),
+        extra_cols_(((g.kernel[2] - 1) * g.dilation[2]) / g.stride[2]),
         lanes_(lanes),
-        used_(stride_h_ * stride_w_, false) {
-    const int64_t phases = stride_h_ * stride_w_;
-    const int64_t row_bytes =
-        (channels * phases * lanes * static_cast<int64_t>(sizeof(acc_t)) + bytes_per_position) * pitch_;
-    band_rows_ =
-        std::clamp<int64_t>(budget_bytes / row_bytes - extra_rows_, 1, std::max<int64_t>(g.conv_out_sizes[1], 1));
+        used_(stride_h_ * stride_w_, false),
+        columns_(stride_w_) {
+    const int64_t phases = stride_h_ * stride_w_, out_w = std::max<int64_t>(g.conv_out_sizes[2], 1);
+    const int64_t position_bytes = channels * phases * lanes * static_cast<int64_t>(sizeof(acc_t)) + bytes_per_position;
+    tile_cols_ = out_w;
+    if (position_bytes * (out_w + extra_cols_) * (1 + extra_rows_) > budget_bytes) {
+      tile_cols_ = std::min(out_w, std::max(kMinTileColumns,
+                                            budget_bytes / (position_bytes * (1 + extra_rows_)) - extra_cols_));
+    }
+    col_tiles_ = (out_w + tile_cols_ - 1) / tile_cols_;
+    pitch_ = tile_cols_ + extra_cols_;
+    band_rows_ = col_tiles_ > 1 ? 1
+                                : std::clamp<int64_t>(budget_bytes / (position_bytes * pitch_) - extra_rows_, 1,
+                                                      std::max<int64_t>(g.conv_out_sizes[1], 1));
+    row_bands_ = (g.conv_out_sizes[1] + band_rows_ - 1) / band_rows_;
     plane_rows_ = band_rows_ + extra_rows_;
     // Vector loops run over a whole number of vectors, so every buffer has one vector (plus the widest tap
     // offset past the last phase row) of zeroed slack; those lanes land in discarded columns.
-    plane_size_ = (plane_rows_ * pitch_ + ((g.kernel[2] - 1) * g.dilation[2]) / g.stride[2] + Vec::size()) * lanes;
+    plane_size_ = (plane_rows_ * pitch_ + extra_cols_ + Vec::size()) * lanes;
     channel_stride_ = phases * plane_size_;
     data_.assign(channels * channel_stride_, acc_t(0));
     for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
       for (int64_t kw = 0; kw < g.kernel[2]; ++kw) used_[phase_index(kh, kw)] = true;
     }
-    for (int64_t pw = 0; pw < stride_w_; ++pw) columns_.push_back(columns_of_phase(pw));
     for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
       for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
         taps_.push_back(data_.data() + phase_index(kh, kw) * plane_size_ +
@@ -71,24 +91,28 @@ class PhasePlanes {
   }
 
   int64_t pitch() const { return pitch_; }
-  int64_t band_rows() const { return band_rows_; }
-  int64_t bands() const { return (g_.conv_out_sizes[1] + band_rows_ - 1) / band_rows_; }
-  // Output rows [begin, end) of band b.
-  int64_t band_begin(int64_t b) const { return b * band_rows_; }
-  int64_t band_end(int64_t b) const { return std::min(band_begin(b) + band_rows_, g_.conv_out_sizes[1]); }
+  int64_t bands() const { return row_bands_ * col_tiles_; }
+  // Band b: column tiles vary fastest, so one thread's bands of a slice go along each row in order.
+  Band band(int64_t b) const {
+    const int64_t row0 = (b / col_tiles_) * band_rows_, col0 = (b % col_tiles_) * tile_cols_;
+    return {row0, std::min(band_rows_, g_.conv_out_sizes[1] - row0), col0,
+            std::min(tile_cols_, g_.conv_out_sizes[2] - col0)};
+  }
   // Flattened positions a vector loop covers for a band of `rows` output rows: a whole number of vectors.
   int64_t positions(int64_t rows) const { return (rows * pitch_ + Vec::size() - 1) / Vec::size() * Vec::size(); }
+  // The most outputs a band keeps (rows times columns).
+  int64_t band_outputs() const { return band_rows_ * tile_cols_; }
   // Buffer size for a flattened band of outputs at this pitch, slack included.
   int64_t band_buffer_size() const { return positions(band_rows_); }
 
   // Elements between the planes of consecutive channels.
   int64_t channel_stride() const { return channel_stride_; }
 
-  // Fills the phase planes of `channel` for output rows starting at `band_begin` from one (H, W) input slice whose
-  // pixels are `pixel_stride` elements apart (channels-last: the input's channel count).
+  // Fills the phase planes of `channel` for `band` from one (H, W) input slice whose pixels are `pixel_stride`
+  // elements apart (channels-last: the input's channel count).
   template <typename scalar_t>
-  void gather(const scalar_t* slice, int64_t band_begin, int64_t rows, int64_t channel = 0, int64_t pixel_stride = 1) {
-    for_each_phase_row(channel, band_begin, rows, [&](acc_t* dst, int64_t in_row, const Columns& columns) {
+  void gather(const scalar_t* slice, const Band& band, int64_t channel = 0, int64_t pixel_stride = 1) {
+    for_each_phase_row(channel, band, [&](acc_t* dst, int64_t in_row, const Columns& columns) {
       if (in_row < 0) {
         std::fill_n(dst, pitch_ * lanes_, acc_t(0));
         return;
@@ -127,9 +151,9 @@ class PhasePlanes {
 
   // Adjoint of gather (NCHW, one lane): adds every phase position of the band back onto the input slice position
   // it was read from (dropped where the mode reads zero).
-  void scatter_add(acc_t* slice, int64_t band_begin, int64_t rows, int64_t channel = 0) {
+  void scatter_add(acc_t* slice, const Band& band, int64_t channel = 0) {
     TORCH_INTERNAL_ASSERT(lanes_ == 1, "scatter_add is implemented for one lane per position");
-    for_each_phase_row(channel, band_begin, rows, [&](const acc_t* src, int64_t in_row, const Columns& columns) {
+    for_each_phase_row(channel, band, [&](const acc_t* src, int64_t in_row, const Columns& columns) {
       if (in_row < 0) return;
       acc_t* dst = slice + in_row * g_.conv_in_sizes[2];
       for (const auto& [t, source] : columns.borders) {
@@ -166,17 +190,22 @@ class PhasePlanes {
     std::vector<std::pair<int64_t, int64_t>> borders;  // (t, source column or -1)
   };
 
-  Columns columns_of_phase(int64_t pw) const {
-    const int64_t start = pw - g_.pad_lo[2];
-    const InteriorRange interior = interior_range(start, stride_w_, pitch_, g_.conv_in_sizes[2]);
+  // The columns of phase pw for a band's column tile. Positions past the last one the tile's kept outputs read
+  // (t >= cols + extra_cols, in a short last tile) are never read: they are zero, so that they reach no input.
+  Columns columns_of_phase(int64_t pw, const Band& band) const {
+    const int64_t start = band.col0 * stride_w_ + pw - g_.pad_lo[2];
+    const int64_t read = std::min(pitch_, band.cols + extra_cols_);
+    const InteriorRange interior = interior_range(start, stride_w_, read, g_.conv_in_sizes[2]);
     Columns columns;
     columns.interior_begin = interior.first;
     columns.interior_count = interior.last - interior.first;
     columns.interior_source = start + interior.first * stride_w_;
-    for (int64_t t = 0; t < pitch_; ++t) {
-      if (t < interior.first || t >= interior.last) {
-        columns.borders.emplace_back(t, source_index(start + t * stride_w_, g_.conv_in_sizes[2], g_.mode));
-      }
+    for (int64_t t = 0; t < interior.first; ++t) {
+      columns.borders.emplace_back(t, source_index(start + t * stride_w_, g_.conv_in_sizes[2], g_.mode));
+    }
+    for (int64_t t = interior.last; t < pitch_; ++t) {
+      columns.borders.emplace_back(t, t < read ? source_index(start + t * stride_w_, g_.conv_in_sizes[2], g_.mode)
+                                               : int64_t(-1));
     }
     return columns;
   }
@@ -184,14 +213,19 @@ class PhasePlanes {
   // body(phase_row, input_row, columns) for every phase row the band reads: input_row is the resolved source
   // row (-1: zero padding).
   template <typename Body>
-  void for_each_phase_row(int64_t channel, int64_t band_begin, int64_t rows, const Body& body) {
+  void for_each_phase_row(int64_t channel, const Band& band, const Body& body) {
+    if (band.col0 != columns_col0_ || band.cols != columns_cols_) {  // a new column tile
+      for (int64_t pw = 0; pw < stride_w_; ++pw) columns_[pw] = columns_of_phase(pw, band);
+      columns_col0_ = band.col0;
+      columns_cols_ = band.cols;
+    }
     for (int64_t ph = 0; ph < stride_h_; ++ph) {
       for (int64_t pw = 0; pw < stride_w_; ++pw) {
         if (!used_[ph * stride_w_ + pw]) continue;
         acc_t* plane = data_.data() + channel * channel_stride_ + (ph * stride_w_ + pw) * plane_size_;
-        for (int64_t i = 0; i < rows + extra_rows_; ++i) {
+        for (int64_t i = 0; i < band.rows + extra_rows_; ++i) {
           const int64_t in_row =
-              source_index((band_begin + i) * stride_h_ + ph - g_.pad_lo[1], g_.conv_in_sizes[1], g_.mode);
+              source_index((band.row0 + i) * stride_h_ + ph - g_.pad_lo[1], g_.conv_in_sizes[1], g_.mode);
           body(plane + i * pitch_ * lanes_, in_row, columns_[pw]);
         }
       }
@@ -199,24 +233,31 @@ class PhasePlanes {
   }
 
   const ConvGeometry& g_;
-  int64_t stride_h_, stride_w_, extra_rows_, pitch_, lanes_;
-  int64_t band_rows_ = 1, plane_rows_ = 1, plane_size_ = 0, channel_stride_ = 0;
+  int64_t stride_h_, stride_w_, extra_rows_, extra_cols_, lanes_;
+  int64_t tile_cols_ = 1, col_tiles_ = 1, pitch_ = 1, band_rows_ = 1, row_bands_ = 1, plane_rows_ = 1;
+  int64_t plane_size_ = 0, channel_stride_ = 0;
   std::vector<bool> used_;
-  std::vector<Columns> columns_;
+  std::vector<Columns> columns_;  // per column phase, for the column tile (columns_col0_, columns_cols_)
+  int64_t columns_col0_ = -1, columns_cols_ = -1;
   std::vector<acc_t> data_;
   std::vector<acc_t*> taps_;  // into data_, which is never reallocated
 };
 
-// Copies output rows [begin, begin + rows) of one (H, W) slice into a band buffer at the phase planes' pitch
-// (load) or back (store).
+// Copies a band of one (H, W) output slice (rows out_w wide) into a band buffer at the phase planes' pitch (load),
+// zeroing each row's discarded columns, or back (store).
 template <typename scalar_t, typename acc_t>
-void load_band(acc_t* band, const scalar_t* slice, int64_t begin, int64_t rows, int64_t pitch, int64_t out_w) {
-  for (int64_t r = 0; r < rows; ++r) at::vec::convert(slice + (begin + r) * out_w, band + r * pitch, out_w);
+void load_band(acc_t* buffer, const scalar_t* slice, const Band& band, int64_t pitch, int64_t out_w) {
+  for (int64_t r = 0; r < band.rows; ++r) {
+    at::vec::convert(slice + (band.row0 + r) * out_w + band.col0, buffer + r * pitch, band.cols);
+    std::fill(buffer + r * pitch + band.cols, buffer + (r + 1) * pitch, acc_t(0));
+  }
 }
 
 template <typename scalar_t, typename acc_t>
-void store_band(scalar_t* slice, const acc_t* band, int64_t begin, int64_t rows, int64_t pitch, int64_t out_w) {
-  for (int64_t r = 0; r < rows; ++r) at::vec::convert(band + r * pitch, slice + (begin + r) * out_w, out_w);
+void store_band(scalar_t* slice, const acc_t* buffer, const Band& band, int64_t pitch, int64_t out_w) {
+  for (int64_t r = 0; r < band.rows; ++r) {
+    at::vec::convert(buffer + r * pitch, slice + (band.row0 + r) * out_w + band.col0, band.cols);
+  }
 }
 
 }  // namespace fastpad::cpu

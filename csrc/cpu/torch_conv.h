@@ -1,0 +1,54 @@
+// The CPU problems kernel_paths.h leaves to torch's own convolution (torch_pads_match, torch_crop_matches): zero
+// padding that torch's symmetric padding (or crop, plus output_padding) expresses, so torch reads no padded copy
+// either. The geometry's arguments are given to at::convolution and at::convolution_backward as they are.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <tuple>
+#include <vector>
+
+#include "geometry.h"
+
+namespace fastpad::cpu {
+
+// torch's per-dimension arguments for the last `spatial` of the geometry's three dimensions.
+struct TorchConvArguments {
+  std::vector<int64_t> stride, padding, dilation, output_padding;
+
+  TorchConvArguments(const ConvGeometry& g, int64_t spatial, bool transposed) {
+    for (int d = kMaxSpatial - static_cast<int>(spatial); d < kMaxSpatial; ++d) {
+      stride.push_back(g.stride[d]);
+      padding.push_back(g.pad_lo[d]);
+      dilation.push_back(g.dilation[d]);
+      // Transposed: the output positions past the cropped full output (torch_crop_matches bounds them).
+      output_padding.push_back(transposed ? g.conv_in_sizes[d] + 2 * g.pad_lo[d] -
+                                                transposed_full_size(g.conv_out_sizes[d], g.kernel[d], g.stride[d],
+                                                                     g.dilation[d])
+                                          : 0);
+    }
+  }
+};
+
+// conv (transposed = false) or conv_transpose (true). `y` is the op's empty output, whose strides the op promises
+// (the fake kernels' strides): torch's result is returned when it has them, else copied into y.
+inline at::Tensor torch_convolution(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
+                                    const at::Tensor& bias, bool transposed, at::Tensor& y) {
+  const TorchConvArguments a(g, x.dim() - 2, transposed);
+  at::Tensor result =
+      at::convolution(x, weight, bias, a.stride, a.padding, a.dilation, transposed, a.output_padding, g.groups);
+  if (result.strides() == y.strides()) return result;
+  y.copy_(result);
+  return y;
+}
+
+// conv_weight_grad: torch reads only the weight's shape, so an uninitialised tensor of that shape stands in for it.
+inline at::Tensor torch_weight_grad(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
+                                    at::IntArrayRef weight_shape) {
+  const TorchConvArguments a(g, x.dim() - 2, /*transposed=*/false);
+  return std::get<1>(at::convolution_backward(grad_output, x, at::empty(weight_shape, x.options()), std::nullopt,
+                                              a.stride, a.padding, a.dilation, /*transposed=*/false,
+                                              a.output_padding, g.groups, {false, true, false}));
+}
+
+}  // namespace fastpad::cpu
