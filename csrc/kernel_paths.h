@@ -38,7 +38,6 @@ enum class ConvTransposePath {
 };
 
 enum class WeightGradPath {
-  CpuTorch,                // torch's own convolution backward (cpu/torch_conv.h): zero pads it expresses itself
   CpuDepthwise,            // cpu/depthwise.cpp
   CpuPhasePlanes,          // NCHW: chunked GEMM reductions over phase-plane columns
   CpuChannelsLastGemm,     // channels-last: chunked GEMM reductions over im2col columns
@@ -90,8 +89,9 @@ inline bool torch_crop_matches(const ConvGeometry& g) {
 // tiles 8 MiB), so larger problems keep fastpad's bounded buffers.
 constexpr int64_t kTorchMaxElements = int64_t(1) << 24;
 
-// The CPU problems fastpad's own kernels leave to torch (see torch_pads_match): NCHW, not depthwise, up to
-// kTorchMaxElements, with channels on both sides (torch rejects an empty reduction). Channels-last stays with fastpad:
+// The CPU conv and conv_transpose problems fastpad's own kernels leave to torch (see torch_pads_match): NCHW, not
+// depthwise, up to kTorchMaxElements, with channels on both sides (torch rejects an empty reduction). The weight
+// gradient stays with fastpad, whose kernels were as fast or faster than torch's backward on the layers above. Channels-last stays with fastpad:
 // torch 2.13's CPU convolution backward in channels-last gave wrong weight gradients (1x1 stride 3 over 15x18), NaN
 // input gradients (3x3 stride 2 pads 1 over 57x57) and, for one random shape, did not return.
 inline bool cpu_leaves_to_torch(const ConvGeometry& g, bool channels_last, bool pads_match) {
@@ -128,12 +128,19 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
     if (g.conv_out_channels_per_group() < cuda::kPhaseGemmMinChannels) return ConvTransposePath::CudaDirectGather;
     return g.mode == PaddingMode::Zeros ? ConvTransposePath::CudaPhaseGemm : ConvTransposePath::CudaPhaseGemmFold;
   }
-  if (cpu_leaves_to_torch(g, channels_last, torch_crop_matches(g))) return ConvTransposePath::CpuTorch;
+  // torch's own transposed convolution, except where fastpad's phase planes run with a stride: oneDNN's strided
+  // deconvolution is slow there (HiFi-GAN k4 s2 over 2048 samples: torch 2.4x fastpad's time), while at stride 1
+  // (resnet50 k3 64 channels @56: fastpad 1.37x torch's) and where fastpad takes GEMM + col2im (HiFi-GAN k16 s8 over
+  // 32 samples: fastpad 1.57x) torch is the faster.
+  const bool phase_plane_shape = !channels_last && g.conv_in_channels_per_group() >= kTapGemmMinChannels &&
+                                 g.conv_out_channels_per_group() >= kTapGemmMinChannels &&
+                                 g.conv_out_sizes[1] * g.conv_out_sizes[2] >= kTapGemmMinPositions;
+  const bool strided = g.stride[0] * g.stride[1] * g.stride[2] > 1;
+  if (cpu_leaves_to_torch(g, channels_last, torch_crop_matches(g)) && !(phase_plane_shape && strided)) {
+    return ConvTransposePath::CpuTorch;
+  }
   if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;
-  const bool phase_planes = !channels_last && g.conv_in_channels_per_group() >= kTapGemmMinChannels &&
-                            g.conv_out_channels_per_group() >= kTapGemmMinChannels &&
-                            g.conv_out_sizes[1] * g.conv_out_sizes[2] >= kTapGemmMinPositions && weight_finite();
-  return phase_planes ? ConvTransposePath::CpuPhasePlanes : ConvTransposePath::CpuGemmCol2im;
+  return phase_plane_shape && weight_finite() ? ConvTransposePath::CpuPhasePlanes : ConvTransposePath::CpuGemmCol2im;
 }
 
 inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend backend, bool channels_last) {
@@ -141,7 +148,6 @@ inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend bac
     return g.conv_in_channels_per_group() == 1 ? WeightGradPath::CudaDepthwiseReduction
                                                : WeightGradPath::CudaSplitKGemm;
   }
-  if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g))) return WeightGradPath::CpuTorch;
   if (cpu_depthwise(g, channels_last)) return WeightGradPath::CpuDepthwise;
   return channels_last ? WeightGradPath::CpuChannelsLastGemm : WeightGradPath::CpuPhasePlanes;
 }
@@ -177,7 +183,6 @@ inline const char* path_name(ConvTransposePath path) {
 
 inline const char* path_name(WeightGradPath path) {
   switch (path) {
-    case WeightGradPath::CpuTorch: return "cpu_torch";
     case WeightGradPath::CpuDepthwise: return "cpu_depthwise";
     case WeightGradPath::CpuPhasePlanes: return "cpu_phase_planes";
     case WeightGradPath::CpuChannelsLastGemm: return "cpu_channels_last_gemm";

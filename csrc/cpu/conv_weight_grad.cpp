@@ -1,8 +1,7 @@
 // fastpad::conv_weight_grad on CPU: gw[r] = sum_o grad_output[o] * xpad[o*s - pad_lo + r*d] (conv's and
 // conv_transpose's weight gradient). Layout: contiguous or channels_last input and grad_output; the result is
-// contiguous in the weight's shape. kernel_paths.h's choose_weight_grad_path leaves zero pads that torch expresses to
-// torch's own backward; elsewhere padding is resolved inside phase planes (NCHW) or fused im2col tiles (channels-last),
-// never materialised.
+// contiguous in the weight's shape. Padding is resolved inside phase planes (NCHW) or fused im2col tiles
+// (channels-last), never materialised.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -15,7 +14,6 @@
 #include "cpu/depthwise.h"
 #include "cpu/gemm_tiles.h"
 #include "cpu/phase_planes.h"
-#include "cpu/torch_conv.h"
 #include "kernel_paths.h"
 
 namespace fastpad::cpu {
@@ -140,9 +138,6 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
   at::Tensor grad;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_weight_grad_cpu", [&] {
     switch (path) {
-      case WeightGradPath::CpuTorch:
-        grad = torch_weight_grad(g, x, gy, weight_shape);
-        break;
       case WeightGradPath::CpuDepthwise:
         grad = depthwise_weight_grad(g, x, gy, channels_last);
         break;

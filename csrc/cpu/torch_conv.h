@@ -1,11 +1,10 @@
 // The CPU problems kernel_paths.h leaves to torch's own convolution (torch_pads_match, torch_crop_matches): zero
 // padding that torch's symmetric padding (or crop, plus output_padding) expresses, so torch reads no padded copy
-// either. The geometry's arguments are given to at::convolution and at::convolution_backward as they are.
+// either. The geometry's arguments are given to at::convolution as they are.
 #pragma once
 
 #include <ATen/ATen.h>
 
-#include <tuple>
 #include <vector>
 
 #include "geometry.h"
@@ -40,15 +39,6 @@ inline at::Tensor torch_convolution(const ConvGeometry& g, const at::Tensor& x, 
   if (result.strides() == y.strides()) return result;
   y.copy_(result);
   return y;
-}
-
-// conv_weight_grad: torch reads only the weight's shape, so an uninitialised tensor of that shape stands in for it.
-inline at::Tensor torch_weight_grad(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
-                                    at::IntArrayRef weight_shape) {
-  const TorchConvArguments a(g, x.dim() - 2, /*transposed=*/false);
-  return std::get<1>(at::convolution_backward(grad_output, x, at::empty(weight_shape, x.options()), std::nullopt,
-                                              a.stride, a.padding, a.dilation, /*transposed=*/false,
-                                              a.output_padding, g.groups, {false, true, false}));
 }
 
 }  // namespace fastpad::cpu
