@@ -125,6 +125,28 @@ def test_public_api_rejects(case):
     assert value in message, f"message does not show the value {value!r}: {message!r}"
 
 
+def test_checks_still_run_after_the_same_layer_was_called():
+    """fastpad/functional.py remembers the arguments of calls whose checks passed. A call that differs only in what
+    equal-comparing Python values hide (2.0 or True for 2 or 1), in a dtype, or in an input size must still be
+    checked, and a call that raised must raise again."""
+    x, w = randn(1, 4, 9, 9), randn(6, 4, 3, 3)
+    assert fastpad.conv2d(x, w, stride=2).shape == (1, 6, 5, 5)
+    with pytest.raises(TypeError, match="stride"):
+        fastpad.conv2d(x, w, stride=2.0)
+    with pytest.raises(TypeError, match="stride"):
+        fastpad.conv2d(x, w, stride=(2, True))
+    with pytest.raises(TypeError, match="dtype"):
+        fastpad.conv2d(x, w.double(), stride=2)
+    # A new input size resolves 'same' afresh: pads (1, 1) at 9, (0, 1) at 10.
+    assert fastpad.conv2d(randn(1, 4, 10, 10), w, stride=2).shape == (1, 6, 5, 5)
+    assert fastpad.conv_transpose2d(randn(1, 6, 5, 5), w, stride=2).shape == (1, 4, 10, 10)
+    with pytest.raises(ValueError, match="output_padding"):
+        fastpad.conv_transpose2d(randn(1, 6, 5, 5), w, stride=2, output_padding=2)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="mirror"):
+            fastpad.conv2d(x, w, padding_mode="mirror")
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a second real device")
 def test_cuda_device_mismatch():
     with pytest.raises(ValueError, match=r"weight|device"):
