@@ -88,17 +88,26 @@ inline bool torch_crop_matches(const ConvGeometry& g) {
 // and output into blocked copies (2x64x1M float32, 'same' k4 pads (1, 1): 500 MiB beyond input and output, fastpad's
 // tiles 8 MiB), so larger problems keep fastpad's bounded buffers.
 constexpr int64_t kTorchMaxElements = int64_t(1) << 24;
+// The fewest multiply-adds of a problem left to torch: below, oneDNN's fixed cost per call outweighs its faster
+// loops (random layers, float32: a 15x12x61 k3 s2 conv1d of 0.3 M multiply-adds took 0.28 ms in torch's, 0.18 ms in
+// fastpad's, against 27 M multiply-adds of 9x38x7x7 k6 s2 in 0.90 ms against 1.68 ms).
+constexpr int64_t kTorchMinMultiplyAdds = int64_t(1) << 24;
 
 // The CPU conv and conv_transpose problems fastpad's own kernels leave to torch (see torch_pads_match): NCHW, not
-// depthwise, up to kTorchMaxElements, with channels on both sides (torch rejects an empty reduction). The weight
-// gradient stays with fastpad, whose kernels were as fast or faster than torch's backward on the layers above. Channels-last stays with fastpad:
-// torch 2.13's CPU convolution backward in channels-last gave wrong weight gradients (1x1 stride 3 over 15x18), NaN
-// input gradients (3x3 stride 2 pads 1 over 57x57) and, for one random shape, did not return.
+// depthwise, between kTorchMinMultiplyAdds and kTorchMaxElements, with channels on both sides (torch rejects an empty
+// reduction), and not a strided 1x1 kernel (1x313x96x96 -> 3 channels, stride 3: torch's 5.6 ms against fastpad's
+// 1.6 ms). The weight gradient stays with fastpad, whose kernels were as fast or faster than torch's backward.
+// Channels-last stays with fastpad: torch 2.13's CPU convolution backward in channels-last gave wrong weight
+// gradients (1x1 stride 3 over 15x18), NaN input gradients (3x3 stride 2 pads 1 over 57x57) and, for one random
+// shape, did not return.
 inline bool cpu_leaves_to_torch(const ConvGeometry& g, bool channels_last, bool pads_match) {
   const int64_t elements =
       g.batch * (g.conv_in_channels * g.conv_in_volume() + g.conv_out_channels * g.conv_out_volume());
+  const int64_t multiply_adds =
+      g.batch * g.conv_out_channels * g.conv_out_volume() * g.conv_in_channels_per_group() * g.kernel_volume();
+  const bool strided_1x1 = g.kernel_volume() == 1 && g.stride[0] * g.stride[1] * g.stride[2] > 1;
   return pads_match && !channels_last && !cpu_depthwise(g, channels_last) && elements <= kTorchMaxElements &&
-         g.conv_in_channels > 0 && g.conv_out_channels > 0;
+         multiply_adds >= kTorchMinMultiplyAdds && !strided_1x1 && g.conv_in_channels > 0 && g.conv_out_channels > 0;
 }
 
 // conv. element_bytes: the size of the accumulation type, which sizes the CUDA halo patch.

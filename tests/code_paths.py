@@ -61,16 +61,17 @@ DEPTHWISE = _kernels("cpu_depthwise", "cpu_depthwise", "cpu_depthwise")
 TORCH = _kernels("cpu_torch", "cpu_torch", "cpu_phase_planes")  # the weight gradient stays with fastpad
 CODE_PATHS = {
     # Zero pads that torch's symmetric padding expresses ((1, 1) here) go to torch's own convolution in NCHW, except
-    # depthwise; the transposed 'same' k4 s2 crops (1, 1), which torch's crop expresses too, but with 16 channels on
-    # both sides and 256 positions a strided transposed conv keeps fastpad's phase planes. Channels-last stays.
-    "2d_dense_symmetric_zeros": _path(False, (12, 13), 16, 24, 3, kernels=TORCH),
+    # depthwise, below 2^24 multiply-adds (2^24.4 and 2^24.3 here) and for strided 1x1 kernels; the transposed 'same'
+    # k4 s2 crops (1, 1), which torch's crop expresses too, but with 16 channels on both sides and 256 positions a
+    # strided transposed conv keeps fastpad's phase planes. Channels-last stays.
+    "2d_dense_symmetric_zeros": _path(False, (64, 65), 32, 32, 3, kernels=TORCH),  # 2 x 32 x 64 x 65 x 32 x 9 MACs
     "2d_dense_channels_last_symmetric_zeros": _path(False, (12, 13), 16, 24, 3, channels_last=True,
                                                     kernels=_kernels("cpu_channels_last_phase_planes",
                                                                      "cpu_gemm_col2im", "cpu_channels_last_gemm")),
     "2d_depthwise_symmetric_zeros": _path(False, (12, 13), 16, 16, 3, groups=16, kernels=DEPTHWISE),
-    "1d_transposed_symmetric_crop": _path(True, (20,), 16, 8, 4, stride=2, kernels=TORCH),
+    "1d_transposed_symmetric_crop": _path(True, (20_000,), 16, 8, 4, stride=2, kernels=TORCH),
     "1d_transposed_strided_symmetric_crop": _path(True, (300,), 16, 16, 4, stride=2,
-                                                  kernels=_kernels("cpu_torch", "cpu_phase_planes",
+                                                  kernels=_kernels("cpu_tap_gemms", "cpu_phase_planes",
                                                                    "cpu_phase_planes")),
     "1d_depthwise_x2_causal_dilated": _path(False, (37,), 8, 16, 4, groups=8, padding="causal", dilation=2,
                                             kernels=DEPTHWISE),

@@ -38,17 +38,30 @@ def test_a_non_finite_weight_leaves_the_transposed_phase_planes():
 
 
 # k3 s2 over `size` with pads (lo, hi): torch's symmetric padding lo gives the same output size exactly when the
-# unequal part of the pads is never read.
-UNEQUAL_PADS = [(9, (1, 2), True), (8, (2, 1), True), (8, (1, 2), False), (9, (2, 1), False)]
+# unequal part of the pads is never read (16 -> 16 channels, 2^25 multiply-adds).
+UNEQUAL_PADS = [(171, (1, 2), True), (172, (2, 1), True), (172, (1, 2), False), (171, (2, 1), False)]
 
 
 @pytest.mark.parametrize("size, pads, torch_expresses", UNEQUAL_PADS)
 def test_unequal_zero_pads_go_to_torch_where_its_padding_reads_the_same(size, pads, torch_expresses):
-    x, w, b = conv_inputs((size, size), c_in=16, c_out=8)
+    x, w, b = conv_inputs((size, size), c_in=16, c_out=16)
     (lo, hi) = pads
     path = torch.ops.fastpad._conv_path(x, w, b, [2, 2], [lo, lo], [hi, hi], [1, 1], 1, "zeros", "cpu")
     assert path == ("cpu_torch" if torch_expresses else "cpu_tap_gemms")
     check_conv(x, w, b, stride=2, padding=(pads, pads))
+
+
+# (input shape, out channels, kernel, stride): symmetric zero pads that stay with fastpad's kernels, a problem below
+# 2^24 multiply-adds, and a strided 1x1 kernel above it.
+STAYS_WITH_FASTPAD = [((2, 16, 12, 13), 24, 3, 1), ((2, 256, 64, 64), 256, 1, 2)]
+
+
+@pytest.mark.parametrize("shape, out_channels, kernel, stride", STAYS_WITH_FASTPAD)
+def test_small_problems_and_strided_1x1_kernels_stay_with_fastpad(shape, out_channels, kernel, stride):
+    x, w = torch.randn(shape), torch.randn(out_channels, shape[1], kernel, kernel)
+    pads = [kernel // 2] * 2
+    assert torch.ops.fastpad._conv_path(x, w, None, [stride] * 2, pads, pads, [1, 1], 1, "zeros",
+                                        "cpu") == "cpu_tap_gemms"
 
 
 # Channels-last shapes whose backward torch 2.13's own CPU convolution got wrong (a 1x1 stride-3 weight gradient off by
