@@ -89,14 +89,14 @@ inline bool torch_crop_matches(const ConvGeometry& g) {
 // tiles 8 MiB), so larger problems keep fastpad's bounded buffers.
 constexpr int64_t kTorchMaxElements = int64_t(1) << 24;
 // The fewest multiply-adds of a problem left to torch: below, oneDNN's fixed cost per call outweighs its faster
-// loops (random layers, float32: a 15x12x61 k3 s2 conv1d of 0.3 M multiply-adds took 0.28 ms in torch's, 0.18 ms in
-// fastpad's, against 27 M multiply-adds of 9x38x7x7 k6 s2 in 0.90 ms against 1.68 ms).
+// loops (random layers, float32: a 15x12x61 k3 s2 conv1d of 0.3 M multiply-adds took 0.28 ms through torch's,
+// 0.18 ms in fastpad's; 27 M multiply-adds of 9x38x7x7 k6 s2 took 0.90 ms through torch's, 1.68 ms in fastpad's).
 constexpr int64_t kTorchMinMultiplyAdds = int64_t(1) << 24;
 
 // The CPU conv and conv_transpose problems fastpad's own kernels leave to torch (see torch_pads_match): NCHW, not
 // depthwise, between kTorchMinMultiplyAdds and kTorchMaxElements, with channels on both sides (torch rejects an empty
-// reduction), and not a strided 1x1 kernel (1x313x96x96 -> 3 channels, stride 3: torch's 5.6 ms against fastpad's
-// 1.6 ms). The weight gradient stays with fastpad, whose kernels were as fast or faster than torch's backward.
+// reduction), and not a strided 1x1 kernel (1x313x96x96 -> 3 channels, stride 3: 5.6 ms through torch's, 1.6 ms
+// in fastpad's). The weight gradient stays with fastpad, whose kernels were as fast or faster than torch's backward.
 // Channels-last stays with fastpad: torch 2.13's CPU convolution backward in channels-last gave wrong weight
 // gradients (1x1 stride 3 over 15x18), NaN input gradients (3x3 stride 2 pads 1 over 57x57) and, for one random
 // shape, did not return.
