@@ -72,13 +72,19 @@ inline bool torch_pads_match(const ConvGeometry& g) {
   return true;
 }
 
-// The same for a transposed convolution (the adjoint of g): torch crops crop_lo from both ends of the full output and
+// torch's output_padding along dim d for a transposed convolution (the adjoint of g) cropped by crop_lo (pad_lo) at
+// both ends: the output positions past the cropped full output.
+inline int64_t torch_output_padding(const ConvGeometry& g, int d) {
+  return g.conv_in_sizes[d] + 2 * g.pad_lo[d] -
+         transposed_full_size(g.conv_out_sizes[d], g.kernel[d], g.stride[d], g.dilation[d]);
+}
+
+// The same as torch_pads_match for a transposed convolution: torch crops crop_lo from both ends of the full output and
 // adds output_padding positions at the end, which it allows below max(stride, dilation).
 inline bool torch_crop_matches(const ConvGeometry& g) {
   if (g.mode != PaddingMode::Zeros) return false;
   for (int d = 0; d < kMaxSpatial; ++d) {
-    const int64_t output_padding = g.conv_in_sizes[d] + 2 * g.pad_lo[d] -
-                                   transposed_full_size(g.conv_out_sizes[d], g.kernel[d], g.stride[d], g.dilation[d]);
+    const int64_t output_padding = torch_output_padding(g, d);
     if (g.pad_lo[d] < 0 || output_padding < 0 || output_padding >= std::max(g.stride[d], g.dilation[d])) return false;
   }
   return true;

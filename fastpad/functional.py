@@ -66,6 +66,12 @@ def _tensor_key(tensor) -> tuple:
     return (tensor,)
 
 
+def _call_key(fn: str, input, weight, bias, arguments: tuple) -> tuple:
+    """The memo key of a public call: everything its checks read."""
+    return (fn, _tensor_key(input), _tensor_key(weight), _tensor_key(bias), repr(arguments),
+            isinstance(input, torch.Tensor) and _autocast_on(input))
+
+
 def _autocast_on(input) -> bool:
     # Devices without autocast (meta) must not be asked: torch.is_autocast_enabled raises for them.
     device_type = input.device.type
@@ -73,7 +79,8 @@ def _autocast_on(input) -> bool:
 
 
 def _conv_arguments(spatial_dims, input, weight, bias, stride, padding, dilation, groups, padding_mode):
-    """Checks a conv call and resolves its padding: (stride, dilation, pads) as lists, pads one (lo, hi) per dim."""
+    """Checks a conv call and resolves its padding: (stride, dilation, pads, pad_lo, pad_hi) as lists, pads one
+    (lo, hi) per dim."""
     fn = f"fastpad.conv{spatial_dims}d"
     report = _check_tensors(fn, input, weight, spatial_dims)
     _geometry.check_conv_tensors(report, input, weight, bias, groups)
@@ -87,21 +94,19 @@ def _conv_arguments(spatial_dims, input, weight, bias, stride, padding, dilation
     pad_bounds = ([_geometry.effective_kernel(k, d) // 2 for k, d in zip(kernel, dilation)]
                   if padding in ("same", "same_lower") else None)
     _geometry.conv_output_sizes(report, input_size, kernel, stride, dilation, pad_lo, pad_hi, padding_mode, pad_bounds)
-    return stride, dilation, pads
+    return stride, dilation, pads, pad_lo, pad_hi
 
 
 def conv_nd(spatial_dims: int, input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntArg = 1,
             padding: PaddingArg = "same", dilation: IntArg = 1, groups: int = 1,
             padding_mode: str = "zeros") -> Tensor:
-    key = ("conv", spatial_dims, _tensor_key(input), _tensor_key(weight), _tensor_key(bias),
-           repr((stride, padding, dilation, groups, padding_mode)),
-           isinstance(input, torch.Tensor) and _autocast_on(input))
-    stride, dilation, pads = _resolved(key, lambda: _conv_arguments(spatial_dims, input, weight, bias, stride, padding,
-                                                                    dilation, groups, padding_mode))
+    key = _call_key(f"conv{spatial_dims}d", input, weight, bias, (stride, padding, dilation, groups, padding_mode))
+    stride, dilation, pads, pad_lo, pad_hi = _resolved(
+        key, lambda: _conv_arguments(spatial_dims, input, weight, bias, stride, padding, dilation, groups,
+                                     padding_mode))
     if torch.onnx.is_in_onnx_export():  # keeps 'same' size-independent in the graph (auto_pad, or pads from Shape)
         return _onnx.conv(input, weight, bias, stride, pads, padding, dilation, groups, padding_mode)
-    return torch.ops.fastpad.conv(input, weight, bias, stride, [lo for lo, _ in pads], [hi for _, hi in pads],
-                                  dilation, groups, padding_mode)
+    return torch.ops.fastpad.conv(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode)
 
 
 def _conv_transpose_arguments(spatial_dims, input, weight, bias, stride, padding, output_padding, groups, dilation):
@@ -128,9 +133,8 @@ def _conv_transpose_arguments(spatial_dims, input, weight, bias, stride, padding
 def conv_transpose_nd(spatial_dims: int, input: Tensor, weight: Tensor, bias: Optional[Tensor] = None,
                       stride: IntArg = 1, padding: PaddingArg = "same", output_padding: IntArg = 0, groups: int = 1,
                       dilation: IntArg = 1) -> Tensor:
-    key = ("conv_transpose", spatial_dims, _tensor_key(input), _tensor_key(weight), _tensor_key(bias),
-           repr((stride, padding, output_padding, groups, dilation)),
-           isinstance(input, torch.Tensor) and _autocast_on(input))
+    key = _call_key(f"conv_transpose{spatial_dims}d", input, weight, bias,
+                    (stride, padding, output_padding, groups, dilation))
     stride, dilation, crop_lo, out_size = _resolved(
         key, lambda: _conv_transpose_arguments(spatial_dims, input, weight, bias, stride, padding, output_padding,
                                                groups, dilation))

@@ -2,9 +2,9 @@
 // Layout: contiguous N,C,spatial or channels_last (4-d/5-d); the output keeps the input's memory format.
 // Padding is never materialised: taps in the padding read zero or their reflected/clamped/wrapped source.
 // The kernel is kernel_paths.h's choose_conv_path: torch's own convolution where its padding expresses the pads; the
-// direct kernels of depthwise.cpp; GEMMs over phase planes (NCHW,
-// and channels-last with one group); a fused im2col + GEMM (grouped channels-last); or, with few input channels per
-// group (stems), a direct kernel (channels-last) or one GEMM over columns copied from the phase planes (NCHW).
+// direct kernels of depthwise.cpp; GEMMs over phase planes (NCHW, and channels-last with one group); a fused im2col +
+// GEMM (grouped channels-last); or, with few input channels per group (stems), a direct kernel (channels-last) or one
+// GEMM over columns copied from the phase planes (NCHW).
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>

@@ -3,8 +3,8 @@
 // Layout: contiguous N,C,spatial or channels_last; the output keeps the input's memory format.
 // The crop is folded into col2im: positions outside the output are never written, no full-size output exists.
 // kernel_paths.h's choose_conv_transpose_path picks the kernel: torch's own where its crop expresses the problem; the
-// direct kernels of depthwise.cpp; for NCHW problems
-// with enough channels and positions, the adjoint of conv's tap GEMMs over phase planes; else a GEMM and col2im.
+// direct kernels of depthwise.cpp; for NCHW problems with enough channels and positions, the adjoint of conv's tap
+// GEMMs over phase planes; else a GEMM and col2im.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -224,16 +224,20 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     const int64_t image_bytes = y[0].numel() * static_cast<int64_t>(sizeof(acc_t));
     const int64_t chunk = in_place ? g.batch : std::clamp<int64_t>(kAccumulatorBytes / image_bytes, 1, g.batch);
     at::Tensor buffer = in_place ? y : at::empty_like(y.narrow(0, 0, chunk), y.options().dtype(acc_dtype));
+    at::Tensor bias_acc;  // [1, C, 1, ...] in the accumulation type
+    if (bias.has_value() && bias->defined()) {
+      std::vector<int64_t> bias_shape(input.dim(), 1);
+      bias_shape[1] = g.conv_in_channels;
+      bias_acc = bias->to(acc_dtype).view(bias_shape);
+    }
     for (int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
       const int64_t images = std::min(chunk, g.batch - n0);
       ConvGeometry gc = g;
       gc.batch = images;
       const at::Tensor xc = x.narrow(0, n0, images);
       at::Tensor y_acc = buffer.narrow(0, 0, images);
-      if (bias.has_value() && bias->defined()) {
-        std::vector<int64_t> bias_shape(input.dim(), 1);
-        bias_shape[1] = g.conv_in_channels;
-        y_acc.copy_(bias->to(acc_dtype).view(bias_shape).expand_as(y_acc));
+      if (bias_acc.defined()) {
+        y_acc.copy_(bias_acc.expand_as(y_acc));
       } else {
         y_acc.zero_();
       }

@@ -95,13 +95,27 @@ void dot_taps(acc_t* sums, const std::vector<acc_t*>& taps, const acc_t* y, cons
   }
 }
 
-// keep[t]: all bits set where flattened position t of a band of `rows` rows of `cols` columns is a real output, clear
-// elsewhere.
+// keep[t]: all bits set where flattened position t of a band (its rows of its columns, at the planes' pitch) is a
+// real output, clear elsewhere. Rebuilt only when the band's shape changes (a short last band or column tile).
 template <typename acc_t>
-void fill_keep_mask(std::vector<acc_t>& keep, int64_t rows, int64_t pitch, int64_t cols) {
-  std::memset(keep.data(), 0, keep.size() * sizeof(acc_t));
-  for (int64_t r = 0; r < rows; ++r) std::memset(keep.data() + r * pitch, 0xff, cols * sizeof(acc_t));
-}
+class KeepMask {
+ public:
+  KeepMask(int64_t size, int64_t pitch) : mask_(size), pitch_(pitch) {}
+
+  const acc_t* for_band(const Band& band) {
+    if (band.rows != rows_ || band.cols != cols_) {
+      rows_ = band.rows;
+      cols_ = band.cols;
+      std::memset(mask_.data(), 0, mask_.size() * sizeof(acc_t));
+      for (int64_t r = 0; r < rows_; ++r) std::memset(mask_.data() + r * pitch_, 0xff, cols_ * sizeof(acc_t));
+    }
+    return mask_.data();
+  }
+
+ private:
+  std::vector<acc_t> mask_;
+  int64_t pitch_, rows_ = -1, cols_ = -1;
+};
 
 // The weights of the m output-side channels of input-side channel c_in, [m, kd, kh, kw] (weights.size() values),
 // in the accumulation type.
@@ -163,8 +177,8 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
     PhasePlanes<acc_t> planes(g);
     const auto& taps = planes.taps();
     const int64_t band_size = planes.band_buffer_size();
-    std::vector<acc_t> x_band(m * band_size, acc_t(0)), keep(band_size), weights(m * g.kernel_volume());
-    int64_t keep_rows = -1, keep_cols = -1;
+    std::vector<acc_t> x_band(m * band_size, acc_t(0)), weights(m * g.kernel_volume());
+    KeepMask<acc_t> keep(band_size, planes.pitch());
     for (int64_t plane = begin; plane < end; ++plane) {
       const int64_t c_in = plane % g.conv_in_channels, n = plane / g.conv_in_channels;
       load_channel_weights(w, c_in, weights);
@@ -172,9 +186,7 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
         for (int64_t b = 0; b < planes.bands(); ++b) {
           const Band band = planes.band(b);
           const int64_t n_pos = planes.positions(band.rows);
-          if (band.rows != keep_rows || band.cols != keep_cols) {
-            fill_keep_mask(keep, keep_rows = band.rows, planes.pitch(), keep_cols = band.cols);
-          }
+          const acc_t* keep_mask = keep.for_band(band);
           for (int64_t j = 0; j < m; ++j) {
             const scalar_t* x_slice =
                 x + ((n * g.conv_out_channels + c_in * m + j) * g.conv_out_sizes[0] + od) * out_slice;
@@ -186,7 +198,7 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
             planes.zero();
             for (int64_t j = 0; j < m; ++j) {
               scatter_taps(taps, &weights[(j * g.kernel[0] + kd) * taps_2d], x_band.data() + j * band_size,
-                           keep.data(), n_pos);
+                           keep_mask, n_pos);
             }
             planes.scatter_add(y_acc + plane * g.conv_in_volume() + id * slice, band);
           }
@@ -207,8 +219,8 @@ void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
   at::parallel_for(0, g.conv_out_channels, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes(g);
     const auto& taps = planes.taps();
-    std::vector<acc_t> gy_band(planes.band_buffer_size(), acc_t(0)), keep(planes.band_buffer_size());
-    int64_t keep_rows = -1, keep_cols = -1;
+    std::vector<acc_t> gy_band(planes.band_buffer_size(), acc_t(0));
+    KeepMask<acc_t> keep(planes.band_buffer_size(), planes.pitch());
     for (int64_t c = begin; c < end; ++c) {
       acc_t* sums = gw + c * g.kernel_volume();
       std::fill_n(sums, g.kernel_volume(), acc_t(0));
@@ -218,15 +230,13 @@ void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
           const scalar_t* gy_slice = gy + ((n * g.conv_out_channels + c) * g.conv_out_sizes[0] + od) * out_slice;
           for (int64_t b = 0; b < planes.bands(); ++b) {
             const Band band = planes.band(b);
-            if (band.rows != keep_rows || band.cols != keep_cols) {
-              fill_keep_mask(keep, keep_rows = band.rows, planes.pitch(), keep_cols = band.cols);
-            }
+            const acc_t* keep_mask = keep.for_band(band);
             load_band(gy_band.data(), gy_slice, band, planes.pitch(), out_w);
             for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
               const int64_t id = g.tap_source(0, od, kd);
               if (id < 0) continue;
               planes.gather(x_plane + id * slice, band);
-              dot_taps(sums + kd * taps_2d, taps, gy_band.data(), keep.data(), planes.positions(band.rows));
+              dot_taps(sums + kd * taps_2d, taps, gy_band.data(), keep_mask, planes.positions(band.rows));
             }
           }
         }

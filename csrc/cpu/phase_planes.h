@@ -194,7 +194,7 @@ class PhasePlanes {
   // (t >= cols + extra_cols, in a short last tile) are never read: they are zero, so that they reach no input.
   Columns columns_of_phase(int64_t pw, const Band& band) const {
     const int64_t start = band.col0 * stride_w_ + pw - g_.pad_lo[2];
-    const int64_t read = std::min(pitch_, band.cols + extra_cols_);
+    const int64_t read = band.cols + extra_cols_;  // at most pitch_: cols <= tile_cols_
     const InteriorRange interior = interior_range(start, stride_w_, read, g_.conv_in_sizes[2]);
     Columns columns;
     columns.interior_begin = interior.first;

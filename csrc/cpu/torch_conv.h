@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "geometry.h"
+#include "kernel_paths.h"
 
 namespace fastpad::cpu {
 
@@ -20,11 +20,7 @@ struct TorchConvArguments {
       stride.push_back(g.stride[d]);
       padding.push_back(g.pad_lo[d]);
       dilation.push_back(g.dilation[d]);
-      // Transposed: the output positions past the cropped full output (torch_crop_matches bounds them).
-      output_padding.push_back(transposed ? g.conv_in_sizes[d] + 2 * g.pad_lo[d] -
-                                                transposed_full_size(g.conv_out_sizes[d], g.kernel[d], g.stride[d],
-                                                                     g.dilation[d])
-                                          : 0);
+      output_padding.push_back(transposed ? torch_output_padding(g, d) : 0);  // torch_crop_matches bounds it
     }
   }
 };
