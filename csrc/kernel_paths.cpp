@@ -5,12 +5,45 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "conv_params.h"
 
 namespace fastpad {
+
+CpuIsa cpu_isa() {
+  CpuIsa supported = CpuIsa::Baseline;
+#if defined(__x86_64__) && defined(__GNUC__)
+  // libgcc's checks include the OS's support for the wider registers (XGETBV), not only the CPUID bits.
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) supported = CpuIsa::Avx2;
+  if (supported == CpuIsa::Avx2 && __builtin_cpu_supports("avx512f")) supported = CpuIsa::Avx512;
+#endif
+  const char* limit = std::getenv("FASTPAD_CPU_ISA");
+  if (limit == nullptr || *limit == '\0') return supported;
+  const std::string requested(limit);
+  CpuIsa cap = CpuIsa::Avx512;
+  if (requested == "baseline") {
+    cap = CpuIsa::Baseline;
+  } else if (requested == "avx2") {
+    cap = CpuIsa::Avx2;
+  } else {
+    TORCH_CHECK(requested == "avx512", "fastpad: FASTPAD_CPU_ISA must be 'baseline', 'avx2' or 'avx512', got '",
+                requested, "'");
+  }
+  return std::min(supported, cap);
+}
+
 namespace {
+
+std::string cpu_isa_name() {
+  switch (cpu_isa()) {
+    case CpuIsa::Avx512: return "avx512";
+    case CpuIsa::Avx2: return "avx2";
+    case CpuIsa::Baseline: return "baseline";
+  }
+  return "?";
+}
 
 Backend parse_backend(c10::string_view backend) {
   if (backend == "cpu") return Backend::Cpu;
@@ -28,7 +61,7 @@ std::string conv_path(const at::Tensor& input, const at::Tensor& weight, const s
                       c10::string_view backend) {
   const ConvGeometry g = conv_geometry(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode);
   const int64_t accumulator_bytes = input.scalar_type() == at::kDouble ? 8 : 4;
-  return path_name(choose_conv_path(g, parse_backend(backend), is_channels_last(input), accumulator_bytes));
+  return path_name(choose_conv_path(g, parse_backend(backend), is_channels_last(input), accumulator_bytes, cpu_isa()));
 }
 
 std::string conv_transpose_path(const at::Tensor& input, const at::Tensor& weight,
@@ -56,6 +89,11 @@ TORCH_LIBRARY_IMPL(fastpad, CompositeExplicitAutograd, m) {
   m.impl("_conv_path", &conv_path);
   m.impl("_conv_transpose_path", &conv_transpose_path);
   m.impl("_conv_weight_grad_path", &conv_weight_grad_path);
+}
+
+TORCH_LIBRARY_FRAGMENT(fastpad, m) {
+  // Private: the vector instruction set the CPU kernels use on this machine (cpu_isa()).
+  m.def("_cpu_isa() -> str", &cpu_isa_name);
 }
 
 }  // namespace fastpad

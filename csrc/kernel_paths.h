@@ -14,8 +14,17 @@ namespace fastpad {
 
 enum class Backend { Cpu, Cuda };
 
+// The vector instruction set the CPU kernels may use, from the CPU the op runs on (cpu_isa() in kernel_paths.cpp), never
+// from the build machine: one build serves AVX-512 and AVX2 machines alike.
+enum class CpuIsa { Baseline, Avx2, Avx512 };
+// What this CPU and OS support (AVX2 means AVX2 + FMA; AVX-512 means AVX-512F), capped by the environment variable
+// FASTPAD_CPU_ISA=baseline|avx2|avx512 where it is set (to measure or test a narrower kernel on a wider CPU).
+CpuIsa cpu_isa();
+
 enum class ConvPath {
   CpuTorch,                    // torch's own convolution (cpu/torch_conv.h): zero pads it expresses itself
+  CpuBlockedAvx2,              // cpu/blocked_direct.h: register-blocked direct kernel over phase planes, AVX2
+  CpuBlockedAvx512,            // the same, AVX-512
   CpuDepthwise,                // cpu/depthwise.cpp: NCHW (any multiplier) or channels-last (multiplier 1)
   CpuTapGemms,                 // NCHW: one GEMM per tap straight off the phase planes
   CpuColumnGemm,               // NCHW stems (few channels): taps copied into columns, one GEMM
@@ -116,8 +125,16 @@ inline bool cpu_leaves_to_torch(const ConvGeometry& g, bool channels_last, bool 
          multiply_adds >= kTorchMinMultiplyAdds && !strided_1x1 && g.conv_in_channels > 0 && g.conv_out_channels > 0;
 }
 
-// conv. element_bytes: the size of the accumulation type, which sizes the CUDA halo patch.
-inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool channels_last, int64_t element_bytes) {
+// Whether the register-blocked direct kernel takes a CPU conv: float accumulation (float32, bfloat16, float16), a
+// vector ISA it is built for, and enough input channels per group for its reduction (stems keep their own kernels).
+inline bool cpu_blocked_direct(const ConvGeometry& g, CpuIsa isa, int64_t element_bytes) {
+  return isa != CpuIsa::Baseline && element_bytes == 4 && g.conv_in_channels_per_group() >= kTapGemmMinChannels;
+}
+
+// conv. element_bytes: the size of the accumulation type, which sizes the CUDA halo patch and picks the CPU kernels
+// that accumulate in float. isa: cpu_isa() (ignored for CUDA).
+inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool channels_last, int64_t element_bytes,
+                                 CpuIsa isa) {
   if (backend == Backend::Cuda) {
     if (g.conv_in_channels_per_group() != 1) return ConvPath::CudaImplicitGemm;
     return !channels_last && cuda::halo_plan(g, element_bytes).fits ? ConvPath::CudaDepthwiseHalo
@@ -125,6 +142,9 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   }
   if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g))) return ConvPath::CpuTorch;
   if (cpu_depthwise(g, channels_last)) return ConvPath::CpuDepthwise;
+  if (cpu_blocked_direct(g, isa, element_bytes)) {
+    return isa == CpuIsa::Avx512 ? ConvPath::CpuBlockedAvx512 : ConvPath::CpuBlockedAvx2;
+  }
   if (!channels_last) {
     return g.conv_in_channels_per_group() >= kTapGemmMinChannels ? ConvPath::CpuTapGemms : ConvPath::CpuColumnGemm;
   }
@@ -170,6 +190,8 @@ inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend bac
 inline const char* path_name(ConvPath path) {
   switch (path) {
     case ConvPath::CpuTorch: return "cpu_torch";
+    case ConvPath::CpuBlockedAvx2: return "cpu_blocked_avx2";
+    case ConvPath::CpuBlockedAvx512: return "cpu_blocked_avx512";
     case ConvPath::CpuDepthwise: return "cpu_depthwise";
     case ConvPath::CpuTapGemms: return "cpu_tap_gemms";
     case ConvPath::CpuColumnGemm: return "cpu_column_gemm";

@@ -17,7 +17,7 @@ BUILD="build/sanitize"
 # builds the CUDA kernels with ASan and UBSan too when they are preloaded): a subset, as the shim under ASan is several
 # times slower.
 SANITIZE_TESTS=(tests/test_conv.py tests/test_conv_transpose.py tests/test_autograd.py tests/test_errors.py
-                tests/test_phase_planes.py tests/test_long_rows.py tests/test_kernel_paths.py
+                tests/test_phase_planes.py tests/test_long_rows.py tests/test_kernel_paths.py tests/test_blocked_direct.py
                 "tests/test_fuzz.py::test_fuzz_slice" tests/test_cuda_sim.py
                 -k "not test_cuda_sim or (test_every_kernel_path and ((float32 and zeros) or (bfloat16 and reflect)))")
 

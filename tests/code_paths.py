@@ -2,8 +2,12 @@
 tests/test_determinism.py, tests/test_concurrency.py and tests/test_kernel_paths.py (which asserts, through the
 private path ops, that each call reaches the kernels it names)."""
 
+import contextlib
+import os
 from dataclasses import dataclass, replace
+from typing import Optional
 
+import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -20,6 +24,9 @@ class CodePath:
     and conv_weight_grad."""
     case: ConvCase
     kernels: tuple
+    # FASTPAD_CPU_ISA during the calls (None: left as it is). The GEMM kernels serve CPUs without AVX2 (and float64),
+    # so the calls that name them run capped at the baseline; the blocked kernels' calls run at their own ISA.
+    isa: Optional[str] = "baseline"
 
     @property
     def result_ops(self):
@@ -45,10 +52,51 @@ class CodePath:
         return x, w, b, arrange(torch.randn(output_shape, dtype=dtype, device=device), case.layout)
 
 
-def _path(transposed, size, in_channels, out_channels, kernel, kernels, channels_last=False, **arguments):
+def _path(transposed, size, in_channels, out_channels, kernel, kernels, channels_last=False, isa="baseline",
+          **arguments):
     """A CodePath of a case with this shape (`arguments`: further ConvCase fields), float32 unless asked."""
     layout = "channels_last" if channels_last else "contiguous"
-    return CodePath(ConvCase(transposed, size, in_channels, out_channels, kernel, layout=layout, **arguments), kernels)
+    case = ConvCase(transposed, size, in_channels, out_channels, kernel, layout=layout, **arguments)
+    return CodePath(case, kernels, isa)
+
+
+ISA_ORDER = ("baseline", "avx2", "avx512")
+
+
+def machine_isa():
+    """The widest vector ISA fastpad's CPU kernels use on this machine, without any FASTPAD_CPU_ISA cap."""
+    with cpu_isa_limit(None):
+        return torch.ops.fastpad._cpu_isa()
+
+
+def dense_kernel(dtype):
+    """The CPU kernel of an NCHW dense conv with 16 or more input channels, under the current FASTPAD_CPU_ISA: the
+    blocked kernel of the ISA for float accumulation, else (float64, or a CPU without AVX2) the tap GEMMs."""
+    isa = torch.ops.fastpad._cpu_isa()
+    return "cpu_tap_gemms" if isa == "baseline" or dtype == torch.float64 else f"cpu_blocked_{isa}"
+
+
+@contextlib.contextmanager
+def cpu_isa_limit(isa):
+    """FASTPAD_CPU_ISA=isa (None: unset) for the duration, restored after."""
+    saved = os.environ.get("FASTPAD_CPU_ISA")
+    if isa is None:
+        os.environ.pop("FASTPAD_CPU_ISA", None)
+    else:
+        os.environ["FASTPAD_CPU_ISA"] = isa
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("FASTPAD_CPU_ISA", None)
+        else:
+            os.environ["FASTPAD_CPU_ISA"] = saved
+
+
+def skip_unless_isa(path):
+    """Skips a test of a path whose ISA this CPU lacks (its calls would reach another kernel)."""
+    if path.isa and ISA_ORDER.index(path.isa) > ISA_ORDER.index(machine_isa()):
+        pytest.skip(f"this CPU lacks {path.isa} (it has {machine_isa()})")
 
 
 # Each call names the CPU kernel path (kernel_paths.h) of the forward op, the input gradient's op and the weight
@@ -112,6 +160,23 @@ CODE_PATHS = {
     "3d_transposed": _path(True, (4, 5, 6), 4, 6, 3, stride=2,
                            kernels=_kernels("cpu_column_gemm", "cpu_gemm_col2im", "cpu_phase_planes")),
 }
+# The register-blocked kernels (float accumulation, >= 16 input channels per group) at each ISA: NCHW with 'same'
+# stride-2 pads (0, 1), channels-last grouped reflect with a partial last block of output channels (40 per group),
+# 3-d, and a transposed conv whose input gradient is the blocked conv.
+for _isa in ("avx2", "avx512"):
+    _blocked = f"cpu_blocked_{_isa}"
+    CODE_PATHS.update({
+        f"2d_dense_same_s2_{_isa}": _path(False, (21, 20), 32, 24, 3, stride=2, padding="same", isa=_isa,
+                                          kernels=_kernels(_blocked, "cpu_gemm_col2im", "cpu_phase_planes")),
+        f"2d_grouped_channels_last_reflect_{_isa}": _path(False, (13, 14), 32, 80, 3, groups=2, padding_mode="reflect",
+                                                          channels_last=True, isa=_isa,
+                                                          kernels=_kernels(_blocked, "cpu_gemm_col2im",
+                                                                           "cpu_channels_last_gemm")),
+        f"3d_dense_circular_{_isa}": _path(False, (5, 6, 7), 16, 17, 3, padding_mode="circular", isa=_isa,
+                                           kernels=_kernels(_blocked, "cpu_gemm_col2im", "cpu_phase_planes")),
+        f"2d_transposed_{_isa}": _path(True, (16, 16), 16, 16, 5, stride=2, isa=_isa,
+                                       kernels=_kernels(_blocked, "cpu_phase_planes", "cpu_phase_planes")),
+    })
 RESULT_NAMES = ("output", "input grad", "weight grad", "bias grad")
 # The integer type of each float type's width, to compare bit patterns.
 BITS = {torch.float64: torch.int64, torch.float32: torch.int32, torch.bfloat16: torch.int16}
@@ -124,7 +189,8 @@ def run_forward_backward(path, inputs, poison_outputs=False):
     if poison_outputs:
         for tensor in (gy, x, w):
             poison(tensor.shape, tensor.dtype, tensor.device, blocks=2)
-    output, grads = output_and_grads(path.fastpad_call, [x, w, b], lambda _: gy)
+    with cpu_isa_limit(path.isa) if path.isa else contextlib.nullcontext():
+        output, grads = output_and_grads(path.fastpad_call, [x, w, b], lambda _: gy)
     return [output, *grads]
 
 
@@ -171,4 +237,5 @@ def kernels_reached(path, inputs, backend="cpu"):
     ops with the arguments each op call received."""
     with _RecordFastpadOps() as record:
         run_forward_backward(path, inputs)
-    return {(op, getattr(torch.ops.fastpad, f"_{op}_path")(*args, backend)) for op, args in record.calls}
+    with cpu_isa_limit(path.isa) if path.isa else contextlib.nullcontext():
+        return {(op, getattr(torch.ops.fastpad, f"_{op}_path")(*args, backend)) for op, args in record.calls}

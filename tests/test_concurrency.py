@@ -14,13 +14,15 @@ import subprocess
 import sys
 import threading
 import traceback
+from dataclasses import replace
 
 import pytest
 import torch
 
 import fastpad
 from reference import assert_matches, check_conv, conv_inputs
-from code_paths import CODE_PATHS, RESULT_NAMES, assert_bitwise_equal, run_forward_backward, run_reference
+from code_paths import (CODE_PATHS, ISA_ORDER, RESULT_NAMES, assert_bitwise_equal, cpu_isa_limit, run_forward_backward,
+                        run_reference, skip_unless_isa)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1 << 20
@@ -61,26 +63,33 @@ def test_thread_failures_reach_the_test():
 # Many threads at once.
 
 WORKER_THREADS = 8
-ROUNDS = 2  # each thread makes ROUNDS * len(CALLS) forward + backward calls, in its own shuffled order
-CALLS = [(name, dtype) for name in CODE_PATHS for dtype in (torch.float32, torch.bfloat16)]
+ROUNDS = 2  # each thread makes ROUNDS * len(calls) forward + backward calls, in its own shuffled order
+DTYPES = (torch.float32, torch.bfloat16)
+# FASTPAD_CPU_ISA is process-wide, so the threads share one setting: each ISA's paths run together, set once.
+ISAS = sorted({path.isa for path in CODE_PATHS.values()}, key=ISA_ORDER.index)
 
 
-def test_threads_get_the_results_of_the_main_thread():
+@pytest.mark.parametrize("isa", ISAS)
+def test_threads_get_the_results_of_the_main_thread(isa):
     """Every kernel path (forward, and the backward's conv_transpose / conv and conv_weight_grad) called from
     WORKER_THREADS threads at once, with the intra-op thread pool at its default size."""
-    inputs = {call: CODE_PATHS[call[0]].inputs(call[1]) for call in CALLS}
-    expected = {call: run_forward_backward(CODE_PATHS[call[0]], inputs[call]) for call in CALLS}
-    references = {call: run_reference(CODE_PATHS[call[0]], inputs[call]) for call in CALLS}
+    paths = {name: replace(path, isa=None) for name, path in CODE_PATHS.items() if path.isa == isa}
+    skip_unless_isa(next(iter(CODE_PATHS[name] for name in paths)))
+    calls = [(name, dtype) for name in paths for dtype in DTYPES]
+    with cpu_isa_limit(isa):
+        inputs = {call: paths[call[0]].inputs(call[1]) for call in calls}
+        expected = {call: run_forward_backward(paths[call[0]], inputs[call]) for call in calls}
+        references = {call: run_reference(paths[call[0]], inputs[call]) for call in calls}
 
-    def worker(index):
-        order = random.Random(index).sample(CALLS * ROUNDS, len(CALLS) * ROUNDS)
-        for name, dtype in order:
-            results = run_forward_backward(CODE_PATHS[name], inputs[name, dtype])
-            assert_bitwise_equal(results, expected[name, dtype], f"{name}, {dtype}, thread {index} vs main thread")
-            for result, reference, result_name in zip(results, references[name, dtype], RESULT_NAMES):
-                assert_matches(result, reference, what=f"{name}, {dtype}, thread {index}: {result_name}")
+        def worker(index):
+            order = random.Random(index).sample(calls * ROUNDS, len(calls) * ROUNDS)
+            for name, dtype in order:
+                results = run_forward_backward(paths[name], inputs[name, dtype])
+                assert_bitwise_equal(results, expected[name, dtype], f"{name}, {dtype}, thread {index} vs main thread")
+                for result, reference, result_name in zip(results, references[name, dtype], RESULT_NAMES):
+                    assert_matches(result, reference, what=f"{name}, {dtype}, thread {index}: {result_name}")
 
-    run_in_threads(worker, WORKER_THREADS)
+        run_in_threads(worker, WORKER_THREADS)
 
 
 # --------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from code_paths import (CODE_PATHS, RESULT_NAMES, assert_bitwise_equal, bitwise_equal, run_forward_backward,
-                        run_reference)
+                        run_reference, skip_unless_isa)
 from reference import assert_matches
 
 DTYPES = (torch.float32, torch.bfloat16, torch.float64)
@@ -51,6 +51,7 @@ THREAD_COUNTS = sorted({1, torch.get_num_threads()})
 @pytest.mark.parametrize("name", CODE_PATHS)
 def test_repeated_calls_are_bitwise_identical(name, dtype, threads):
     path = CODE_PATHS[name]
+    skip_unless_isa(path)
     inputs = path.inputs(dtype)
     with intra_op_threads(threads):
         first, *repeats = (run_forward_backward(path, inputs, poison_outputs=True) for _ in range(3))

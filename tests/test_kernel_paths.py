@@ -4,7 +4,7 @@ kernel_paths.h's choice: the same function the CPU ops and the CUDA bindings swi
 import pytest
 import torch
 
-from code_paths import CODE_PATHS, kernels_reached
+from code_paths import CODE_PATHS, dense_kernel, kernels_reached, skip_unless_isa
 import fastpad
 from reference import assert_matches, check_conv, conv_inputs, expected_conv
 from test_cuda import CUDA_KERNELS, PATHS, cuda_kernels_reached
@@ -13,13 +13,15 @@ from test_cuda import CUDA_KERNELS, PATHS, cuda_kernels_reached
 @pytest.mark.parametrize("name", CODE_PATHS)
 def test_each_call_reaches_its_cpu_kernels(name):
     path = CODE_PATHS[name]
+    skip_unless_isa(path)
     assert kernels_reached(path, path.inputs(torch.float32)) == set(path.kernels)
 
 
 def test_every_cpu_kernel_path_is_reached():
     """Together the calls reach every CPU kernel path of every op."""
     reached = {pair for path in CODE_PATHS.values() for pair in path.kernels}
-    every = {("conv", name) for name in ("cpu_torch", "cpu_depthwise", "cpu_tap_gemms", "cpu_column_gemm",
+    every = {("conv", name) for name in ("cpu_torch", "cpu_blocked_avx2", "cpu_blocked_avx512", "cpu_depthwise",
+                                         "cpu_tap_gemms", "cpu_column_gemm",
                                          "cpu_channels_last_direct", "cpu_channels_last_phase_planes",
                                          "cpu_channels_last_im2col")}
     every |= {("conv_transpose", name) for name in ("cpu_torch", "cpu_depthwise", "cpu_phase_planes", "cpu_gemm_col2im")}
@@ -47,7 +49,7 @@ def test_unequal_zero_pads_go_to_torch_where_its_padding_reads_the_same(size, pa
     x, w, b = conv_inputs((size, size), c_in=16, c_out=16)
     (lo, hi) = pads
     path = torch.ops.fastpad._conv_path(x, w, b, [2, 2], [lo, lo], [hi, hi], [1, 1], 1, "zeros", "cpu")
-    assert path == ("cpu_torch" if torch_expresses else "cpu_tap_gemms")
+    assert path == ("cpu_torch" if torch_expresses else dense_kernel(x.dtype))
     check_conv(x, w, b, stride=2, padding=(pads, pads))
 
 
@@ -61,7 +63,7 @@ def test_small_problems_and_strided_1x1_kernels_stay_with_fastpad(shape, out_cha
     x, w = torch.randn(shape), torch.randn(out_channels, shape[1], kernel, kernel)
     pads = [kernel // 2] * 2
     assert torch.ops.fastpad._conv_path(x, w, None, [stride] * 2, pads, pads, [1, 1], 1, "zeros",
-                                        "cpu") == "cpu_tap_gemms"
+                                        "cpu") == dense_kernel(x.dtype)
 
 
 # Channels-last shapes whose backward torch 2.13's own CPU convolution got wrong (a 1x1 stride-3 weight gradient off by

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "conv_params.h"
+#include "cpu/blocked_direct.h"
 #include "cpu/depthwise.h"
 #include "cpu/gemm_tiles.h"
 #include "cpu/phase_planes.h"
@@ -195,6 +196,103 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
   });
 }
 
+// Dense and grouped with float accumulation on an AVX2 or AVX-512 CPU, NCHW or channels-last: per (image, group, band
+// of output rows, range of output-channel blocks), the group's input channels become channels-last phase planes (the
+// NCHW copy transposes the band), and the register-blocked micro-kernel of cpu/blocked_direct.h computes every tap
+// and input channel of a tile of outputs in registers, out[band, co]. The band's kernel depth slices add onto it.
+template <typename scalar_t>
+void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                         at::Tensor& y, bool channels_last, ConvPath path) {
+  const bool avx512 = path == ConvPath::CpuBlockedAvx512;
+  const int64_t block_width = avx512 ? kBlockedDirectWidthAvx512 : kBlockedDirectWidthAvx2;
+  const int64_t vector = avx512 ? kBlockedDirectVectorAvx512 : kBlockedDirectVectorAvx2;
+  const auto micro_kernel = avx512 ? &blocked_direct_avx512 : &blocked_direct_avx2;
+  const int64_t groups = g.groups, c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
+  const int64_t depth = g.kernel[0], taps_2d = g.kernel[1] * g.kernel[2];
+  const int64_t co_blocks = (c_out + block_width - 1) / block_width, out_pitch = (c_out + vector - 1) / vector * vector;
+  const auto options = at::TensorOptions(at::kFloat);
+  // [groups, kd, co_blocks, kh*kw, Cg_in, block_width], zero beyond Cg_out; bias (or zeros) [groups, co_blocks * width].
+  const at::Tensor w_padded = at::zeros({groups, co_blocks * block_width, depth, taps_2d, c_in}, options);
+  w_padded.narrow(1, 0, c_out).copy_(weight.reshape({groups, c_out, c_in, depth, taps_2d}).permute({0, 1, 3, 4, 2}));
+  const at::Tensor w_packed =
+      w_padded.view({groups, co_blocks, block_width, depth, taps_2d, c_in}).permute({0, 3, 1, 4, 5, 2}).contiguous();
+  const float* w_data = w_packed.const_data_ptr<float>();
+  const at::Tensor init = at::zeros({groups, co_blocks * block_width}, options);
+  if (bias.defined()) init.narrow(1, 0, c_out).copy_(bias.view({groups, c_out}));
+  const float* init_data = init.const_data_ptr<float>();
+  const scalar_t* x_data = x.const_data_ptr<scalar_t>();
+  scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
+  const int64_t slice = g.conv_in_sizes[1] * g.conv_in_sizes[2], out_w = g.conv_out_sizes[2],
+                out_slice = g.conv_out_sizes[1] * out_w;
+  const int64_t bytes_per_position = out_pitch * static_cast<int64_t>(sizeof(float));  // out[band, out_pitch]
+  const auto make_planes = [&] {
+    return PhasePlanes<float>(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/c_in);
+  };
+  const int64_t bands = make_planes().bands();
+  // Output-channel blocks are split across work items only where images, groups and bands leave threads idle.
+  const int64_t slices = g.batch * groups * bands;
+  const int64_t co_splits = std::clamp<int64_t>((2 * at::get_num_threads() + slices - 1) / slices, 1, co_blocks);
+
+  at::parallel_for(0, slices * co_splits, 1, [&](int64_t begin, int64_t end) {
+    PhasePlanes<float> planes = make_planes();
+    std::vector<float> out(planes.band_buffer_size() * out_pitch);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t split = item % co_splits, band_index = (item / co_splits) % bands;
+      const int64_t group = (item / (co_splits * bands)) % groups, n = item / (co_splits * bands * groups);
+      const Band band = planes.band(band_index);
+      const int64_t block_begin = split * co_blocks / co_splits, block_end = (split + 1) * co_blocks / co_splits;
+      const int64_t co_begin = block_begin * block_width, co_end = std::min(block_end * block_width, c_out);
+      BlockedDirectArgs args{planes.taps().data(), taps_2d, c_in, nullptr, block_begin, block_end,
+                             out.data(), out_pitch, band.rows, planes.pitch(), band.cols,
+                             init_data + group * co_blocks * block_width, false};
+      for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
+        args.accumulate = false;
+        for (int64_t kd = 0; kd < depth; ++kd) {
+          const int64_t id = g.tap_source(0, od, kd);
+          if (id < 0) continue;
+          if (channels_last) {
+            planes.gather(x_data + (n * g.conv_in_sizes[0] + id) * slice * g.conv_in_channels + group * c_in, band,
+                          0, g.conv_in_channels);
+          } else {
+            planes.gather(x_data + (n * g.conv_in_channels + group * c_in) * g.conv_in_volume() + id * slice, band,
+                          0, 1, g.conv_in_volume());
+          }
+          args.weights = w_data + (group * depth + kd) * co_blocks * taps_2d * c_in * block_width;
+          micro_kernel(args, c_out);
+          args.accumulate = true;
+        }
+        if (!args.accumulate) {  // every depth tap read zero padding: the bias alone
+          for (int64_t t = 0; t < band.rows * planes.pitch(); ++t) {
+            std::copy(args.init + co_begin, args.init + co_end, out.data() + t * out_pitch + co_begin);
+          }
+        }
+        for (int64_t r = 0; r < band.rows; ++r) {  // the kept columns of each row
+          const float* out_row = out.data() + r * planes.pitch() * out_pitch;
+          const int64_t pixel = od * out_slice + (band.row0 + r) * out_w + band.col0;  // of the image's output
+          if (channels_last) {
+            scalar_t* y_row = y_data + (n * g.conv_out_volume() + pixel) * g.conv_out_channels + group * c_out;
+            for (int64_t c = 0; c < band.cols; ++c) {
+              at::vec::convert(out_row + c * out_pitch + co_begin, y_row + c * g.conv_out_channels + co_begin,
+                               co_end - co_begin);
+            }
+          } else {  // transposed kChannelBlock channels at a time: each pixel's channels read whole
+            constexpr int64_t kChannelBlock = 16;
+            scalar_t* y_first = y_data + (n * g.conv_out_channels + group * c_out) * g.conv_out_volume() + pixel;
+            for (int64_t co0 = co_begin; co0 < co_end; co0 += kChannelBlock) {
+              const int64_t block_end = std::min(co0 + kChannelBlock, co_end);
+              for (int64_t c = 0; c < band.cols; ++c) {
+                for (int64_t co = co0; co < block_end; ++co) {
+                  y_first[co * g.conv_out_volume() + c] = static_cast<scalar_t>(out_row[c * out_pitch + co]);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
 // Channels-last, one group, enough input channels: the NHWC form of the tap GEMMs below. Per (image, band of output
 // rows), phase planes keep every position's C_in channels together (lanes), so a tap is a [band, C_in] matrix and
 // out[band, C_out] accumulates planes_tap @ W_tap[C_in, C_out] for every (kh, kw) tap: no im2col.
@@ -337,7 +435,8 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
                      input.options().memory_format(format));
   if (y.numel() == 0) return y;
   const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
-  const ConvPath path = choose_conv_path(g, Backend::Cpu, channels_last, /*element_bytes=*/0);
+  const ConvPath path =
+      choose_conv_path(g, Backend::Cpu, channels_last, input.scalar_type() == at::kDouble ? 8 : 4, cpu_isa());
   if (path == ConvPath::CpuTorch) return torch_convolution(g, x, weight, b, /*transposed=*/false, y);
   if (path == ConvPath::CpuDepthwise) {
     depthwise_conv(g, x, weight, b, y, channels_last);
@@ -345,6 +444,13 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
   }
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_cpu", [&] {
     switch (path) {
+      case ConvPath::CpuBlockedAvx2:
+      case ConvPath::CpuBlockedAvx512:
+        if constexpr (!std::is_same_v<scalar_t, double>) {
+          blocked_direct_conv<scalar_t>(g, x, weight, b, y, channels_last, path);
+          break;
+        }
+        TORCH_INTERNAL_ASSERT(false, "fastpad conv: the blocked kernel takes float accumulation only");
       case ConvPath::CpuChannelsLastDirect:
         direct_conv_nhwc<scalar_t>(g, x, weight, b, y);
         break;

@@ -109,27 +109,50 @@ class PhasePlanes {
   int64_t channel_stride() const { return channel_stride_; }
 
   // Fills the phase planes of `channel` for `band` from one (H, W) input slice whose pixels are `pixel_stride`
-  // elements apart (channels-last: the input's channel count).
+  // elements apart (channels-last: the input's channel count). With lanes, a pixel's channels are `lane_stride`
+  // apart in the slice: 1 from channels-last, H * W from NCHW (the copy then transposes the band).
   template <typename scalar_t>
-  void gather(const scalar_t* slice, const Band& band, int64_t channel = 0, int64_t pixel_stride = 1) {
+  void gather(const scalar_t* slice, const Band& band, int64_t channel = 0, int64_t pixel_stride = 1,
+              int64_t lane_stride = 1) {
     for_each_phase_row(channel, band, [&](acc_t* dst, int64_t in_row, const Columns& columns) {
       if (in_row < 0) {
         std::fill_n(dst, pitch_ * lanes_, acc_t(0));
         return;
       }
       const scalar_t* src = slice + in_row * g_.conv_in_sizes[2] * pixel_stride;
-      if (lanes_ > 1) {  // channels-last: each position takes `lanes` channels of one input pixel
+      if (lanes_ > 1) {  // each position takes `lanes` channels of one input pixel
+        // One pixel's channels into position t's lanes.
+        const auto copy_pixel = [&](const scalar_t* pixel, acc_t* lanes) {
+          if (lane_stride == 1) {
+            at::vec::convert(pixel, lanes, lanes_);
+          } else {
+            for (int64_t lane = 0; lane < lanes_; ++lane) lanes[lane] = static_cast<acc_t>(pixel[lane * lane_stride]);
+          }
+        };
         for (const auto& [t, source] : columns.borders) {
           if (source < 0) {
             std::fill_n(dst + t * lanes_, lanes_, acc_t(0));
           } else {
-            at::vec::convert(src + source * pixel_stride, dst + t * lanes_, lanes_);
+            copy_pixel(src + source * pixel_stride, dst + t * lanes_);
           }
         }
         const scalar_t* first = src + columns.interior_source * pixel_stride;
         acc_t* out = dst + columns.interior_begin * lanes_;
-        for (int64_t t = 0; t < columns.interior_count; ++t) {
-          at::vec::convert(first + t * stride_w_ * pixel_stride, out + t * lanes_, lanes_);
+        if (lane_stride == 1) {
+          for (int64_t t = 0; t < columns.interior_count; ++t) {
+            copy_pixel(first + t * stride_w_ * pixel_stride, out + t * lanes_);
+          }
+        } else {  // NCHW: kLaneBlock channels' rows at a time, each read in order, each position's lanes written whole
+          constexpr int64_t kLaneBlock = 16;
+          for (int64_t lane0 = 0; lane0 < lanes_; lane0 += kLaneBlock) {
+            const int64_t block = std::min(kLaneBlock, lanes_ - lane0);
+            const scalar_t* rows = first + lane0 * lane_stride;
+            for (int64_t t = 0; t < columns.interior_count; ++t) {
+              const scalar_t* pixel = rows + t * stride_w_ * pixel_stride;
+              acc_t* position = out + t * lanes_ + lane0;
+              for (int64_t lane = 0; lane < block; ++lane) position[lane] = static_cast<acc_t>(pixel[lane * lane_stride]);
+            }
+          }
         }
         return;
       }

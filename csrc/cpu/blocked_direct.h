@@ -1,0 +1,42 @@
+// The register-blocked direct convolution over channels-last phase planes (cpu_blocked_avx2, cpu_blocked_avx512):
+// the interface between the torch-side driver (conv.cpp) and the micro-kernels, which are compiled once per
+// instruction set (blocked_direct_avx2.cpp, blocked_direct_avx512.cpp) and chosen when the op runs. Free of torch.
+//
+// For a band of flattened output positions t (cpu/phase_planes.h, lanes = input channels) and a block of B output
+// channels (kBlockedDirectWidth*), out[t, co] = init[t, co] + sum over taps and ci of planes_tap[t * lanes + ci] * w[tap, ci, co]: a tile of
+// P positions x B channels stays in registers for the whole reduction, so the output is written once per band (a GEMM
+// per tap would re-read and re-write it for every tap). Each weight vector is loaded once for P positions, each input
+// value broadcast once for B channels.
+#pragma once
+
+#include <cstdint>
+
+namespace fastpad::cpu {
+
+struct BlockedDirectArgs {
+  const float* const* taps;  // per tap, the phase-plane run of position 0: [t * lanes + ci]
+  int64_t num_taps, lanes;
+  const float* weights;  // [co_blocks][num_taps][lanes][block_width], zero beyond the real output channels
+  int64_t co_block_begin, co_block_end;
+  float* out;  // [t][out_pitch]: block b's channels at b * block_width; out_pitch: the channels rounded up to vectors
+  int64_t out_pitch;
+  int64_t rows, row_pitch, cols;  // the positions computed: t = r * row_pitch + c for r < rows, c < cols
+  const float* init;  // accumulate == false: out starts from init[co] (the bias, or zeros); true: from out itself
+  bool accumulate;
+};
+
+// Output channels per block: three vectors for AVX2 (24), four for AVX-512 (64). In the last block, only the vectors
+// that hold real channels are computed. `vector` floats: out's pitch is a whole number of vectors.
+constexpr int64_t kBlockedDirectWidthAvx2 = 24, kBlockedDirectVectorAvx2 = 8;
+constexpr int64_t kBlockedDirectWidthAvx512 = 64, kBlockedDirectVectorAvx512 = 16;
+
+// `channels`: the real output channels (per group); the blocks beyond them are never read or written.
+void blocked_direct_avx2(const BlockedDirectArgs& args, int64_t channels);
+void blocked_direct_avx512(const BlockedDirectArgs& args, int64_t channels);
+
+// Float32 multiply-adds a core can retire per second on this instruction set: `iterations` rounds of independent
+// vector FMAs; returns the multiply-adds done (the caller times it).
+int64_t fma_peak_loop_avx2(int64_t iterations, float* sink);
+int64_t fma_peak_loop_avx512(int64_t iterations, float* sink);
+
+}  // namespace fastpad::cpu

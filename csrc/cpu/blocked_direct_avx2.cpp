@@ -1,0 +1,38 @@
+// cpu/blocked_direct.h's micro-kernels for AVX2 + FMA (8 floats per vector, 16 registers): blocks of 3 vectors (24
+// channels), tiles of 4 positions x 3 vectors (12 accumulators, 3 weight vectors, 1 broadcast). Compiled for AVX2
+// whatever the build's flags; called only where the CPU has AVX2 and FMA (kernel_paths.h).
+#include "cpu/blocked_direct.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <algorithm>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+
+namespace fastpad::cpu {
+namespace blocked_avx2 {
+
+struct Isa {
+  using V = __m256;
+  static constexpr int kLanes = 8, kRegisters = 16, kVectors = 3;
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+};
+
+#include "cpu/blocked_direct_kernel.h"
+
+}  // namespace blocked_avx2
+
+void blocked_direct_avx2(const BlockedDirectArgs& args, int64_t channels) {
+  blocked_avx2::blocked_direct(args, channels);
+}
+int64_t fma_peak_loop_avx2(int64_t iterations, float* sink) { return blocked_avx2::fma_peak_loop(iterations, sink); }
+
+}  // namespace fastpad::cpu
+
+#pragma GCC pop_options
+#endif  // __x86_64__

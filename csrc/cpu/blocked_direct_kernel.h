@@ -1,0 +1,111 @@
+// The micro-kernels of cpu/blocked_direct.h, written once over a vector type `Isa` and included by one source file
+// per instruction set, inside that file's `#pragma GCC target` region and its own namespace (so that nothing here is
+// shared between instruction sets). Isa provides V, kLanes (floats per vector), kRegisters, kVectors (vectors of
+// output channels per block), load, store, broadcast, fmadd. A tile of U vectors takes as many positions P as its
+// U x P accumulators, U weight vectors and one broadcast leave registers for.
+//
+// Included only from blocked_direct_<isa>.cpp: no include guard, no includes (they come before the target region).
+
+// Input channels per pass over the band: the pass's weights for one block of channels, taps x ci x width floats,
+// stay in L1 (16 KiB of its 32-48 KiB) while every tile of the band reuses them.
+// A tile of P positions [t0, t0 + P) x U vectors of channels at c0, over every tap and input channel: out is set from
+// init, or added onto (a.accumulate). The block's weights (taps x lanes x width floats) stream from L2 once per tile:
+// splitting the reduction into L1-sized passes, re-reading and re-writing out between them, measured slower.
+template <int P, int U>
+inline void tile(const BlockedDirectArgs& a, const float* w_block, int64_t block_width, int64_t t0, int64_t c0) {
+  using V = typename Isa::V;
+  V acc[P][U];
+#pragma GCC unroll 32
+  for (int p = 0; p < P; ++p) {
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) {
+      acc[p][u] = a.accumulate ? Isa::load(a.out + (t0 + p) * a.out_pitch + c0 + u * Isa::kLanes)
+                             : Isa::load(a.init + c0 + u * Isa::kLanes);
+    }
+  }
+  const int64_t lanes = a.lanes;
+  for (int64_t tap = 0; tap < a.num_taps; ++tap) {
+    const float* x = a.taps[tap] + t0 * lanes;
+    const float* w = w_block + tap * lanes * block_width;
+    for (int64_t ci = 0; ci < lanes; ++ci, ++x, w += block_width) {
+      V wv[U];
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) wv[u] = Isa::load(w + u * Isa::kLanes);
+#pragma GCC unroll 32
+      for (int p = 0; p < P; ++p) {
+        const V xv = Isa::broadcast(x + p * lanes);
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u) acc[p][u] = Isa::fmadd(xv, wv[u], acc[p][u]);
+      }
+    }
+  }
+#pragma GCC unroll 32
+  for (int p = 0; p < P; ++p) {
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) Isa::store(a.out + (t0 + p) * a.out_pitch + c0 + u * Isa::kLanes, acc[p][u]);
+  }
+}
+
+// Positions per tile of U vectors of channels: as many as the registers hold, at most kMaxPositions.
+constexpr int kMaxPositions = 16;
+template <int U>
+constexpr int kTilePositions = std::min(kMaxPositions, (Isa::kRegisters - U - 1) / U);
+
+// The band's last `left` (< P) positions: the tile of exactly that many.
+template <int P, int U>
+inline void remainder_tile(int64_t left, const BlockedDirectArgs& a, const float* w_block, int64_t block_width,
+                           int64_t t0, int64_t c0) {
+  if constexpr (P > 1) {
+    if (left < P) return remainder_tile<P - 1, U>(left, a, w_block, block_width, t0, c0);
+  }
+  tile<P, U>(a, w_block, block_width, t0, c0);
+}
+
+// Every kept position of the band for U vectors of channels at c0, row by row (the columns past a row's last kept one
+// are never computed): tiles of P positions, then one of the row's remainder.
+template <int P, int U>
+inline void all_positions(const BlockedDirectArgs& a, const float* w_block, int64_t block_width, int64_t c0) {
+  for (int64_t r = 0; r < a.rows; ++r) {
+    const int64_t row_begin = r * a.row_pitch, row_end = row_begin + a.cols;
+    int64_t t0 = row_begin;
+    for (; t0 + P <= row_end; t0 += P) tile<P, U>(a, w_block, block_width, t0, c0);
+    if (t0 < row_end) remainder_tile<P - 1, U>(row_end - t0, a, w_block, block_width, t0, c0);
+  }
+}
+
+// The block's vectors of channels that hold real ones, U of them: one tile shape each.
+template <int U>
+inline void block_of_vectors(int64_t vectors, const BlockedDirectArgs& a, const float* w_block, int64_t block_width,
+                             int64_t c0) {
+  if constexpr (U > 1) {
+    if (vectors < U) return block_of_vectors<U - 1>(vectors, a, w_block, block_width, c0);
+  }
+  all_positions<kTilePositions<U>, U>(a, w_block, block_width, c0);
+}
+
+inline void blocked_direct(const BlockedDirectArgs& a, int64_t channels) {
+  constexpr int64_t block_width = Isa::kVectors * Isa::kLanes;
+  for (int64_t b = a.co_block_begin; b < a.co_block_end; ++b) {
+    const int64_t c0 = b * block_width, vectors = (std::min(channels - c0, block_width) + Isa::kLanes - 1) / Isa::kLanes;
+    block_of_vectors<Isa::kVectors>(vectors, a, a.weights + b * a.num_taps * a.lanes * block_width, block_width, c0);
+  }
+}
+
+// kAccumulators independent FMA chains (more than the FMA latency times the FMA units), `iterations` times.
+inline int64_t fma_peak_loop(int64_t iterations, float* sink) {
+  using V = typename Isa::V;
+  constexpr int kAccumulators = 12;
+  float one = 1.0f, tiny = 1e-7f;
+  V acc[kAccumulators];
+  const V x = Isa::broadcast(&one), y = Isa::broadcast(&tiny);
+#pragma GCC unroll 12
+  for (int i = 0; i < kAccumulators; ++i) acc[i] = Isa::broadcast(&tiny);
+  for (int64_t it = 0; it < iterations; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kAccumulators; ++i) acc[i] = Isa::fmadd(x, y, acc[i]);
+  }
+#pragma GCC unroll 12
+  for (int i = 1; i < kAccumulators; ++i) acc[0] = Isa::fmadd(x, acc[i], acc[0]);
+  Isa::store(sink, acc[0]);  // keeps the loop from being optimised away
+  return iterations * kAccumulators * Isa::kLanes;
+}

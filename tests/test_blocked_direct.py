@@ -1,0 +1,137 @@
+"""The register-blocked direct conv kernels (cpu/blocked_direct.h): every tile shape they have, at every ISA this CPU
+runs, in NCHW and channels-last, 1-3 spatial dims, every padding mode, float32 and bfloat16, against the float64
+reference with the output allocator poisoned; each case asserts the kernel it reaches. Also the run-time ISA choice
+(FASTPAD_CPU_ISA) and the FMA-peak microbenchmark behind `python -m fastpad bench`."""
+
+import random
+
+import pytest
+import torch
+
+from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa
+from reference import assert_matches, expected_conv, poison
+from fastpad.cases import ConvCase
+
+# Output channels per block and per vector of each ISA (cpu/blocked_direct.h), and positions per tile of U vectors
+# (blocked_direct_kernel.h: min(16, (registers - U - 1) / U)).
+BLOCK = {"avx2": (24, 8, 16), "avx512": (64, 16, 32)}  # (block width, vector, registers)
+
+
+def tile_positions(isa, vectors):
+    return min(16, (BLOCK[isa][2] - vectors - 1) // vectors)
+
+
+def isas_here():
+    return [isa for isa in ISA_ORDER[1:] if ISA_ORDER.index(isa) <= ISA_ORDER.index(machine_isa())]
+
+
+def run_case(case, isa):
+    """fastpad's output for fresh random inputs against the float64 reference, at `isa`; asserts the kernel."""
+    x, w, b = case.random_inputs()
+    with cpu_isa_limit(isa):
+        path = torch.ops.fastpad._conv_path(x, w, b, *case.conv_op_arguments(), "cpu")
+        assert path == f"cpu_blocked_{isa}", case.describe()
+        expected_shape = expected_conv(x[:1].double(), w.double(), None, **case.kwargs()).shape
+        poison((x.shape[0], *expected_shape[1:]), x.dtype)
+        y = case.fastpad_function()(x, w, b)
+    expected = expected_conv(x.double(), w.double(), None if b is None else b.double(), **case.kwargs())
+    assert_matches(y, expected.to(y.dtype), what=case.describe())
+
+
+def every_tile_shape(isa):
+    """Cases whose output channels end in each possible count of vectors of a block, with row widths that leave each
+    possible remainder of that tile's positions, and bands with their depth taps all in the padding (bias only)."""
+    width, vector, _ = BLOCK[isa]
+    cases = []
+    for vectors in range(1, width // vector + 1):
+        positions = tile_positions(isa, vectors)
+        for remainder in range(positions):
+            out_channels = width + (vectors - 1) * vector + 3  # one whole block, then `vectors` of the next
+            cases.append(ConvCase(False, (3, 2 * positions + remainder), 16, out_channels, 3, padding="same",
+                                  batch=1))
+    cases.append(ConvCase(False, (2, 5, 6), 16, 20, 3, padding=((3, 3), (1, 1), (1, 1)), batch=1))
+    return cases
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_every_tile_shape(isa):
+    if isa not in isas_here():
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    for case in every_tile_shape(isa):
+        run_case(case, isa)
+
+
+def random_case(rng):
+    dims = rng.choice([1, 2, 2, 3])
+    groups = rng.choice([1, 1, 2, 3])
+    kernel = tuple(rng.randint(1, 4) for _ in range(dims))
+    dilation = tuple(rng.randint(1, 2) for _ in range(dims))
+    size = tuple(rng.randint((k - 1) * d + 1, 12 if dims < 3 else 7) for k, d in zip(kernel, dilation))
+    mode = rng.choice(["zeros", "zeros", "reflect", "replicate", "circular"])
+    # Per-side pads below each size, so that every mode can take them; asymmetric, so torch's own conv never does.
+    pads = tuple((rng.randint(0, min(3, s - 1)), rng.randint(0, min(3, s - 1))) for s in size)
+    if mode == "zeros":
+        pads = tuple((lo, lo + 1) for lo, _ in pads)
+    layout = "channels_last" if dims > 1 and rng.random() < 0.5 else "contiguous"
+    return ConvCase(False, size, groups * rng.choice([16, 17, 40]), groups * rng.choice([1, 9, 24, 33, 70]), kernel,
+                    tuple(rng.randint(1, 3) for _ in range(dims)), pads, dilation=dilation, groups=groups,
+                    padding_mode=mode, batch=rng.randint(1, 3), bias=rng.random() < 0.7, layout=layout,
+                    dtype=rng.choice(["float32", "float32", "bfloat16"]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_cases_at_every_isa_here(seed):
+    rng = random.Random(seed)
+    isas = isas_here()
+    if not isas:
+        pytest.skip("this CPU has neither AVX2 nor AVX-512")
+    for _ in range(25):
+        run_case(random_case(rng), rng.choice(isas))
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "reflect"])
+def test_a_long_row_goes_in_column_tiles(padding_mode):
+    """A 40,000-sample row: the 256 KiB band holds 256 KiB / (16 lanes x 4 B + 24 channels x 4 B) = 1638 columns, so
+    the planes tile it (cpu/phase_planes.h) with the halo of the 5 taps."""
+    isas = isas_here()
+    if not isas:
+        pytest.skip("this CPU has neither AVX2 nor AVX-512")
+    for stride in (1, 3):
+        run_case(ConvCase(False, (40_000 // stride,), 16, 24, 5, stride, "causal", padding_mode=padding_mode, batch=1),
+                 isas[-1])
+
+
+def test_the_isa_cap_picks_the_kernel():
+    """FASTPAD_CPU_ISA caps the ISA at run time: baseline sends float32 dense convs to the GEMM kernels, and a cap above
+    what the CPU has changes nothing."""
+    case = ConvCase(False, (9, 10), 16, 24, 3, 2, "same")
+    x, w, b = case.random_inputs()
+    with cpu_isa_limit("baseline"):
+        assert torch.ops.fastpad._cpu_isa() == "baseline"
+        assert torch.ops.fastpad._conv_path(x, w, b, *case.conv_op_arguments(), "cpu") == "cpu_tap_gemms"
+    with cpu_isa_limit("avx512"):
+        assert torch.ops.fastpad._cpu_isa() == machine_isa()
+
+
+def test_float64_never_takes_the_blocked_kernels():
+    case = ConvCase(False, (9, 10), 16, 24, 3, 2, "same", dtype="float64")
+    x, w, b = case.random_inputs()
+    assert torch.ops.fastpad._conv_path(x, w, b, *case.conv_op_arguments(), "cpu") == "cpu_tap_gemms"
+
+
+def test_a_bad_isa_cap_names_the_variable_and_value():
+    case = ConvCase(False, (9, 10), 16, 24, 3, 2, "same")
+    x, w, b = case.random_inputs()
+    with cpu_isa_limit("sse9"), pytest.raises(RuntimeError, match="FASTPAD_CPU_ISA.*'sse9'"):
+        case.fastpad_function()(x, w, b)
+
+
+def test_fma_peak():
+    if machine_isa() == "baseline":
+        with pytest.raises(RuntimeError, match="AVX2"):
+            torch.ops.fastpad._cpu_fma_peak(0.05)
+        return
+    peak = torch.ops.fastpad._cpu_fma_peak(0.05)
+    assert 0 < peak < 1e5  # GFLOP/s
+    with pytest.raises(RuntimeError, match="seconds.*-1"):
+        torch.ops.fastpad._cpu_fma_peak(-1.0)
