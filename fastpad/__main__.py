@@ -28,7 +28,7 @@ def run_bench(args: argparse.Namespace) -> int:
     return runner.main(
         device=args.device, dtype=args.dtype, batch=args.batch, layers=args.layers,
         channels_last=args.channels_last, quick=args.quick, json_path=args.json, markdown_path=args.markdown,
-        png_path=args.png, out_dir=args.out_dir, random_count=args.random, seed=args.seed)
+        png_path=args.png, out_dir=args.out_dir, random_count=args.random, seed=args.seed, peers=args.peers)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--seed", type=int, help="the seed of --random (default: a fresh one, printed)")
     bench.add_argument("--channels-last", action="store_true", help="channels_last inputs and weights (2-d, 3-d)")
     bench.add_argument("--quick", action="store_true", help="fewer repeats")
+    bench.add_argument("--peers", choices=["all", "none"], default="all",
+                       help="all (default): also time torch.compile of F.pad + conv (compiled per layer and mode, "
+                            "which takes seconds) and, on the CPU, onnxruntime (forward); none: skip both")
     bench.add_argument("--json", metavar="PATH", help="write the results as JSON")
     bench.add_argument("--markdown", metavar="PATH", help="write the results as a markdown table")
     bench.add_argument("--png", metavar="PATH",

@@ -11,7 +11,7 @@ import torch
 from fastpad.bench import runner
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ONE_SMALL_LAYER = ("--quick", "--batch", "1", "--layers", "encodec*", "--device", "cpu")
+ONE_SMALL_LAYER = ("--quick", "--batch", "1", "--layers", "encodec*", "--device", "cpu", "--peers", "none")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -67,8 +67,8 @@ def test_bench_random_smoke_prints_seed_losers_and_geomeans(tmp_path):
     """The random-layer mode on 5 layers: the seed to replay it, the losers (or that there are none), the geomeans;
     the same seed draws the same layers."""
     json_path = tmp_path / "run.json"
-    result = run_fastpad("bench", "--random", "5", "--seed", "7", "--quick", "--device", "cpu", "--json",
-                         str(json_path))
+    result = run_fastpad("bench", "--random", "5", "--seed", "7", "--quick", "--device", "cpu", "--peers", "none",
+                         "--json", str(json_path))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "random layers: 5 drawn from seed 7 (again: --random 5 --seed 7)" in result.stdout
     assert "slower than F.pad + conv" in result.stdout

@@ -79,7 +79,7 @@ def test_pip_install_into_a_fresh_venv_and_run_the_tools_outside_the_checkout(tm
     check = run([python, "-I", "-m", "fastpad", "check", "--quick", "--device", "cpu"], cwd=outside)
     assert "3582 cases" in check and ", 0 failed" in check, check[-2000:]
     bench = run([python, "-I", "-m", "fastpad", "bench", "--quick", "--batch", "1", "--layers", "encodec*",
-                 "--device", "cpu", "--json", "run.json"], cwd=outside)
+                 "--device", "cpu", "--peers", "none", "--json", "run.json"], cwd=outside)
     rows = json.loads((outside / "run.json").read_text())
     assert [row["layer"] for row in rows["results"]] == ["encodec.conv1d_k8s4_reflect"] * 2, bench
     assert rows["context"]["commit"].startswith(head[:7]) and "installed build" in rows["context"]["commit"]

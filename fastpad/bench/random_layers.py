@@ -17,6 +17,7 @@ from typing import List, Optional
 import torch
 
 from fastpad.bench.layers import Layer
+from fastpad.bench.peers import multiply_adds
 from fastpad.cases import ConvCase
 
 WORK_LIMIT = 150e6  # multiply-adds of one forward call
@@ -82,16 +83,8 @@ def output_shape(case: ConvCase) -> Optional[torch.Size]:
         return None
 
 
-def work(case: ConvCase, out_shape) -> float:
-    """Multiply-adds of one forward call: each element of the output (conv), or of the input (transposed), times the
-    channels per group of the other side and the taps."""
-    elements = math.prod(case.input_shape() if case.transposed else out_shape)
-    per_group = (case.out_channels if case.transposed else case.in_channels) // case.groups
-    return elements * per_group * math.prod(case.per_dim(case.kernel))
-
-
 def too_big(case: ConvCase, out_shape) -> bool:
-    return (work(case, out_shape) > WORK_LIMIT or math.prod(case.input_shape()) > ELEMENT_LIMIT
+    return (multiply_adds(case) > WORK_LIMIT or math.prod(case.input_shape()) > ELEMENT_LIMIT
             or math.prod(out_shape) > ELEMENT_LIMIT)
 
 

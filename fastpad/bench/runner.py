@@ -1,13 +1,22 @@
 """The benchmark runner behind `python -m fastpad bench`.
 
-For each layer of fastpad/bench/layers.py it times three variants on the same input, in one process:
+For each layer of fastpad/bench/layers.py it times these variants on the same input, in one process:
 - fastpad: the fused op;
 - pad+conv: F.pad + F.conv* (transposed: the full F.conv_transpose* + crop), i.e. fastpad/reference.py;
 - floor: torch's own conv with symmetric padding (max(lo, hi) per dimension; transposed: the nearest symmetric crop
-  with output_padding), which reads the input without a padded copy: the time to beat for "padding is free".
+  with output_padding), which reads the input without a padded copy: the time to beat for "padding is free";
+- and, unless `--peers none`, two peers (fastpad/bench/peers.py): compile, torch.compile (inductor, dynamic=False)
+  of the pad+conv function, compiled per layer and mode before the warm-up; and onnxruntime, forward on the CPU only,
+  one ONNX Conv (ConvTranspose) node with the layer's pads as attributes (padding mode "zeros" only; a float32 model
+  for bfloat16 runs, none for float64, which ONNX Runtime's CPU Conv lacks; always NCHW input). Each peer's first
+  output is checked against the float64 reference: a wrong peer is reported, never timed.
 The variants are interleaved (ABCABC...) after warm-up, and the median of the repeats is reported, for forward and
 for forward+backward. CUDA times come from CUDA events. The error column is fastpad's relative error (by norm)
 against the float64 reference on the same input: the output for forward, output and all gradients for fwd+bwd.
+The columns fastpad/compile and fastpad/ORT are the time ratios to the peers ('-' where a peer has no time: the run
+context says why), and the JSON has each peer's milliseconds (compile_ms, onnxruntime_ms). On the CPU, where the
+extension has torch.ops.fastpad._cpu_fma_peak, the header gives the float32 FMA peak of torch's threads, and the
+"% peak" column of the forward rows is fastpad's 2 * multiply-adds / time as a share of it.
 
 While the suite runs, a progress line on stderr shows the layer and mode, the elapsed time and an ETA (redrawn in
 place on a terminal; one plain line per finished layer in CI logs and pipes). The results are printed as a table and
@@ -27,6 +36,7 @@ import shutil
 import statistics
 import sys
 import time
+import warnings
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple
@@ -35,6 +45,7 @@ import torch
 
 from fastpad._info import cpu_model_and_features, source_description
 from fastpad._report import markdown_table, text_table
+from fastpad.bench import peers as peer_tools
 from fastpad.bench.layers import SUITE, Layer
 from fastpad.bench.random_layers import random_layers
 from fastpad.cases import ConvCase, arrange, dtype_name
@@ -43,6 +54,7 @@ from fastpad.reference import CONV_BY_DIMS, CONV_TRANSPOSE_BY_DIMS, output_and_g
 DEFAULT_OUT_DIR = Path("fastpad-bench")
 MODES = ("forward", "fwd+bwd")
 BUSY_LOAD_AVERAGE = 0.5  # above this 1-minute load average, CPU timings are flagged as unreliable
+FMA_PEAK_SECONDS = 0.3
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,9 @@ class Measurement:
     floor_ms: float
     repeats: int
     max_rel_error: float
+    compile_ms: Optional[float] = None  # None: not timed (--peers none, or the peer could not run the layer)
+    onnxruntime_ms: Optional[float] = None
+    percent_of_fma_peak: Optional[float] = None  # forward rows on the CPU, where the FMA peak was measured
 
     @property
     def ratio_to_pad_conv(self) -> float:
@@ -77,6 +92,14 @@ class Measurement:
     @property
     def ratio_to_floor(self) -> float:
         return self.fastpad_ms / self.floor_ms
+
+    @property
+    def ratio_to_compile(self) -> Optional[float]:
+        return None if self.compile_ms is None else self.fastpad_ms / self.compile_ms
+
+    @property
+    def ratio_to_onnxruntime(self) -> Optional[float]:
+        return None if self.onnxruntime_ms is None else self.fastpad_ms / self.onnxruntime_ms
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -146,10 +169,12 @@ def forward_step(function: Callable, inputs: Sequence[torch.Tensor]) -> Callable
     return step
 
 
-def forward_backward_step(function: Callable, inputs: Sequence[torch.Tensor]) -> Callable[[], None]:
+def forward_backward_step(function: Callable, inputs: Sequence[torch.Tensor],
+                          grad_output: Optional[torch.Tensor] = None) -> Callable[[], None]:
     leaves = [t.detach().requires_grad_() for t in inputs]
-    with torch.no_grad():
-        grad_output = torch.randn_like(function(*inputs))
+    if grad_output is None:
+        with torch.no_grad():
+            grad_output = torch.randn_like(function(*inputs))
 
     def step():
         for leaf in leaves:
@@ -169,6 +194,8 @@ class Settings:
     batch: Optional[int]
     channels_last: bool
     effort: Effort
+    peers: str = "all"  # or "none": no compile or onnxruntime columns
+    fma_peak_gflops: Optional[float] = None  # float32 FMA peak of torch's threads, where measured
 
 
 def layer_case(layer: Layer, settings: Settings) -> ConvCase:
@@ -211,25 +238,114 @@ def errors_against_reference(case: ConvCase, inputs: List[torch.Tensor]) -> Dict
     return {"forward": output_error, "fwd+bwd": max([output_error] + grad_errors)}
 
 
-def measure_layer(layer: Layer, settings: Settings, on_phase: Callable[[str], None]) -> List[Measurement]:
-    """Forward and fwd+bwd timings of the three variants, with fastpad's error. on_phase(name) is called as each phase
-    starts: 'error check', then each mode."""
+class PeerNotes:
+    """Why the peers have no time for some (layer, mode): each distinct reason once, with where it happened."""
+    SHOWN_PLACES = 5
+
+    def __init__(self):
+        self.places: Dict[Tuple[str, str], List[str]] = {}  # (peer, reason) -> ['layer mode', ...]
+        self.wrong: List[str] = []  # 'peer on layer mode', for each wrong output
+
+    def attempt(self, peer: str, place: str, build: Callable):
+        """build() (a step or peer object), or None, with the reason noted, where the peer cannot run the layer."""
+        try:
+            return build()
+        except peer_tools.PeerUnavailable as reason:
+            self.note(peer, str(reason), place)
+        except peer_tools.PeerWrong as reason:
+            self.wrong.append(f"{peer} on {place}")
+            self.note(peer, f"WRONG OUTPUT, not timed: {reason}", place)
+        except Exception as error:  # e.g. no C++ compiler for inductor: the column shows '-' and the run goes on
+            text = str(error).strip()
+            self.note(peer, f"{type(error).__name__}: {text.splitlines()[0][:300] if text else ''}", place)
+        return None
+
+    def note(self, peer: str, reason: str, place: str) -> None:
+        self.places.setdefault((peer, reason), []).append(place)
+
+    def context_entries(self) -> Dict[str, str]:
+        """e.g. {'onnxruntime not timed': "padding_mode 'reflect' needs ... (encodec.conv1d_k8s4_reflect forward)"}"""
+        entries: Dict[str, List[str]] = {}
+        for (peer, reason), places in self.places.items():
+            shown = ", ".join(places[:self.SHOWN_PLACES])
+            more = f" and {len(places) - self.SHOWN_PLACES} more" if len(places) > self.SHOWN_PLACES else ""
+            entries.setdefault(f"{peer} not timed", []).append(f"{reason} ({shown}{more})")
+        return {key: "; ".join(reasons) for key, reasons in entries.items()}
+
+
+def reference_output(case: ConvCase, inputs: List[torch.Tensor]) -> torch.Tensor:
+    """The float64 reference output on `inputs`, which the peers' outputs are checked against."""
+    with torch.no_grad():
+        return with_optional_bias(case.reference_function(), case)(*[t.double() for t in inputs])
+
+
+def compile_step(function: Callable, inputs: List[torch.Tensor], mode: str, expected: torch.Tensor,
+                 limit: float) -> Callable[[], None]:
+    """The timed step of torch.compile(function) in `mode`, compiled here by one call (forward: its output checked
+    against `expected`; fwd+bwd: forward and backward once), so the compile time stays out of the timing."""
+    compiled = peer_tools.compiled(function)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if mode == "forward":
+            with torch.no_grad():
+                output = compiled(*inputs)
+            peer_tools.check_output("compile", output, expected, limit)
+            return forward_step(compiled, inputs)
+        # A grad_output of the reference's shape: drawing it from compiled() itself would compile a no-grad graph too.
+        grad_output = torch.randn(expected.shape, dtype=inputs[0].dtype, device=inputs[0].device)
+        step = forward_backward_step(compiled, inputs, grad_output)
+        step()
+        return step
+
+
+def fma_peak_percent(case: ConvCase, fastpad_ms: float, peak_gflops: Optional[float]) -> Optional[float]:
+    """fastpad's forward FLOP/s (2 per multiply-add) as a percentage of the FMA peak."""
+    if not peak_gflops:
+        return None
+    return 100 * 2 * peer_tools.multiply_adds(case) / (fastpad_ms * 1e-3) / (peak_gflops * 1e9)
+
+
+def measure_layer(layer: Layer, settings: Settings, on_phase: Callable[[str], None],
+                  notes: Optional[PeerNotes] = None) -> List[Measurement]:
+    """Forward and fwd+bwd timings of the variants, with fastpad's error. on_phase(name) is called as each phase
+    starts: 'error check', then each mode (with the peers, '<mode> compile' before it). The peers run where
+    settings.peers is 'all' and they can; `notes` collects why not."""
     case = layer_case(layer, settings)
     inputs = case_inputs(case, settings.device)
     functions = {name: with_optional_bias(function, case) for name, function in variant_functions(case).items()}
     on_phase("error check")
     errors = errors_against_reference(case, inputs)
+    with_peers = settings.peers == "all"
+    notes = notes if notes is not None else PeerNotes()
+    onnxruntime = None
+    if with_peers:
+        expected = reference_output(case, inputs)
+        if settings.device.type == "cpu" and peer_tools.onnxruntime_version():  # else the run context says why not
+            onnxruntime = notes.attempt("onnxruntime", f"{layer.name} forward", lambda: peer_tools.onnxruntime_conv(
+                case, inputs, expected, torch.get_num_threads()))
     make_step = {"forward": forward_step, "fwd+bwd": forward_backward_step}
     measurements = []
     for mode in MODES:
-        on_phase(mode)
         steps = {name: make_step[mode](function, inputs) for name, function in functions.items()}
+        if with_peers:
+            on_phase(f"{mode} compile")
+            step = notes.attempt("compile", f"{layer.name} {mode}", lambda: compile_step(
+                functions["pad+conv"], inputs, mode, expected, tolerance(settings.dtype)))
+            if step is not None:
+                steps["compile"] = step
+            if mode == "forward" and onnxruntime is not None:
+                steps["onnxruntime"] = onnxruntime.run
+        on_phase(mode)
         medians, repeats = median_times_interleaved(steps, settings.device, settings.effort)
+        milliseconds = {name: 1e3 * seconds for name, seconds in medians.items()}
         measurements.append(Measurement(
             layer=layer.name, model=layer.model, mode=mode,
             shape=case.shape_text() + (" channels_last" if case.layout == "channels_last" else ""),
-            fastpad_ms=1e3 * medians["fastpad"], pad_conv_ms=1e3 * medians["pad+conv"],
-            floor_ms=1e3 * medians["floor"], repeats=repeats, max_rel_error=errors[mode]))
+            fastpad_ms=milliseconds["fastpad"], pad_conv_ms=milliseconds["pad+conv"],
+            floor_ms=milliseconds["floor"], repeats=repeats, max_rel_error=errors[mode],
+            compile_ms=milliseconds.get("compile"), onnxruntime_ms=milliseconds.get("onnxruntime"),
+            percent_of_fma_peak=(fma_peak_percent(case, milliseconds["fastpad"], settings.fma_peak_gflops)
+                                 if mode == "forward" else None)))
     return measurements
 
 
@@ -318,7 +434,7 @@ def machine_description(device: torch.device) -> str:
 
 
 def run_context(settings: Settings, layer_set: str) -> Dict[str, str]:
-    return {
+    context = {
         "layers": layer_set,
         "machine": machine_description(settings.device),
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -332,7 +448,27 @@ def run_context(settings: Settings, layer_set: str) -> Dict[str, str]:
         "effort": "quick" if settings.effort == QUICK_EFFORT else "full",
         # Other processes skew CPU timings; the 1-minute load average at the start (and end) says how busy it was.
         "load_average": current_load_average(),
+        "peers": settings.peers,
     }
+    if settings.peers == "all":
+        context["compile"] = f"torch.compile of pad+conv, inductor, dynamic=False (torch {torch.__version__})"
+        context["onnxruntime"] = onnxruntime_description(settings)
+    return context
+
+
+def onnxruntime_description(settings: Settings) -> str:
+    """The onnxruntime peer in the header: its version and settings, or why it does not run at all."""
+    version = peer_tools.onnxruntime_version()
+    if version is None:
+        return "not installed"
+    if settings.device.type != "cpu":
+        return f"{version}, not run: the onnxruntime column is CPU only"
+    return (f"{version}, CPU execution provider, {torch.get_num_threads()} intra-op threads (no spinning), "
+            f"ORT_ENABLE_ALL, {peer_tools.dtype_text(peer_tools.onnx_dtype(settings.dtype))} model, NCHW input")
+
+
+def fma_peak_text(gflops: float) -> str:
+    return f"{gflops:.1f} GFLOP/s (float32, {torch.get_num_threads()} threads)"
 
 
 def current_load_average() -> str:
@@ -341,12 +477,51 @@ def current_load_average() -> str:
 
 TABLE_HEADERS = ["layer", "shape", "mode", "fastpad ms", "pad+conv ms", "floor ms", "fastpad/(pad+conv)",
                  "fastpad/floor", "max rel. error"]
+PEER_HEADERS = ["fastpad/compile", "fastpad/ORT"]
+PEAK_HEADER = "% peak"
 
 
 def table_rows(measurements: Sequence[Measurement]) -> List[List[str]]:
     return [[m.layer, m.shape, m.mode, f"{m.fastpad_ms:.3f}", f"{m.pad_conv_ms:.3f}", f"{m.floor_ms:.3f}",
              f"{m.ratio_to_pad_conv:.2f}", f"{m.ratio_to_floor:.2f}", f"{m.max_rel_error:.1e}"]
             for m in measurements]
+
+
+def optional_number(value: Optional[float], form: str) -> str:
+    return "-" if value is None else format(value, form)
+
+
+def table(context: Dict[str, str], measurements: Sequence[Measurement]) -> Tuple[List[str], List[List[str]]]:
+    """Headers and rows: TABLE_HEADERS, then the peer ratios (unless --peers none) and % peak (where measured)."""
+    headers, rows = list(TABLE_HEADERS), table_rows(measurements)
+    if context.get("peers") == "all":
+        headers += PEER_HEADERS
+        for row, m in zip(rows, measurements):
+            row += [optional_number(m.ratio_to_compile, ".2f"), optional_number(m.ratio_to_onnxruntime, ".2f")]
+    if "fma_peak" in context:
+        headers.append(PEAK_HEADER)
+        for row, m in zip(rows, measurements):
+            row.append(optional_number(m.percent_of_fma_peak, ".1f"))
+    return headers, rows
+
+
+def legend_lines(context: Dict[str, str]) -> List[str]:
+    """What the added columns mean, and where they show '-'."""
+    lines = []
+    if context.get("peers") == "all":
+        lines += [
+            "fastpad/compile: the time ratio to torch.compile (inductor, dynamic=False) of the pad+conv function, its "
+            "compile time not counted",
+            "fastpad/ORT: the time ratio to onnxruntime running one Conv (ConvTranspose) node with the pads as "
+            "attributes; forward on the CPU only; '-' for padding modes reflect, replicate and circular (a Pad node "
+            "would be needed), for float64 (no float64 Conv in onnxruntime's CPU provider) and for transposed layers "
+            "no one node expresses; onnxruntime always takes NCHW (channels_last runs feed it an NCHW copy of the "
+            "same values, made before the timing) and bfloat16 runs give it a float32 model",
+        ]
+    if "fma_peak" in context:
+        lines.append("% peak: fastpad's forward FLOP/s (2 per multiply-add) as a percentage of the float32 FMA peak "
+                     f"of {context['fma_peak']}, whatever the run's dtype; forward rows only")
+    return lines
 
 
 def geometric_mean(values: Sequence[float]) -> float:
@@ -358,9 +533,16 @@ def summary_lines(measurements: Sequence[Measurement]) -> List[str]:
     for mode in MODES:
         chosen = [m for m in measurements if m.mode == mode]
         if chosen:
-            lines.append(f"{mode}: geomean fastpad/(pad+conv) = "
-                         f"{geometric_mean([m.ratio_to_pad_conv for m in chosen]):.2f}, geomean fastpad/floor = "
-                         f"{geometric_mean([m.ratio_to_floor for m in chosen]):.2f} over {len(chosen)} layers")
+            line = (f"{mode}: geomean fastpad/(pad+conv) = "
+                    f"{geometric_mean([m.ratio_to_pad_conv for m in chosen]):.2f}, geomean fastpad/floor = "
+                    f"{geometric_mean([m.ratio_to_floor for m in chosen]):.2f} over {len(chosen)} layers")
+            # The peers' geomeans over the layers where they have a time.
+            for label, ratio in (("fastpad/compile", lambda m: m.ratio_to_compile),
+                                 ("fastpad/ORT", lambda m: m.ratio_to_onnxruntime)):
+                values = [ratio(m) for m in chosen if ratio(m) is not None]
+                if values:
+                    line += f"; geomean {label} = {geometric_mean(values):.2f} over {len(values)} layers"
+            lines.append(line)
     return lines
 
 
@@ -374,7 +556,8 @@ def loser_lines(measurements: Sequence[Measurement]) -> List[str]:
 
 
 def write_json(path: Path, context: Dict[str, str], measurements: Sequence[Measurement]) -> None:
-    rows = [dict(asdict(m), ratio_to_pad_conv=m.ratio_to_pad_conv, ratio_to_floor=m.ratio_to_floor)
+    rows = [dict(asdict(m), ratio_to_pad_conv=m.ratio_to_pad_conv, ratio_to_floor=m.ratio_to_floor,
+                 ratio_to_compile=m.ratio_to_compile, ratio_to_onnxruntime=m.ratio_to_onnxruntime)
             for m in measurements]
     path.write_text(json.dumps({"context": context, "results": rows}, indent=2) + "\n")
 
@@ -383,7 +566,9 @@ def write_markdown(path: Path, context: Dict[str, str], measurements: Sequence[M
     title = f"### {context['device']}, {context['dtype']}, {context['memory_format']}, {context['date']}"
     details = "\n".join(f"- {key}: {value}" for key, value in context.items())
     summary = "\n".join(f"- {line}" for line in summary_lines(measurements))
-    text = "\n\n".join([title, details, markdown_table(TABLE_HEADERS, table_rows(measurements)), summary])
+    legend = "\n".join(f"- {line}" for line in legend_lines(context))
+    text = "\n\n".join(filter(None, [title, details, markdown_table(*table(context, measurements)), legend,
+                                      summary]))
     path.write_text(text + "\n")
 
 
@@ -451,10 +636,11 @@ def write_outputs(paths: Dict[str, Path], context: Dict[str, str], measurements:
 
 def main(device: Optional[str], dtype: str, batch: Optional[int], layers: Optional[str], channels_last: bool,
          quick: bool, json_path: Optional[str], markdown_path: Optional[str], png_path: Optional[str],
-         out_dir: Optional[str], random_count: Optional[int] = None, seed: Optional[int] = None) -> int:
+         out_dir: Optional[str], random_count: Optional[int] = None, seed: Optional[int] = None,
+         peers: str = "all") -> int:
     resolved_device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     settings = Settings(resolved_device, getattr(torch, dtype), batch, channels_last,
-                        QUICK_EFFORT if quick else FULL_EFFORT)
+                        QUICK_EFFORT if quick else FULL_EFFORT, peers=peers)
     stem = "-".join(["bench", str(resolved_device).replace(":", ""), dtype,
                      "channels_last" if channels_last else "contiguous"])
     if random_count:
@@ -474,31 +660,42 @@ def main(device: Optional[str], dtype: str, batch: Optional[int], layers: Option
         print("--out-dir is the folder of the default outputs; it does not combine with --json, --markdown or --png",
               file=sys.stderr)
         return 2
-    context = run_context(settings, layer_set)
+    context = run_context(settings, layer_set)  # reads the load average before the FMA peak loads the CPU
+    peak = peer_tools.fma_peak_gflops(FMA_PEAK_SECONDS) if settings.device.type == "cpu" else None
+    if peak:
+        settings = replace(settings, fma_peak_gflops=peak)
+        context["fma_peak"] = fma_peak_text(peak)
     print("fastpad bench: " + ", ".join(f"{key} {value}" for key, value in context.items()))
+    if "fma_peak" in context:
+        print(f"FMA peak: {context['fma_peak']}")
     if settings.device.type == "cpu" and context["load_average"] != "unknown" \
             and float(context["load_average"]) > BUSY_LOAD_AVERAGE:
         print(f"warning: load average {context['load_average']}: other processes are using the CPU, so these "
               "timings are unreliable; measure on an idle machine", file=sys.stderr)
-    measurements, failed = [], []
+    measurements, failed, notes = [], [], PeerNotes()
     progress = Progress(len(chosen), sys.stderr)
     for index, layer in enumerate(chosen, start=1):
         progress.start_layer(index, layer.name)
         try:
-            measurements += measure_layer(layer, settings, progress.start_phase)
+            measurements += measure_layer(layer, settings, progress.start_phase, notes)
         except Exception as exception:  # report the layer and go on with the rest of the suite
             progress.finish_layer(failure=f"{type(exception).__name__}: {exception}")
             failed.append(layer.name)
         else:
             progress.finish_layer()
     progress.close()
-    print(text_table(TABLE_HEADERS, table_rows(measurements)))
-    print("\n".join(loser_lines(measurements) + summary_lines(measurements)))
+    context.update(notes.context_entries())  # why a peer column shows '-', each reason once
+    print(text_table(*table(context, measurements)))
+    print("\n".join(legend_lines(context) + loser_lines(measurements) + summary_lines(measurements)))
+    for key, value in notes.context_entries().items():
+        print(f"{key}: {value}")
     limit = tolerance(settings.dtype)
     inaccurate = sorted({m.layer for m in measurements if not m.max_rel_error <= limit})
     for problem, names in (("raised an exception", failed), ("exceeded the error tolerance", inaccurate)):
         if names:
             print(f"{len(names)} layer(s) {problem}: {', '.join(names)}")
+    if notes.wrong:
+        print(f"{len(notes.wrong)} peer output(s) off the float64 reference, not timed: {', '.join(notes.wrong)}")
     context["load_average_at_end"] = current_load_average()
     write_outputs(output_paths(stem, requested, out_dir), context, measurements)
-    return 1 if failed or inaccurate else 0
+    return 1 if failed or inaccurate or notes.wrong else 0
