@@ -12,9 +12,9 @@ from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa
 from reference import assert_matches, expected_conv, poison
 from fastpad.cases import ConvCase
 
-# Output channels per block and per vector of each ISA (cpu/blocked_direct.h), and positions per tile of U vectors
-# (blocked_direct_kernel.h: min(16, (registers - U - 1) / U)).
-BLOCK = {"avx2": (24, 8, 16), "avx512": (64, 16, 32)}  # (block width, vector, registers)
+# The widest block of output channels, the vector, the registers of each ISA (cpu/blocked_direct.h), and positions
+# per tile of U vectors (blocked_direct_kernel.h: min(16, (registers - U - 1) / U)).
+BLOCK = {"avx2": (24, 8, 16), "avx512": (64, 16, 32)}  # (widest block, vector, registers)
 
 
 def tile_positions(isa, vectors):
@@ -38,15 +38,31 @@ def run_case(case, isa):
     assert_matches(y, expected.to(y.dtype), what=case.describe())
 
 
+def last_block_vectors(isa, channels):
+    """The vectors of the last block of output channels (cpu/blocked_direct.h's blocked_direct_block_width: the most
+    vectors, down to two, that leave no last block of one vector)."""
+    widest, vector, _ = BLOCK[isa]
+    width = widest
+    for vectors in range(widest // vector, 1, -1):
+        last = channels % (vectors * vector)
+        if last == 0 or last > vector:
+            width = vectors * vector
+            break
+    last = channels % width or width
+    return -(-last // vector)
+
+
 def every_tile_shape(isa):
-    """Cases whose output channels end in each possible count of vectors of a block, with row widths that leave each
-    possible remainder of that tile's positions, and bands with their depth taps all in the padding (bias only)."""
-    width, vector, _ = BLOCK[isa]
+    """For each count U of vectors a last block can have, a channel count (after at least one whole block where one
+    exists) that ends in it, with row widths that leave each possible remainder of that tile's positions; and bands
+    with their depth taps all in the padding (bias only)."""
+    widest, vector, _ = BLOCK[isa]
     cases = []
-    for vectors in range(1, width // vector + 1):
+    for vectors in range(1, widest // vector + 1):
+        out_channels = next(c for c in range(widest + 1, 4 * widest) if last_block_vectors(isa, c) == vectors) \
+            if vectors > 1 else vector - 3  # one vector only where the channels fit in one
         positions = tile_positions(isa, vectors)
         for remainder in range(positions):
-            out_channels = width + (vectors - 1) * vector + 3  # one whole block, then `vectors` of the next
             cases.append(ConvCase(False, (3, 2 * positions + remainder), 16, out_channels, 3, padding="same",
                                   batch=1))
     cases.append(ConvCase(False, (2, 5, 6), 16, 20, 3, padding=((3, 3), (1, 1), (1, 1)), batch=1))

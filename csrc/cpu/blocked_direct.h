@@ -3,7 +3,7 @@
 // instruction set (blocked_direct_avx2.cpp, blocked_direct_avx512.cpp) and chosen when the op runs. Free of torch.
 //
 // For a band of flattened output positions t (cpu/phase_planes.h, lanes = input channels) and a block of B output
-// channels (kBlockedDirectWidth*), out[t, co] = init[t, co] + sum over taps and ci of planes_tap[t * lanes + ci] * w[tap, ci, co]: a tile of
+// channels (blocked_direct_block_width), out[t, co] = init[t, co] + sum over taps and ci of planes_tap[t * lanes + ci] * w[tap, ci, co]: a tile of
 // P positions x B channels stays in registers for the whole reduction, so the output is written once per band (a GEMM
 // per tap would re-read and re-write it for every tap). Each weight vector is loaded once for P positions, each input
 // value broadcast once for B channels.
@@ -17,7 +17,7 @@ struct BlockedDirectArgs {
   const float* const* taps;  // per tap, the phase-plane run of position 0: [t * lanes + ci]
   int64_t num_taps, lanes;
   const float* weights;  // [co_blocks][num_taps][lanes][block_width], zero beyond the real output channels
-  int64_t co_block_begin, co_block_end;
+  int64_t block_width, co_block_begin, co_block_end;
   float* out;  // [t][out_pitch]: block b's channels at b * block_width; out_pitch: the channels rounded up to vectors
   int64_t out_pitch;
   int64_t rows, row_pitch, cols;  // the positions computed: t = r * row_pitch + c for r < rows, c < cols
@@ -25,10 +25,21 @@ struct BlockedDirectArgs {
   bool accumulate;
 };
 
-// Output channels per block: three vectors for AVX2 (24), four for AVX-512 (64). In the last block, only the vectors
-// that hold real channels are computed. `vector` floats: out's pitch is a whole number of vectors.
-constexpr int64_t kBlockedDirectWidthAvx2 = 24, kBlockedDirectVectorAvx2 = 8;
-constexpr int64_t kBlockedDirectWidthAvx512 = 64, kBlockedDirectVectorAvx512 = 16;
+// Floats per vector, and the most vectors of output channels a block holds (its tile: 4 positions x 3 vectors on
+// AVX2's 16 registers, 6 x 4 on AVX-512's 32).
+constexpr int64_t kBlockedDirectVectorAvx2 = 8, kBlockedDirectMaxVectorsAvx2 = 3;
+constexpr int64_t kBlockedDirectVectorAvx512 = 16, kBlockedDirectMaxVectorsAvx512 = 4;
+
+// Output channels per block: the most vectors, down to two, that leave no last block of one vector (whose tile,
+// 14 positions x 1 vector on AVX2, broadcasts one input per FMA): 128 channels on AVX2 go in blocks of 16, not five
+// of 24 and one of 8; 64 go in 24 + 24 + 16. Only the vectors of the last block that hold real channels are computed.
+inline int64_t blocked_direct_block_width(int64_t channels, int64_t vector, int64_t max_vectors) {
+  for (int64_t vectors = max_vectors; vectors >= 2; --vectors) {
+    const int64_t last = channels % (vectors * vector);
+    if (last == 0 || last > vector) return vectors * vector;
+  }
+  return max_vectors * vector;
+}
 
 // `channels`: the real output channels (per group); the blocks beyond them are never read or written.
 void blocked_direct_avx2(const BlockedDirectArgs& args, int64_t channels);

@@ -16,7 +16,8 @@ namespace blocked_avx2 {
 
 struct Isa {
   using V = __m256;
-  static constexpr int kLanes = 8, kRegisters = 16, kVectors = 3;
+  static constexpr int kLanes = kBlockedDirectVectorAvx2, kRegisters = 16,
+                       kVectors = kBlockedDirectMaxVectorsAvx2;
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V broadcast(const float* p) { return _mm256_broadcast_ss(p); }

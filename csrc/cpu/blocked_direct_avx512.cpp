@@ -17,7 +17,8 @@ namespace blocked_avx512 {
 
 struct Isa {
   using V = __m512;
-  static constexpr int kLanes = 16, kRegisters = 32, kVectors = 4;
+  static constexpr int kLanes = kBlockedDirectVectorAvx512, kRegisters = 32,
+                       kVectors = kBlockedDirectMaxVectorsAvx512;
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V broadcast(const float* p) { return _mm512_set1_ps(*p); }

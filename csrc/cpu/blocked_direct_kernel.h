@@ -1,7 +1,7 @@
 // The micro-kernels of cpu/blocked_direct.h, written once over a vector type `Isa` and included by one source file
 // per instruction set, inside that file's `#pragma GCC target` region and its own namespace (so that nothing here is
-// shared between instruction sets). Isa provides V, kLanes (floats per vector), kRegisters, kVectors (vectors of
-// output channels per block), load, store, broadcast, fmadd. A tile of U vectors takes as many positions P as its
+// shared between instruction sets). Isa provides V, kLanes (floats per vector), kRegisters, kVectors (the most vectors
+// of output channels per block), load, store, broadcast, fmadd. A tile of U vectors takes as many positions P as its
 // U x P accumulators, U weight vectors and one broadcast leave registers for.
 //
 // Included only from blocked_direct_<isa>.cpp: no include guard, no includes (they come before the target region).
@@ -84,7 +84,7 @@ inline void block_of_vectors(int64_t vectors, const BlockedDirectArgs& a, const 
 }
 
 inline void blocked_direct(const BlockedDirectArgs& a, int64_t channels) {
-  constexpr int64_t block_width = Isa::kVectors * Isa::kLanes;
+  const int64_t block_width = a.block_width;  // at most Isa::kVectors vectors
   for (int64_t b = a.co_block_begin; b < a.co_block_end; ++b) {
     const int64_t c0 = b * block_width, vectors = (std::min(channels - c0, block_width) + Isa::kLanes - 1) / Isa::kLanes;
     block_of_vectors<Isa::kVectors>(vectors, a, a.weights + b * a.num_taps * a.lanes * block_width, block_width, c0);

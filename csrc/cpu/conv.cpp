@@ -204,10 +204,11 @@ template <typename scalar_t>
 void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                          at::Tensor& y, bool channels_last, ConvPath path) {
   const bool avx512 = path == ConvPath::CpuBlockedAvx512;
-  const int64_t block_width = avx512 ? kBlockedDirectWidthAvx512 : kBlockedDirectWidthAvx2;
-  const int64_t vector = avx512 ? kBlockedDirectVectorAvx512 : kBlockedDirectVectorAvx2;
   const auto micro_kernel = avx512 ? &blocked_direct_avx512 : &blocked_direct_avx2;
   const int64_t groups = g.groups, c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
+  const int64_t vector = avx512 ? kBlockedDirectVectorAvx512 : kBlockedDirectVectorAvx2;
+  const int64_t block_width = blocked_direct_block_width(
+      c_out, vector, avx512 ? kBlockedDirectMaxVectorsAvx512 : kBlockedDirectMaxVectorsAvx2);
   const int64_t depth = g.kernel[0], taps_2d = g.kernel[1] * g.kernel[2];
   const int64_t co_blocks = (c_out + block_width - 1) / block_width, out_pitch = (c_out + vector - 1) / vector * vector;
   const auto options = at::TensorOptions(at::kFloat);
@@ -242,7 +243,7 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
       const Band band = planes.band(band_index);
       const int64_t block_begin = split * co_blocks / co_splits, block_end = (split + 1) * co_blocks / co_splits;
       const int64_t co_begin = block_begin * block_width, co_end = std::min(block_end * block_width, c_out);
-      BlockedDirectArgs args{planes.taps().data(), taps_2d, c_in, nullptr, block_begin, block_end,
+      BlockedDirectArgs args{planes.taps().data(), taps_2d, c_in, nullptr, block_width, block_begin, block_end,
                              out.data(), out_pitch, band.rows, planes.pitch(), band.cols,
                              init_data + group * co_blocks * block_width, false};
       for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {

@@ -145,20 +145,32 @@ def timed_seconds(step: Callable[[], None], device: torch.device) -> float:
     return time.perf_counter() - started
 
 
-def median_times_interleaved(steps: Dict[str, Callable[[], None]], device: torch.device,
-                             effort: Effort) -> Tuple[Dict[str, float], int]:
-    """Median seconds per step, with the steps run in turn (ABCABC...) so drift hits all of them alike."""
+def median_times_interleaved(steps: Dict[str, Callable[[], None]], device: torch.device, effort: Effort,
+                             settled: Sequence[str] = ()) -> Tuple[Dict[str, float], int]:
+    """Median seconds per step, with the steps run in turn (ABCABC...) so drift hits all of them alike.
+
+    A step named in `settled` runs once untimed right before each of its timed runs. This is for a step with its own
+    thread pool (onnxruntime): each time the turn passes between it and torch's OpenMP pool, the first call meets the
+    other pool's threads still spin-waiting on the same cores (measured on 2 cores, a 4x128x56x56 k3 s2 conv: ORT 7.0
+    ms in a block of its own calls, 13.5 ms interleaved with fastpad; and with ORT's spinning on, fastpad 8.6 ms became
+    21.6 ms)."""
     for _ in range(effort.warmup_rounds):
         for step in steps.values():
             step()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    samples = {name: [timed_seconds(step, device)] for name, step in steps.items()}
+
+    def sample(name: str, step: Callable[[], None]) -> float:
+        if name in settled:
+            step()
+        return timed_seconds(step, device)
+
+    samples = {name: [sample(name, step)] for name, step in steps.items()}
     one_round = sum(times[0] for times in samples.values())
     repeats = int(min(effort.max_repeats, max(effort.min_repeats, effort.budget_seconds / max(one_round, 1e-9))))
     for _ in range(repeats - 1):
         for name, step in steps.items():
-            samples[name].append(timed_seconds(step, device))
+            samples[name].append(sample(name, step))
     return {name: statistics.median(times) for name, times in samples.items()}, repeats
 
 
@@ -336,7 +348,7 @@ def measure_layer(layer: Layer, settings: Settings, on_phase: Callable[[str], No
             if mode == "forward" and onnxruntime is not None:
                 steps["onnxruntime"] = onnxruntime.run
         on_phase(mode)
-        medians, repeats = median_times_interleaved(steps, settings.device, settings.effort)
+        medians, repeats = median_times_interleaved(steps, settings.device, settings.effort, settled=["onnxruntime"])
         milliseconds = {name: 1e3 * seconds for name, seconds in medians.items()}
         measurements.append(Measurement(
             layer=layer.name, model=layer.model, mode=mode,
