@@ -18,6 +18,7 @@
 #include "cpu/blocked_direct.h"
 #include "cpu/depthwise.h"
 #include "cpu/gemm_tiles.h"
+#include "cpu/huge_pages.h"
 #include "cpu/phase_planes.h"
 #include "cpu/torch_conv.h"
 #include "kernel_paths.h"
@@ -435,6 +436,7 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
   auto y = at::empty(tensor_shape(g.batch, g.conv_out_channels, g.conv_out_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return y;
+  advise_huge_pages(y);
   const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
   const ConvPath path =
       choose_conv_path(g, Backend::Cpu, channels_last, input.scalar_type() == at::kDouble ? 8 : 4, cpu_isa());

@@ -16,6 +16,7 @@
 #include "conv_params.h"
 #include "cpu/depthwise.h"
 #include "cpu/gemm_tiles.h"
+#include "cpu/huge_pages.h"
 #include "cpu/phase_planes.h"
 #include "cpu/row_ops.h"
 #include "cpu/torch_conv.h"
@@ -207,6 +208,7 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
   auto y = at::empty(tensor_shape(g.batch, g.conv_in_channels, g.conv_in_sizes, spatial),
                      input.options().memory_format(format));
   if (y.numel() == 0) return y;
+  advise_huge_pages(y);
   const auto x = input.contiguous(format);
   const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
   const ConvTransposePath path = choose_conv_transpose_path(g, Backend::Cpu, channels_last, weight_finite);
