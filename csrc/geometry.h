@@ -205,4 +205,20 @@ struct ConvGeometry {
   }
 };
 
+// The convolution a transposed convolution with stride 1 and zero padding is (g: the transposed problem's geometry,
+// named after the conv it is the adjoint of). y[p] = sum_r x[p + pad_lo - r*d] * w[r] reads x at p - pad_lo' + r'*d
+// with r' = k-1-r and pad_lo' = (k-1)*d - pad_lo (negative where the crop exceeds the kernel's extent): the weight
+// flipped and each group's two channel dims swapped, the two sides' sizes and channels exchanged.
+inline ConvGeometry stride_one_transpose_as_conv(const ConvGeometry& g) {
+  ConvGeometry c = g;
+  c.conv_in_channels = g.conv_out_channels;
+  c.conv_out_channels = g.conv_in_channels;
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    c.conv_in_sizes[d] = g.conv_out_sizes[d];
+    c.conv_out_sizes[d] = g.conv_in_sizes[d];
+    c.pad_lo[d] = (g.kernel[d] - 1) * g.dilation[d] - g.pad_lo[d];
+  }
+  return c;
+}
+
 }  // namespace fastpad

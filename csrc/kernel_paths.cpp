@@ -71,7 +71,9 @@ std::string conv_transpose_path(const at::Tensor& input, const at::Tensor& weigh
   const ConvGeometry g =
       conv_transpose_geometry(input, weight, bias, stride, crop_lo, out_size, dilation, groups, padding_mode);
   const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
-  return path_name(choose_conv_transpose_path(g, parse_backend(backend), is_channels_last(input), weight_finite));
+  const int64_t accumulator_bytes = input.scalar_type() == at::kDouble ? 8 : 4;
+  return path_name(choose_conv_transpose_path(g, parse_backend(backend), is_channels_last(input), accumulator_bytes,
+                                              cpu_isa(), weight_finite));
 }
 
 std::string conv_weight_grad_path(const at::Tensor& input, const at::Tensor& grad_output,

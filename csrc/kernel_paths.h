@@ -38,6 +38,8 @@ enum class ConvPath {
 
 enum class ConvTransposePath {
   CpuTorch,           // torch's own transposed convolution (cpu/torch_conv.h): a crop it expresses itself
+  CpuBlockedAvx2,     // stride 1, zeros: the conv it is (stride_one_transpose_as_conv) on the blocked kernel, AVX2
+  CpuBlockedAvx512,   // the same, AVX-512
   CpuDepthwise,       // cpu/depthwise.cpp
   CpuPhasePlanes,     // NCHW: the adjoint of conv's tap GEMMs
   CpuGemmCol2im,      // a GEMM per tile of x positions, then col2im
@@ -152,13 +154,14 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   return g.groups == 1 ? ConvPath::CpuChannelsLastPhasePlanes : ConvPath::CpuChannelsLastIm2col;
 }
 
-// conv_transpose (its input x is on the geometry's conv_out side, its output y on the conv_in side).
+// conv_transpose (its input x is on the geometry's conv_out side, its output y on the conv_in side). element_bytes and
+// isa as for conv.
 // weight_finite() says whether the weight holds no inf or NaN; the CPU phase planes multiply weights by the zeros of
 // positions outside x, so they take only finite weights. It reads the whole weight, so it is called only where the
 // phase planes would otherwise be chosen.
 template <class WeightFinite>
 ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend backend, bool channels_last,
-                                             WeightFinite&& weight_finite) {
+                                             int64_t element_bytes, CpuIsa isa, WeightFinite&& weight_finite) {
   if (backend == Backend::Cuda) {
     if (g.conv_out_channels_per_group() < cuda::kPhaseGemmMinChannels) return ConvTransposePath::CudaDirectGather;
     return g.mode == PaddingMode::Zeros ? ConvTransposePath::CudaPhaseGemm : ConvTransposePath::CudaPhaseGemmFold;
@@ -175,6 +178,12 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
     return ConvTransposePath::CpuTorch;
   }
   if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;
+  // Stride 1 with zeros is a conv (stride_one_transpose_as_conv), whose reduction runs over x's channels. Like the
+  // phase planes, that conv multiplies weights by the zeros around x, so it takes only finite weights.
+  if (!strided && g.mode == PaddingMode::Zeros &&
+      cpu_blocked_direct(stride_one_transpose_as_conv(g), isa, element_bytes) && weight_finite()) {
+    return isa == CpuIsa::Avx512 ? ConvTransposePath::CpuBlockedAvx512 : ConvTransposePath::CpuBlockedAvx2;
+  }
   return phase_plane_shape && weight_finite() ? ConvTransposePath::CpuPhasePlanes : ConvTransposePath::CpuGemmCol2im;
 }
 
@@ -208,6 +217,8 @@ inline const char* path_name(ConvPath path) {
 inline const char* path_name(ConvTransposePath path) {
   switch (path) {
     case ConvTransposePath::CpuTorch: return "cpu_torch";
+    case ConvTransposePath::CpuBlockedAvx2: return "cpu_blocked_avx2";
+    case ConvTransposePath::CpuBlockedAvx512: return "cpu_blocked_avx512";
     case ConvTransposePath::CpuDepthwise: return "cpu_depthwise";
     case ConvTransposePath::CpuPhasePlanes: return "cpu_phase_planes";
     case ConvTransposePath::CpuGemmCol2im: return "cpu_gemm_col2im";

@@ -162,7 +162,8 @@ CODE_PATHS = {
 }
 # The register-blocked kernels (float accumulation, >= 16 input channels per group) at each ISA: NCHW with 'same'
 # stride-2 pads (0, 1), channels-last grouped reflect with a partial last block of output channels (40 per group),
-# 3-d, and a transposed conv whose input gradient is the blocked conv.
+# 3-d, a transposed conv whose input gradient is the blocked conv, and a conv whose input gradient (stride 1, zeros)
+# is one too.
 for _isa in ("avx2", "avx512"):
     _blocked = f"cpu_blocked_{_isa}"
     CODE_PATHS.update({
@@ -176,6 +177,9 @@ for _isa in ("avx2", "avx512"):
                                            kernels=_kernels(_blocked, "cpu_gemm_col2im", "cpu_phase_planes")),
         f"2d_transposed_{_isa}": _path(True, (16, 16), 16, 16, 5, stride=2, isa=_isa,
                                        kernels=_kernels(_blocked, "cpu_phase_planes", "cpu_phase_planes")),
+        # k4 'same' pads (1, 2): the input gradient, a stride-1 transposed conv with zeros, is the blocked conv too.
+        f"2d_dense_k4_same_{_isa}": _path(False, (12, 13), 16, 24, 4, isa=_isa,
+                                          kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),
     })
 RESULT_NAMES = ("output", "input grad", "weight grad", "bias grad")
 # The integer type of each float type's width, to compare bit patterns.

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa
-from reference import assert_matches, expected_conv, poison
+from reference import assert_matches, poison
 from fastpad.cases import ConvCase
 
 # The widest block of output channels, the vector, the registers of each ISA (cpu/blocked_direct.h), and positions
@@ -26,15 +26,22 @@ def isas_here():
 
 
 def run_case(case, isa):
-    """fastpad's output for fresh random inputs against the float64 reference, at `isa`; asserts the kernel."""
+    """fastpad's output for fresh random inputs against the float64 reference, at `isa`; asserts the kernel (for a
+    transposed case, of the conv_transpose op)."""
     x, w, b = case.random_inputs()
+    with torch.no_grad():
+        expected = case.reference_function()(x.double(), w.double(), None if b is None else b.double())
     with cpu_isa_limit(isa):
-        path = torch.ops.fastpad._conv_path(x, w, b, *case.conv_op_arguments(), "cpu")
+        if case.transposed:
+            crop_lo, out_size = case.crops()
+            path = torch.ops.fastpad._conv_transpose_path(x, w, b, list(case.per_dim(case.stride)), crop_lo, out_size,
+                                                          list(case.per_dim(case.dilation)), case.groups, "zeros",
+                                                          "cpu")
+        else:
+            path = torch.ops.fastpad._conv_path(x, w, b, *case.conv_op_arguments(), "cpu")
         assert path == f"cpu_blocked_{isa}", case.describe()
-        expected_shape = expected_conv(x[:1].double(), w.double(), None, **case.kwargs()).shape
-        poison((x.shape[0], *expected_shape[1:]), x.dtype)
+        poison(expected.shape, x.dtype)
         y = case.fastpad_function()(x, w, b)
-    expected = expected_conv(x.double(), w.double(), None if b is None else b.double(), **case.kwargs())
     assert_matches(y, expected.to(y.dtype), what=case.describe())
 
 
@@ -115,6 +122,49 @@ def test_a_long_row_goes_in_column_tiles(padding_mode):
     for stride in (1, 3):
         run_case(ConvCase(False, (40_000 // stride,), 16, 24, 5, stride, "causal", padding_mode=padding_mode, batch=1),
                  isas[-1])
+
+
+def random_transposed_case(rng):
+    """A stride-1 transposed conv: the conv it is runs on the blocked kernels (>= 16 x channels per group)."""
+    dims = rng.choice([1, 2, 2, 3])
+    groups = rng.choice([1, 1, 2])
+    kernel = tuple(rng.randint(1, 5) for _ in range(dims))
+    dilation = tuple(rng.randint(1, 2) for _ in range(dims))
+    size = tuple(rng.randint(1, 11 if dims < 3 else 6) for _ in kernel)
+    # TF 'same', or per-side crops that leave at least one output of the full (k-1)*d + s (crops past the kernel's
+    # extent included, where the conv it is has negative pads).
+    crops = []
+    for k, d, s in zip(kernel, dilation, size):
+        lo = rng.randint(0, (k - 1) * d + s - 1)
+        crops.append((lo, rng.randint(0, (k - 1) * d + s - 1 - lo)))
+    padding = "same" if rng.random() < 0.4 else tuple(crops)
+    layout = "channels_last" if dims > 1 and rng.random() < 0.5 else "contiguous"
+    return ConvCase(True, size, groups * rng.choice([16, 19, 32]), groups * rng.choice([3, 8, 24, 41]), kernel, 1,
+                    padding, dilation=dilation, groups=groups, batch=rng.randint(1, 3), bias=rng.random() < 0.7,
+                    layout=layout, dtype=rng.choice(["float32", "float32", "bfloat16"]))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_stride_one_transposed_convs_at_every_isa_here(seed):
+    rng = random.Random(100 + seed)
+    isas = isas_here()
+    if not isas:
+        pytest.skip("this CPU has neither AVX2 nor AVX-512")
+    for _ in range(20):
+        run_case(random_transposed_case(rng), rng.choice(isas))
+
+
+def test_an_inf_weight_keeps_stride_one_transposed_convs_off_the_blocked_kernel():
+    """The conv a transposed conv is multiplies weights by the zeros around x; the reference never does, so an inf
+    weight must take a kernel that does not (the GEMM + col2im path)."""
+    case = ConvCase(True, (9, 9), 16, 16, 3, 1, "same")
+    x, w, b = case.random_inputs()
+    crop_lo, out_size = case.crops()
+    args = ([1, 1], crop_lo, out_size, [1, 1], 1, "zeros", "cpu")
+    blocked_here = machine_isa() != "baseline"
+    assert torch.ops.fastpad._conv_transpose_path(x, w, b, *args).startswith("cpu_blocked") == blocked_here
+    w[3, 2, 1, 1] = float("inf")
+    assert not torch.ops.fastpad._conv_transpose_path(x, w, b, *args).startswith("cpu_blocked")
 
 
 def test_the_isa_cap_picks_the_kernel():

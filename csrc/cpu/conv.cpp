@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "conv_params.h"
+#include "cpu/blocked_conv.h"
 #include "cpu/blocked_direct.h"
 #include "cpu/depthwise.h"
 #include "cpu/gemm_tiles.h"
@@ -203,8 +204,7 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
 // and input channel of a tile of outputs in registers, out[band, co]. The band's kernel depth slices add onto it.
 template <typename scalar_t>
 void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                         at::Tensor& y, bool channels_last, ConvPath path) {
-  const bool avx512 = path == ConvPath::CpuBlockedAvx512;
+                         at::Tensor& y, bool channels_last, bool avx512) {
   const auto micro_kernel = avx512 ? &blocked_direct_avx512 : &blocked_direct_avx2;
   const int64_t groups = g.groups, c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
   const int64_t vector = avx512 ? kBlockedDirectVectorAvx512 : kBlockedDirectVectorAvx2;
@@ -441,19 +441,16 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
   const ConvPath path =
       choose_conv_path(g, Backend::Cpu, channels_last, input.scalar_type() == at::kDouble ? 8 : 4, cpu_isa());
   if (path == ConvPath::CpuTorch) return torch_convolution(g, x, weight, b, /*transposed=*/false, y);
+  if (path == ConvPath::CpuBlockedAvx2 || path == ConvPath::CpuBlockedAvx512) {
+    blocked_conv(g, x, weight, b, y, channels_last, path == ConvPath::CpuBlockedAvx512);
+    return y;
+  }
   if (path == ConvPath::CpuDepthwise) {
     depthwise_conv(g, x, weight, b, y, channels_last);
     return y;
   }
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_cpu", [&] {
     switch (path) {
-      case ConvPath::CpuBlockedAvx2:
-      case ConvPath::CpuBlockedAvx512:
-        if constexpr (!std::is_same_v<scalar_t, double>) {
-          blocked_direct_conv<scalar_t>(g, x, weight, b, y, channels_last, path);
-          break;
-        }
-        TORCH_INTERNAL_ASSERT(false, "fastpad conv: the blocked kernel takes float accumulation only");
       case ConvPath::CpuChannelsLastDirect:
         direct_conv_nhwc<scalar_t>(g, x, weight, b, y);
         break;
@@ -475,6 +472,17 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
 }
 
 }  // namespace
+
+void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                  at::Tensor& y, bool channels_last, bool avx512) {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_blocked_conv", [&] {
+    if constexpr (std::is_same_v<acc_type<scalar_t>, float>) {
+      blocked_direct_conv<scalar_t>(g, x, weight, bias, y, channels_last, avx512);
+    } else {
+      TORCH_INTERNAL_ASSERT(false, "fastpad: the blocked kernels take float accumulation only");
+    }
+  });
+}
 
 TORCH_LIBRARY_IMPL(fastpad, CPU, m) {
   m.impl("conv", &conv_cpu);

@@ -3,8 +3,9 @@
 // Layout: contiguous N,C,spatial or channels_last; the output keeps the input's memory format.
 // The crop is folded into col2im: positions outside the output are never written, no full-size output exists.
 // kernel_paths.h's choose_conv_transpose_path picks the kernel: torch's own where its crop expresses the problem; the
-// direct kernels of depthwise.cpp; for NCHW problems with enough channels and positions, the adjoint of conv's tap
-// GEMMs over phase planes; else a GEMM and col2im.
+// direct kernels of depthwise.cpp; at stride 1 with zeros, the conv it is on the blocked kernels (cpu/blocked_conv.h);
+// for NCHW problems with enough channels and positions, the adjoint of conv's tap GEMMs over phase planes; else a
+// GEMM and col2im.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "conv_params.h"
+#include "cpu/blocked_conv.h"
 #include "cpu/depthwise.h"
 #include "cpu/gemm_tiles.h"
 #include "cpu/huge_pages.h"
@@ -211,10 +213,28 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
   advise_huge_pages(y);
   const auto x = input.contiguous(format);
   const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
-  const ConvTransposePath path = choose_conv_transpose_path(g, Backend::Cpu, channels_last, weight_finite);
+  const ConvTransposePath path = choose_conv_transpose_path(
+      g, Backend::Cpu, channels_last, input.scalar_type() == at::kDouble ? 8 : 4, cpu_isa(), weight_finite);
   if (path == ConvTransposePath::CpuTorch) {
     const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
     return torch_convolution(g, x, weight, b, /*transposed=*/true, y);
+  }
+  if (path == ConvTransposePath::CpuBlockedAvx2 || path == ConvTransposePath::CpuBlockedAvx512) {
+    // The conv it is: weight [C_x, C_y/groups, *k] -> [C_y, C_x/groups, *k], each group's channel dims swapped, the
+    // kernel flipped.
+    const int64_t spatial_dims = weight.dim() - 2;
+    std::vector<int64_t> grouped{g.groups, g.conv_out_channels_per_group(), g.conv_in_channels_per_group()};
+    std::vector<int64_t> flipped, conv_shape{g.conv_in_channels, g.conv_out_channels_per_group()};
+    for (int64_t d = 0; d < spatial_dims; ++d) {
+      grouped.push_back(weight.size(2 + d));
+      conv_shape.push_back(weight.size(2 + d));
+      flipped.push_back(3 + d);
+    }
+    const at::Tensor w_conv = weight.reshape(grouped).transpose(1, 2).flip(flipped).reshape(conv_shape);
+    const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
+    blocked_conv(stride_one_transpose_as_conv(g), x, w_conv, b, y, channels_last,
+                 path == ConvTransposePath::CpuBlockedAvx512);
+    return y;
   }
 
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_transpose_cpu", [&] {

@@ -76,7 +76,8 @@ std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
   const auto format = output_memory_format(input);
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   // The CUDA choice does not depend on the weight's values (the kernels read the flag below on the device).
-  const ConvTransposePath path = choose_conv_transpose_path(g, Backend::Cuda, channels_last, [] { return true; });
+  const ConvTransposePath path = choose_conv_transpose_path(g, Backend::Cuda, channels_last, accumulator_bytes(input),
+                                                             CpuIsa::Baseline, [] { return true; });
   auto y = at::empty(tensor_shape(g.batch, g.conv_in_channels, g.conv_in_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};
