@@ -51,6 +51,10 @@ Backend parse_backend(c10::string_view backend) {
   TORCH_CHECK(false, "fastpad: backend must be 'cpu' or 'cuda', got '", backend, "'");
 }
 
+bool is_reduced_precision(const at::Tensor& input) {
+  return input.scalar_type() == at::kBFloat16 || input.scalar_type() == at::kHalf;
+}
+
 bool is_channels_last(const at::Tensor& input) {
   return output_memory_format(input) != at::MemoryFormat::Contiguous;
 }
@@ -61,7 +65,8 @@ std::string conv_path(const at::Tensor& input, const at::Tensor& weight, const s
                       c10::string_view backend) {
   const ConvGeometry g = conv_geometry(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode);
   const int64_t accumulator_bytes = input.scalar_type() == at::kDouble ? 8 : 4;
-  return path_name(choose_conv_path(g, parse_backend(backend), is_channels_last(input), accumulator_bytes, cpu_isa()));
+  return path_name(choose_conv_path(g, parse_backend(backend), is_channels_last(input), accumulator_bytes,
+                                    is_reduced_precision(input), cpu_isa()));
 }
 
 std::string conv_transpose_path(const at::Tensor& input, const at::Tensor& weight,
@@ -73,7 +78,7 @@ std::string conv_transpose_path(const at::Tensor& input, const at::Tensor& weigh
   const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
   const int64_t accumulator_bytes = input.scalar_type() == at::kDouble ? 8 : 4;
   return path_name(choose_conv_transpose_path(g, parse_backend(backend), is_channels_last(input), accumulator_bytes,
-                                              cpu_isa(), weight_finite));
+                                              is_reduced_precision(input), cpu_isa(), weight_finite));
 }
 
 std::string conv_weight_grad_path(const at::Tensor& input, const at::Tensor& grad_output,

@@ -114,16 +114,19 @@ constexpr int64_t kTorchMinMultiplyAdds = int64_t(1) << 24;
 // depthwise, between kTorchMinMultiplyAdds and kTorchMaxElements, with channels on both sides (torch rejects an empty
 // reduction), and not a strided 1x1 kernel (1x313x96x96 -> 3 channels, stride 3: 5.6 ms through torch's, 1.6 ms
 // in fastpad's). The weight gradient stays with fastpad, whose kernels were as fast or faster than torch's backward.
+// bfloat16 and float16 stay with fastpad: without native bf16 instructions (AVX2), torch 2.13's bf16 convolution ran
+// resnet50.dense_k3s1_c64 at 1.8% of the float32 FMA peak, 28.7x ONNX Runtime's float32 time and 4.3x torch.compile's.
 // Channels-last stays with fastpad: torch 2.13's CPU convolution backward in channels-last gave wrong weight
 // gradients (1x1 stride 3 over 15x18), NaN input gradients (3x3 stride 2 pads 1 over 57x57) and, for one random
 // shape, did not return.
-inline bool cpu_leaves_to_torch(const ConvGeometry& g, bool channels_last, bool pads_match) {
+inline bool cpu_leaves_to_torch(const ConvGeometry& g, bool channels_last, bool pads_match, bool reduced_precision) {
   const int64_t elements =
       g.batch * (g.conv_in_channels * g.conv_in_volume() + g.conv_out_channels * g.conv_out_volume());
   const int64_t multiply_adds =
       g.batch * g.conv_out_channels * g.conv_out_volume() * g.conv_in_channels_per_group() * g.kernel_volume();
   const bool strided_1x1 = g.kernel_volume() == 1 && g.stride[0] * g.stride[1] * g.stride[2] > 1;
-  return pads_match && !channels_last && !cpu_depthwise(g, channels_last) && elements <= kTorchMaxElements &&
+  return pads_match && !reduced_precision && !channels_last && !cpu_depthwise(g, channels_last) &&
+         elements <= kTorchMaxElements &&
          multiply_adds >= kTorchMinMultiplyAdds && !strided_1x1 && g.conv_in_channels > 0 && g.conv_out_channels > 0;
 }
 
@@ -134,15 +137,15 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, CpuIsa isa, int64_t elemen
 }
 
 // conv. element_bytes: the size of the accumulation type, which sizes the CUDA halo patch and picks the CPU kernels
-// that accumulate in float. isa: cpu_isa() (ignored for CUDA).
+// that accumulate in float. reduced_precision: bfloat16 or float16 tensors. isa: cpu_isa() (ignored for CUDA).
 inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool channels_last, int64_t element_bytes,
-                                 CpuIsa isa) {
+                                 bool reduced_precision, CpuIsa isa) {
   if (backend == Backend::Cuda) {
     if (g.conv_in_channels_per_group() != 1) return ConvPath::CudaImplicitGemm;
     return !channels_last && cuda::halo_plan(g, element_bytes).fits ? ConvPath::CudaDepthwiseHalo
                                                                      : ConvPath::CudaDirect;
   }
-  if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g))) return ConvPath::CpuTorch;
+  if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g), reduced_precision)) return ConvPath::CpuTorch;
   if (cpu_depthwise(g, channels_last)) return ConvPath::CpuDepthwise;
   if (cpu_blocked_direct(g, isa, element_bytes)) {
     return isa == CpuIsa::Avx512 ? ConvPath::CpuBlockedAvx512 : ConvPath::CpuBlockedAvx2;
@@ -154,14 +157,15 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   return g.groups == 1 ? ConvPath::CpuChannelsLastPhasePlanes : ConvPath::CpuChannelsLastIm2col;
 }
 
-// conv_transpose (its input x is on the geometry's conv_out side, its output y on the conv_in side). element_bytes and
-// isa as for conv.
+// conv_transpose (its input x is on the geometry's conv_out side, its output y on the conv_in side). element_bytes,
+// reduced_precision and isa as for conv.
 // weight_finite() says whether the weight holds no inf or NaN; the CPU phase planes multiply weights by the zeros of
 // positions outside x, so they take only finite weights. It reads the whole weight, so it is called only where the
 // phase planes would otherwise be chosen.
 template <class WeightFinite>
 ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend backend, bool channels_last,
-                                             int64_t element_bytes, CpuIsa isa, WeightFinite&& weight_finite) {
+                                             int64_t element_bytes, bool reduced_precision, CpuIsa isa,
+                                             WeightFinite&& weight_finite) {
   if (backend == Backend::Cuda) {
     if (g.conv_out_channels_per_group() < cuda::kPhaseGemmMinChannels) return ConvTransposePath::CudaDirectGather;
     return g.mode == PaddingMode::Zeros ? ConvTransposePath::CudaPhaseGemm : ConvTransposePath::CudaPhaseGemmFold;
@@ -174,7 +178,8 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
                                  g.conv_out_channels_per_group() >= kTapGemmMinChannels &&
                                  g.conv_out_sizes[1] * g.conv_out_sizes[2] >= kTapGemmMinPositions;
   const bool strided = g.stride[0] * g.stride[1] * g.stride[2] > 1;
-  if (cpu_leaves_to_torch(g, channels_last, torch_crop_matches(g)) && !(phase_plane_shape && strided)) {
+  if (cpu_leaves_to_torch(g, channels_last, torch_crop_matches(g), reduced_precision) &&
+      !(phase_plane_shape && strided)) {
     return ConvTransposePath::CpuTorch;
   }
   if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;

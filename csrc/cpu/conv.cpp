@@ -439,7 +439,8 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
   advise_huge_pages(y);
   const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
   const ConvPath path =
-      choose_conv_path(g, Backend::Cpu, channels_last, input.scalar_type() == at::kDouble ? 8 : 4, cpu_isa());
+      choose_conv_path(g, Backend::Cpu, channels_last, input.scalar_type() == at::kDouble ? 8 : 4,
+                       input.scalar_type() == at::kBFloat16 || input.scalar_type() == at::kHalf, cpu_isa());
   if (path == ConvPath::CpuTorch) return torch_convolution(g, x, weight, b, /*transposed=*/false, y);
   if (path == ConvPath::CpuBlockedAvx2 || path == ConvPath::CpuBlockedAvx512) {
     blocked_conv(g, x, weight, b, y, channels_last, path == ConvPath::CpuBlockedAvx512);

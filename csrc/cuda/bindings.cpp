@@ -55,7 +55,8 @@ std::pair<at::Tensor, ConvPath> conv_binding(const at::Tensor& input, const at::
   const ConvGeometry g = conv_geometry(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode);
   const auto format = output_memory_format(input);
   const bool channels_last = format != at::MemoryFormat::Contiguous;
-  const ConvPath path = choose_conv_path(g, Backend::Cuda, channels_last, accumulator_bytes(input), CpuIsa::Baseline);
+  const ConvPath path = choose_conv_path(g, Backend::Cuda, channels_last, accumulator_bytes(input), false,
+                                        CpuIsa::Baseline);
   auto y = at::empty(tensor_shape(g.batch, g.conv_out_channels, g.conv_out_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};
@@ -77,7 +78,7 @@ std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   // The CUDA choice does not depend on the weight's values (the kernels read the flag below on the device).
   const ConvTransposePath path = choose_conv_transpose_path(g, Backend::Cuda, channels_last, accumulator_bytes(input),
-                                                             CpuIsa::Baseline, [] { return true; });
+                                                             false, CpuIsa::Baseline, [] { return true; });
   auto y = at::empty(tensor_shape(g.batch, g.conv_in_channels, g.conv_in_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};
