@@ -159,9 +159,9 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
 
 // conv_transpose (its input x is on the geometry's conv_out side, its output y on the conv_in side). element_bytes,
 // reduced_precision and isa as for conv.
-// weight_finite() says whether the weight holds no inf or NaN; the CPU phase planes multiply weights by the zeros of
-// positions outside x, so they take only finite weights. It reads the whole weight, so it is called only where the
-// phase planes would otherwise be chosen.
+// weight_finite() says whether the weight holds no inf or NaN; the CPU phase planes and the stride-1 blocked conv
+// multiply weights by the zeros of positions outside x, so they take only finite weights. It reads the whole weight,
+// so it is called only where one of them would otherwise be chosen.
 template <class WeightFinite>
 ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend backend, bool channels_last,
                                              int64_t element_bytes, bool reduced_precision, CpuIsa isa,
