@@ -311,6 +311,12 @@ ConvGeometry conv_weight_grad_geometry(const at::Tensor& input, const at::Tensor
                        stride, dilation, pad_lo);
 }
 
+int64_t accumulator_bytes(const at::Tensor& t) { return t.scalar_type() == at::kDouble ? 8 : 4; }
+
+bool is_reduced_precision(const at::Tensor& t) {
+  return t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf;
+}
+
 at::MemoryFormat output_memory_format(const at::Tensor& input) {
   if (input.dim() == 4 && !input.is_contiguous() && input.is_contiguous(at::MemoryFormat::ChannelsLast)) {
     return at::MemoryFormat::ChannelsLast;

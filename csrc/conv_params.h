@@ -36,6 +36,12 @@ ConvGeometry conv_weight_grad_geometry(const at::Tensor& input, const at::Tensor
 // plain contiguous), else contiguous. The fake kernels in fastpad/_ops.py follow the same rule.
 at::MemoryFormat output_memory_format(const at::Tensor& input);
 
+// Bytes of the type t's kernels accumulate in: 8 for float64, 4 for float32, bfloat16 and float16 (float).
+int64_t accumulator_bytes(const at::Tensor& t);
+
+// Whether t holds bfloat16 or float16.
+bool is_reduced_precision(const at::Tensor& t);
+
 // The shape [batch, channels, *sizes] of a tensor with `spatial_dims` spatial dims, where `sizes` is one of a
 // geometry's padded-to-3-d size arrays (its last `spatial_dims` entries are the real ones).
 std::vector<int64_t> tensor_shape(int64_t batch, int64_t channels, const int64_t* sizes, int64_t spatial_dims);

@@ -51,10 +51,6 @@ Backend parse_backend(c10::string_view backend) {
   TORCH_CHECK(false, "fastpad: backend must be 'cpu' or 'cuda', got '", backend, "'");
 }
 
-bool is_reduced_precision(const at::Tensor& input) {
-  return input.scalar_type() == at::kBFloat16 || input.scalar_type() == at::kHalf;
-}
-
 bool is_channels_last(const at::Tensor& input) {
   return output_memory_format(input) != at::MemoryFormat::Contiguous;
 }
@@ -64,8 +60,7 @@ std::string conv_path(const at::Tensor& input, const at::Tensor& weight, const s
                       at::IntArrayRef dilation, int64_t groups, c10::string_view padding_mode,
                       c10::string_view backend) {
   const ConvGeometry g = conv_geometry(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode);
-  const int64_t accumulator_bytes = input.scalar_type() == at::kDouble ? 8 : 4;
-  return path_name(choose_conv_path(g, parse_backend(backend), is_channels_last(input), accumulator_bytes,
+  return path_name(choose_conv_path(g, parse_backend(backend), is_channels_last(input), accumulator_bytes(input),
                                     is_reduced_precision(input), cpu_isa()));
 }
 
@@ -76,9 +71,9 @@ std::string conv_transpose_path(const at::Tensor& input, const at::Tensor& weigh
   const ConvGeometry g =
       conv_transpose_geometry(input, weight, bias, stride, crop_lo, out_size, dilation, groups, padding_mode);
   const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
-  const int64_t accumulator_bytes = input.scalar_type() == at::kDouble ? 8 : 4;
-  return path_name(choose_conv_transpose_path(g, parse_backend(backend), is_channels_last(input), accumulator_bytes,
-                                              is_reduced_precision(input), cpu_isa(), weight_finite));
+  return path_name(choose_conv_transpose_path(g, parse_backend(backend), is_channels_last(input),
+                                              accumulator_bytes(input), is_reduced_precision(input), cpu_isa(),
+                                              weight_finite));
 }
 
 std::string conv_weight_grad_path(const at::Tensor& input, const at::Tensor& grad_output,

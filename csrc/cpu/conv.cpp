@@ -213,7 +213,8 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   const int64_t depth = g.kernel[0], taps_2d = g.kernel[1] * g.kernel[2];
   const int64_t co_blocks = (c_out + block_width - 1) / block_width, out_pitch = (c_out + vector - 1) / vector * vector;
   const auto options = at::TensorOptions(at::kFloat);
-  // [groups, kd, co_blocks, kh*kw, Cg_in, block_width], zero beyond Cg_out; bias (or zeros) [groups, co_blocks * width].
+  // [groups, kd, co_blocks, kh*kw, Cg_in, block_width], zero beyond Cg_out; bias (or zeros)
+  // [groups, co_blocks * block_width].
   const at::Tensor w_padded = at::zeros({groups, co_blocks * block_width, depth, taps_2d, c_in}, options);
   w_padded.narrow(1, 0, c_out).copy_(weight.reshape({groups, c_out, c_in, depth, taps_2d}).permute({0, 1, 3, 4, 2}));
   const at::Tensor w_packed =
@@ -438,9 +439,8 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
   if (y.numel() == 0) return y;
   advise_huge_pages(y);
   const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
-  const ConvPath path =
-      choose_conv_path(g, Backend::Cpu, channels_last, input.scalar_type() == at::kDouble ? 8 : 4,
-                       input.scalar_type() == at::kBFloat16 || input.scalar_type() == at::kHalf, cpu_isa());
+  const ConvPath path = choose_conv_path(g, Backend::Cpu, channels_last, accumulator_bytes(input),
+                                         is_reduced_precision(input), cpu_isa());
   if (path == ConvPath::CpuTorch) return torch_convolution(g, x, weight, b, /*transposed=*/false, y);
   if (path == ConvPath::CpuBlockedAvx2 || path == ConvPath::CpuBlockedAvx512) {
     blocked_conv(g, x, weight, b, y, channels_last, path == ConvPath::CpuBlockedAvx512);

@@ -25,9 +25,6 @@ ScalarType scalar_type_of(const at::Tensor& t) {
   }
 }
 
-// float32 accumulation, float64 for float64: cuda/indexing.h's acc_type.
-int64_t accumulator_bytes(const at::Tensor& t) { return t.scalar_type() == at::kDouble ? 8 : 4; }
-
 // Element strides of the [N, C, D, H, W] view of a 3-d, 4-d or 5-d tensor, taken as they are (any layout).
 Strides strides_of(const at::Tensor& t) {
   Strides s;

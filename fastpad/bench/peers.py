@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, Dict, Optional, Tuple
 import torch
 
 from fastpad._geometry import conv_out_size, transposed_full_size
-from fastpad.cases import ConvCase
+from fastpad.cases import ConvCase, dtype_name
 from fastpad.reference import relative_error, tolerance
 
 if TYPE_CHECKING:  # optional dependencies, imported where used
@@ -176,7 +176,7 @@ class OnnxRuntimeConv:
                                                     providers=["CPUExecutionProvider"])
         except Exception as error:  # e.g. NOT_IMPLEMENTED: no float64 Conv on the CPU
             first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise PeerUnavailable(f"onnxruntime refused the {dtype_text(dtype)} model: {first_line}") from error
+            raise PeerUnavailable(f"onnxruntime refused the {dtype_name(dtype)} model: {first_line}") from error
         self.x = x.detach().to("cpu", dtype).contiguous().numpy()
         self.y = numpy.empty(tuple(output_shape), dtype=self.x.dtype)
         self.binding = self.ort.io_binding()
@@ -189,10 +189,6 @@ class OnnxRuntimeConv:
     def output(self) -> torch.Tensor:
         """The output of the last run (the preallocated buffer itself)."""
         return torch.from_numpy(self.y)
-
-
-def dtype_text(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
 
 
 def onnxruntime_conv(case: ConvCase, inputs, expected: torch.Tensor, threads: int) -> OnnxRuntimeConv:

@@ -476,7 +476,7 @@ def onnxruntime_description(settings: Settings) -> str:
     if settings.device.type != "cpu":
         return f"{version}, not run: the onnxruntime column is CPU only"
     return (f"{version}, CPU execution provider, {torch.get_num_threads()} intra-op threads (no spinning), "
-            f"ORT_ENABLE_ALL, {peer_tools.dtype_text(peer_tools.onnx_dtype(settings.dtype))} model, NCHW input")
+            f"ORT_ENABLE_ALL, {dtype_name(peer_tools.onnx_dtype(settings.dtype))} model, NCHW input")
 
 
 def fma_peak_text(gflops: float) -> str:
