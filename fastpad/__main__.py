@@ -1,12 +1,15 @@
-"""Command-line tools: `python -m fastpad check` (validation sweep), `python -m fastpad bench` (benchmark) and
-`python -m fastpad info` (what a bug report needs).
+"""Command-line tools: `python -m fastpad check` (validation sweep), `python -m fastpad bench` (benchmark),
+`python -m fastpad roofline` (an H100 roofline model of the benchmark suite) and `python -m fastpad info` (what a bug
+report needs).
 
-Run `python -m fastpad check --help` or `python -m fastpad bench --help` for the options. All three work from an
-installed package; none needs the source checkout.
+Run `python -m fastpad <command> --help` for the options. All four work from an installed package; none needs the
+source checkout.
 """
 import argparse
 import sys
 
+LAYERS_HELP = ("only layers whose name matches: globs anywhere in the name, '|' between alternatives "
+               "(e.g. 'dw_k3*|stem'), or 're:REGEX'")
 DEVICE_HELP = "device to run on (default: check uses cpu plus cuda if present; bench uses cuda if present, else cpu)"
 
 
@@ -31,6 +34,13 @@ def run_bench(args: argparse.Namespace) -> int:
         png_path=args.png, out_dir=args.out_dir, random_count=args.random, seed=args.seed, peers=args.peers)
 
 
+def run_roofline(args: argparse.Namespace) -> int:
+    from fastpad.bench import roofline
+
+    return roofline.main(dtype=args.dtype, batch=args.batch, bandwidth_tbps=args.bandwidth, peak_tflops=args.peak,
+                         layers=args.layers, markdown_path=args.markdown)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m fastpad", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -51,9 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--device", help=DEVICE_HELP)
     bench.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float64"])
     bench.add_argument("--batch", type=int, help="batch size for every layer (default: each layer's own)")
-    bench.add_argument("--layers", metavar="PATTERN",
-                       help="only layers whose name matches: globs anywhere in the name, '|' between alternatives "
-                            "(e.g. 'dw_k3*|stem'), or 're:REGEX'")
+    bench.add_argument("--layers", metavar="PATTERN", help=LAYERS_HELP)
     bench.add_argument("--random", type=int, metavar="N",
                        help="N random layers instead of the suite (1-3-d, dense/grouped/depthwise, transposed, every "
                             "padding form and mode, NCHW and channels_last; see fastpad/bench/random_layers.py)")
@@ -71,6 +79,21 @@ def build_parser() -> argparse.ArgumentParser:
                        help="folder of the default outputs, written when none of --json, --markdown and --png is "
                             "given (default: ./fastpad-bench)")
     bench.set_defaults(run=run_bench)
+
+    roofline = commands.add_parser(
+        "roofline", help="predict fastpad's best time ratio to F.pad + cuDNN per suite layer on an H100 (forward)",
+        description="A roofline model of each suite layer: bytes and FLOPs, no timing and no GPU needed.")
+    roofline.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
+    roofline.add_argument("--batch", type=int, default=256, help="batch size for every layer (default: 256)")
+    roofline.add_argument("--bandwidth", type=float, metavar="TB/s",
+                          help="memory bandwidth (default: 3.0, an H100 SXM's copy bandwidth, about 90%% of its "
+                               "HBM3 peak)")
+    roofline.add_argument("--peak", type=float, metavar="TFLOP/s",
+                          help="compute peak (default: 989, the H100 SXM's dense bfloat16/float16 tensor-core peak; "
+                               "float32 on tensor cores runs as TF32: pass its peak)")
+    roofline.add_argument("--layers", metavar="PATTERN", help=LAYERS_HELP)
+    roofline.add_argument("--markdown", metavar="PATH", help="also write the output, a markdown table, to PATH")
+    roofline.set_defaults(run=run_roofline)
     return parser
 
 

@@ -124,6 +124,14 @@ class ConvCase:
         return conv_pads(self.padding, list(self.size), list(self.per_dim(self.kernel)), self.per_dim(self.stride),
                          self.per_dim(self.dilation))
 
+    def conv_output_size(self) -> List[int]:
+        """The spatial size of a convolution's output (not a transposed one's)."""
+        from fastpad._geometry import conv_out_size
+
+        return [conv_out_size(i, lo, hi, k, s, d) for i, (lo, hi), k, s, d in
+                zip(self.size, self.pads(), self.per_dim(self.kernel), self.per_dim(self.stride),
+                    self.per_dim(self.dilation))]
+
     def crops(self) -> Tuple[List[int], List[int]]:
         """(crop_lo, out_size) of a transposed convolution per spatial dimension, from fastpad/_geometry.py."""
         from fastpad._geometry import transposed_crops

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable, Dict, Optional, Tuple
 
 import torch
 
-from fastpad._geometry import conv_out_size, transposed_full_size
+from fastpad._geometry import transposed_full_size
 from fastpad.cases import ConvCase, dtype_name
 from fastpad.reference import relative_error, tolerance
 
@@ -44,10 +44,8 @@ def multiply_adds(case: ConvCase) -> int:
     taps = math.prod(case.per_dim(case.kernel))
     if case.transposed:
         return case.batch * case.in_channels * math.prod(case.size) * (case.out_channels // case.groups) * taps
-    out_size = [conv_out_size(i, lo, hi, k, s, d) for i, (lo, hi), k, s, d in
-                zip(case.size, case.pads(), case.per_dim(case.kernel), case.per_dim(case.stride),
-                    case.per_dim(case.dilation))]
-    return case.batch * case.out_channels * math.prod(out_size) * (case.in_channels // case.groups) * taps
+    return (case.batch * case.out_channels * math.prod(case.conv_output_size()) * (case.in_channels // case.groups)
+            * taps)
 
 
 def fma_peak_gflops(seconds: float = 0.3) -> Optional[float]:
