@@ -317,6 +317,26 @@ bool is_reduced_precision(const at::Tensor& t) {
   return t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf;
 }
 
+bool channel_vectors(const at::Tensor& t, int64_t elements) {
+  if (t.stride(1) != 1) return false;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (d != 1 && t.size(d) > 1 && t.stride(d) % elements != 0) return false;
+  }
+  return reinterpret_cast<uintptr_t>(t.const_data_ptr()) % (elements * t.element_size()) == 0;
+}
+
+at::Tensor stride_one_transpose_weight(const ConvGeometry& g, const at::Tensor& weight) {
+  const int64_t spatial_dims = weight.dim() - 2;
+  std::vector<int64_t> grouped{g.groups, g.conv_out_channels_per_group(), g.conv_in_channels_per_group()};
+  std::vector<int64_t> flipped, conv_shape{g.conv_in_channels, g.conv_out_channels_per_group()};
+  for (int64_t d = 0; d < spatial_dims; ++d) {
+    grouped.push_back(weight.size(2 + d));
+    conv_shape.push_back(weight.size(2 + d));
+    flipped.push_back(3 + d);
+  }
+  return weight.reshape(grouped).transpose(1, 2).flip(flipped).reshape(conv_shape);
+}
+
 at::MemoryFormat output_memory_format(const at::Tensor& input) {
   if (input.dim() == 4 && !input.is_contiguous() && input.is_contiguous(at::MemoryFormat::ChannelsLast)) {
     return at::MemoryFormat::ChannelsLast;

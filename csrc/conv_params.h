@@ -42,6 +42,15 @@ int64_t accumulator_bytes(const at::Tensor& t);
 // Whether t holds bfloat16 or float16.
 bool is_reduced_precision(const at::Tensor& t);
 
+// Whether t's channels can be read `elements` at a time as aligned vectors: channel stride 1, the stride of every
+// other dimension longer than 1 a multiple of `elements`, and the data aligned to the vector's bytes.
+bool channel_vectors(const at::Tensor& t, int64_t elements);
+
+// The weight of the conv a stride-1 transposed conv is (stride_one_transpose_as_conv in geometry.h): the transposed
+// weight [C_x, C_y / groups, *k] as [C_y, C_x / groups, *k], each group's two channel dims swapped and the kernel
+// flipped. A view where possible.
+at::Tensor stride_one_transpose_weight(const ConvGeometry& g, const at::Tensor& weight);
+
 // The shape [batch, channels, *sizes] of a tensor with `spatial_dims` spatial dims, where `sizes` is one of a
 // geometry's padded-to-3-d size arrays (its last `spatial_dims` entries are the real ones).
 std::vector<int64_t> tensor_shape(int64_t batch, int64_t channels, const int64_t* sizes, int64_t spatial_dims);

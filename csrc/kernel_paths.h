@@ -31,6 +31,7 @@ enum class ConvPath {
   CpuChannelsLastDirect,       // channels-last stems: the direct kernel
   CpuChannelsLastPhasePlanes,  // channels-last, one group: GEMMs over channels-last phase planes
   CpuChannelsLastIm2col,       // channels-last, grouped: fused im2col + GEMM
+  CudaPipelinedGemm,           // cuda/pipelined_gemm.cuh: 16-bit, channels contiguous, cp.async + mma.sync
   CudaImplicitGemm,            // cuda/implicit_gemm.cuh
   CudaDepthwiseHalo,           // depthwise, contiguous: the input patch with its halo in shared memory
   CudaDirect,                  // depthwise channels-last, or a patch too large for shared memory
@@ -43,6 +44,7 @@ enum class ConvTransposePath {
   CpuDepthwise,       // cpu/depthwise.cpp
   CpuPhasePlanes,     // NCHW: the adjoint of conv's tap GEMMs
   CpuGemmCol2im,      // a GEMM per tile of x positions, then col2im
+  CudaPipelinedGemm,  // stride 1, zeros: the conv it is (stride_one_transpose_as_conv) on cuda/pipelined_gemm.cuh
   CudaDirectGather,   // few channels per group: one thread per output gathers every tap
   CudaPhaseGemm,      // one implicit GEMM per stride phase (zeros padding)
   CudaPhaseGemmFold,  // the phase GEMMs, then a pass folding padded positions back (other modes)
@@ -136,11 +138,26 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, CpuIsa isa, int64_t elemen
   return isa != CpuIsa::Baseline && element_bytes == 4 && g.conv_in_channels_per_group() >= kTapGemmMinChannels;
 }
 
+// What the CUDA choice needs beyond the geometry: whether the input's channels load as aligned 16-byte vectors
+// (channel_vectors(x, cuda::kPipelineVector)) and whether the GPU has cp.async and bfloat16 mma.sync (sm_80 or later).
+struct CudaInputs {
+  bool channel_vectors = false;
+  bool sm80 = false;
+};
+
+// Whether conv runs the pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh): bfloat16/float16 on sm_80 or later,
+// the input's channels in aligned 16-byte vectors, and whole vectors in every group.
+inline bool cuda_pipelined_gemm(const ConvGeometry& g, bool reduced_precision, const CudaInputs& cuda) {
+  return cuda.sm80 && reduced_precision && cuda.channel_vectors &&
+         g.conv_in_channels_per_group() % cuda::kPipelineVector == 0;
+}
+
 // conv. element_bytes: the size of the accumulation type, which sizes the CUDA halo patch and picks the CPU kernels
 // that accumulate in float. reduced_precision: bfloat16 or float16 tensors. isa: cpu_isa() (ignored for CUDA).
 inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool channels_last, int64_t element_bytes,
-                                 bool reduced_precision, CpuIsa isa) {
+                                 bool reduced_precision, CpuIsa isa, const CudaInputs& cuda = {}) {
   if (backend == Backend::Cuda) {
+    if (cuda_pipelined_gemm(g, reduced_precision, cuda)) return ConvPath::CudaPipelinedGemm;
     if (g.conv_in_channels_per_group() != 1) return ConvPath::CudaImplicitGemm;
     return !channels_last && cuda::halo_plan(g, element_bytes).fits ? ConvPath::CudaDepthwiseHalo
                                                                      : ConvPath::CudaDirect;
@@ -165,8 +182,15 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
 template <class WeightFinite>
 ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend backend, bool channels_last,
                                              int64_t element_bytes, bool reduced_precision, CpuIsa isa,
-                                             WeightFinite&& weight_finite) {
+                                             WeightFinite&& weight_finite, const CudaInputs& cuda = {}) {
+  const bool strided = g.stride[0] * g.stride[1] * g.stride[2] > 1;
   if (backend == Backend::Cuda) {
+    // Like the phase GEMMs, the conv multiplies weights by the zeros around x: the kernels' gather pass recomputes
+    // the outputs that involves when the weight holds an inf or NaN (a device flag, so the choice reads no values).
+    if (!strided && g.mode == PaddingMode::Zeros &&
+        cuda_pipelined_gemm(stride_one_transpose_as_conv(g), reduced_precision, cuda)) {
+      return ConvTransposePath::CudaPipelinedGemm;
+    }
     if (g.conv_out_channels_per_group() < cuda::kPhaseGemmMinChannels) return ConvTransposePath::CudaDirectGather;
     return g.mode == PaddingMode::Zeros ? ConvTransposePath::CudaPhaseGemm : ConvTransposePath::CudaPhaseGemmFold;
   }
@@ -177,7 +201,6 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
   const bool phase_plane_shape = !channels_last && g.conv_in_channels_per_group() >= kTapGemmMinChannels &&
                                  g.conv_out_channels_per_group() >= kTapGemmMinChannels &&
                                  g.conv_out_sizes[1] * g.conv_out_sizes[2] >= kTapGemmMinPositions;
-  const bool strided = g.stride[0] * g.stride[1] * g.stride[2] > 1;
   if (cpu_leaves_to_torch(g, channels_last, torch_crop_matches(g), reduced_precision) &&
       !(phase_plane_shape && strided)) {
     return ConvTransposePath::CpuTorch;
@@ -212,6 +235,7 @@ inline const char* path_name(ConvPath path) {
     case ConvPath::CpuChannelsLastDirect: return "cpu_channels_last_direct";
     case ConvPath::CpuChannelsLastPhasePlanes: return "cpu_channels_last_phase_planes";
     case ConvPath::CpuChannelsLastIm2col: return "cpu_channels_last_im2col";
+    case ConvPath::CudaPipelinedGemm: return "cuda_pipelined_gemm";
     case ConvPath::CudaImplicitGemm: return "cuda_implicit_gemm";
     case ConvPath::CudaDepthwiseHalo: return "cuda_depthwise_halo";
     case ConvPath::CudaDirect: return "cuda_direct";
@@ -227,6 +251,7 @@ inline const char* path_name(ConvTransposePath path) {
     case ConvTransposePath::CpuDepthwise: return "cpu_depthwise";
     case ConvTransposePath::CpuPhasePlanes: return "cpu_phase_planes";
     case ConvTransposePath::CpuGemmCol2im: return "cpu_gemm_col2im";
+    case ConvTransposePath::CudaPipelinedGemm: return "cuda_pipelined_gemm";
     case ConvTransposePath::CudaDirectGather: return "cuda_direct_gather";
     case ConvTransposePath::CudaPhaseGemm: return "cuda_phase_gemm";
     case ConvTransposePath::CudaPhaseGemmFold: return "cuda_phase_gemm_fold";

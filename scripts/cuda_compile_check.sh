@@ -3,7 +3,8 @@
 # registration) with nvcc for sm_80 and sm_90 on a machine without a GPU or a CUDA build of torch: the CPU torch
 # wheel ships the c10/cuda headers but not the one header its CMake generates, c10/cuda/impl/cuda_cmake_macros.h,
 # so a one-line stand-in for it goes on the include path.
-# Objects are written to a temporary directory and discarded; any compile error fails the script.
+# Objects are written to a temporary directory and discarded; any compile error fails the script, and so does any
+# register spill or a pipelined kernel without its tensor-core instructions (scripts/cuda_kernel_report.py).
 # Usage: scripts/cuda_compile_check.sh [ARCH ...]   (default: 80 90); PYTHON and NVCC may be overridden.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -35,17 +36,21 @@ PY
 gencode=()
 for arch in "${archs[@]}"; do gencode+=(-gencode "arch=compute_${arch},code=sm_${arch}"); done
 
-# One nvcc per source, all at once (each is mostly single-threaded); logs are printed in order afterwards.
+# One nvcc per source, all at once (each is mostly single-threaded); logs are printed in order afterwards. ptxas
+# reports every kernel's registers and spills (-Xptxas -v), and the PTX of conv.cu is kept for the checks below.
 sources=(csrc/cuda/*.cu csrc/cuda/*.cpp)
+common=(-std=c++20 -O3 -I"$work/stand_in" -Icsrc "${torch_flags[@]}" -DTORCH_API_INCLUDE_EXTENSION_H
+        -DTORCH_EXTENSION_NAME=_C --expt-relaxed-constexpr)
 pids=()
 for source in "${sources[@]}"; do
-    "$NVCC" -std=c++20 -O3 -c "$source" -o "$work/$(basename "$source").o" \
-        -I"$work/stand_in" -Icsrc "${torch_flags[@]}" "${gencode[@]}" \
-        -DTORCH_API_INCLUDE_EXTENSION_H -DTORCH_EXTENSION_NAME=_C \
-        --expt-relaxed-constexpr -Werror all-warnings -Xcompiler -Wall \
-        >"$work/$(basename "$source").log" 2>&1 &
+    "$NVCC" "${common[@]}" -c "$source" -o "$work/$(basename "$source").o" "${gencode[@]}" \
+        -Werror all-warnings -Xcompiler -Wall -Xptxas -v >"$work/$(basename "$source").log" 2>&1 &
     pids+=("$!")
 done
+ptx_arch="${archs[${#archs[@]}-1]}"
+"$NVCC" "${common[@]}" -ptx csrc/cuda/conv.cu -o "$work/conv.ptx" -arch="compute_${ptx_arch}" \
+    >"$work/conv.ptx.log" 2>&1 &
+ptx_pid="$!"
 status=0
 for i in "${!sources[@]}"; do
     if wait "${pids[$i]}"; then
@@ -56,4 +61,14 @@ for i in "${!sources[@]}"; do
         status=1
     fi
 done
-exit "$status"
+if ! wait "$ptx_pid"; then
+    cat "$work/conv.ptx.log" >&2
+    echo "cuda_compile_check: PTX of csrc/cuda/conv.cu FAILED" >&2
+    status=1
+fi
+[ "$status" -eq 0 ] || exit "$status"
+# Registers, spills and shared memory per kernel; fails on any spill, or on a pipelined kernel without its cp.async,
+# ldmatrix and mma.sync (scripts/cuda_kernel_report.py).
+logs=()
+for source in csrc/cuda/*.cu; do logs+=("$work/$(basename "$source").log"); done
+"$PYTHON" scripts/cuda_kernel_report.py --ptx "$work/conv.ptx" "${logs[@]}"

@@ -16,6 +16,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEMM_CASES = "gemm_tiles_crossed and zeros and contiguous and (float32 or bfloat16)"
 HALO_CASES = "depthwise_halo_2d and zeros and contiguous and float32"
+PIPELINED_CASES = "pipelined_taps_straddle_k_tiles and zeros and channels_last and bfloat16"
 
 # (name, file, text, replacement, the tests that must fail, run under ASan + UBSan)
 MUTATIONS = [
@@ -34,6 +35,20 @@ MUTATIONS = [
      "warp_m = warp % 4, warp_n = warp / 4", "warp_m = warp % 4, warp_n = warp % 2", GEMM_CASES, False),
     ("shared array one element short (depthwise weight gradient)", "csrc/cuda/conv_weight_grad.cu",
      "__shared__ acc_t partial[kThreads];", "__shared__ acc_t partial[kThreads - 1];", HALO_CASES, True),
+    ("k-tile read before its cp.async group is waited for (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
+     "      cp_async_wait<kPipelineStages - 2>();  // this", "      // this", PIPELINED_CASES, False),
+    ("next stage copied before the barrier (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
+     "      __syncthreads();                       // ... and everyone's; everyone is done with k-tile kt - 1's stage\n"
+     "      if (kt + kPipelineStages - 1 < k_tiles) copy_stage(int((kt + kPipelineStages - 1) % kPipelineStages));",
+     "      if (kt + kPipelineStages - 1 < k_tiles) copy_stage(int((kt + kPipelineStages - 1) % kPipelineStages));\n"
+     "      __syncthreads();", PIPELINED_CASES, False),
+    ("trailing barrier removed (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
+     "    cp_async_wait<0>();\n    __syncthreads();", "    cp_async_wait<0>();", PIPELINED_CASES, False),
+    ("padding copied instead of zero-filled (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
+     "valid ? x + offset : x, valid);", "x, true);", PIPELINED_CASES, False),
+    ("B fragments of two column tiles swapped (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
+     "          b[f][1] = r[1];\n          b[f + 1][0] = r[2];", "          b[f][1] = r[2];\n          b[f + 1][0] = r[1];",
+     PIPELINED_CASES, False),
 ]
 
 

@@ -42,7 +42,8 @@ TEST_FILES=(tests/test_cuda.py tests/test_conv.py tests/test_conv_transpose.py t
 MEMCHECK_TESTS="test_kernel_paths_small or (test_batch_zero_and_one and zeros and float32) or \
 (test_non_contiguous_and_expanded and zeros and float16 and (offset_slice or expanded_channels))"
 # racecheck: the kernels that share memory between threads: the depthwise halo tiles, the implicit GEMMs (conv,
-# transposed phases, split-K weight gradient) and the depthwise weight-gradient block reduction.
+# transposed phases, split-K weight gradient), the pipelined GEMM's cp.async stages and the depthwise weight-gradient
+# block reduction.
 RACECHECK_TESTS="test_kernel_paths_small and not direct and not gather"
 
 # ---------------------------------------------------------------------------------------------------------------------

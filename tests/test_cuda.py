@@ -430,8 +430,12 @@ PATHS = {
     "direct_big_patch": (conv_case((100, 400), 2, 2, 3, groups=2, stride=12, pads=((1, 1), (1, 1))), "reflect",
                          torch.float64, "contiguous"),
     "gemm_float32": (conv_case((9, 10), 20, 70, 3, pads=((1, 1), (0, 2))), "zeros", torch.float32, "contiguous"),
-    "gemm_float16": (conv_case((7, 9), 40, 66, 3, stride=2, pads=((1, 2), (1, 1))), "reflect", torch.float16,
+    "gemm_float16": (conv_case((7, 9), 20, 66, 3, stride=2, pads=((1, 2), (1, 1))), "reflect", torch.float16,
                      "channels_last"),
+    "pipelined_float16": (conv_case((7, 9), 40, 66, 3, stride=2, pads=((1, 2), (1, 1))), "reflect", torch.float16,
+                          "channels_last"),
+    "pipelined_bfloat16": (conv_case((12, 10), 32, 32, 3, groups=2, batch=3, pads=((0, 1), (2, 1))), "zeros",
+                           torch.bfloat16, "channels_last"),
     "gemm_bfloat16": (conv_case((6, 5, 7), 18, 20, 3, groups=2, pads=((1, 1), (0, 2), (2, 0))), "replicate",
                       torch.bfloat16, "contiguous"),
     "gemm_fold_reflect": (conv_case((8, 9), 6, 8, 3, stride=2, pads=((2, 1), (1, 2))), "reflect", torch.float32,
@@ -448,6 +452,7 @@ PATHS = {
 # The CUDA kernel path (kernel_paths.h) each PATHS case reaches: conv, its input gradient (conv_transpose) and
 # conv_weight_grad. tests/test_kernel_paths.py checks these on any machine, through the private path ops.
 HALO, DIRECT, GEMM = "cuda_depthwise_halo", "cuda_direct", "cuda_implicit_gemm"
+PIPELINED = "cuda_pipelined_gemm"
 GATHER, PHASE, FOLD = "cuda_direct_gather", "cuda_phase_gemm", "cuda_phase_gemm_fold"
 REDUCTION, SPLIT_K = "cuda_depthwise_reduction", "cuda_split_k_gemm"
 CUDA_KERNELS = {
@@ -457,7 +462,9 @@ CUDA_KERNELS = {
     "direct_channels_last": (DIRECT, GATHER, REDUCTION),
     "direct_big_patch": (DIRECT, GATHER, REDUCTION),
     "gemm_float32": (GEMM, PHASE, SPLIT_K),
-    "gemm_float16": (GEMM, FOLD, SPLIT_K),
+    "gemm_float16": (GEMM, FOLD, SPLIT_K),  # 20 input channels: not whole 16-byte vectors
+    "pipelined_float16": (PIPELINED, FOLD, SPLIT_K),
+    "pipelined_bfloat16": (PIPELINED, PIPELINED, SPLIT_K),
     "gemm_bfloat16": (GEMM, FOLD, SPLIT_K),
     "gemm_fold_reflect": (GEMM, FOLD, SPLIT_K),
     "gather_circular": (GEMM, GATHER, SPLIT_K),
@@ -732,8 +739,8 @@ def test_compile_reduce_overhead_cuda_graphs(training):
 # --------------------------------------------------------------------------------------------
 # Streams and CUDA graphs: the kernels launch on the current stream, never the legacy default stream.
 
-GRAPH_PATHS = ["halo_2d", "halo_1d", "direct_channels_last", "gemm_float32", "gemm_float16", "gemm_fold_reflect",
-               "gather_circular", "wgrad_depthwise", "wgrad_split_k"]
+GRAPH_PATHS = ["halo_2d", "halo_1d", "direct_channels_last", "gemm_float32", "gemm_float16", "pipelined_bfloat16",
+               "gemm_fold_reflect", "gather_circular", "wgrad_depthwise", "wgrad_split_k"]
 
 
 @cuda_only

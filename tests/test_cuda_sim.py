@@ -14,6 +14,7 @@ code generation, speed.
 import ctypes
 import glob
 import hashlib
+import math
 import os
 import random
 import subprocess
@@ -61,7 +62,9 @@ def build_kernel_library(include):
              *(f"-I{path}" for path in cpp_extension.include_paths())]
     flags += (["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
               if SANITIZED else ["-O2"])
-    headers = glob.glob(os.path.join(ROOT, "csrc", "**", "*.h*"), recursive=True) + [os.path.join(SIM, "cuda_sim.h")]
+    headers = [path for pattern in ("*.h", "*.cuh") for path in glob.glob(os.path.join(ROOT, "csrc", "**", pattern),
+                                                                           recursive=True)]
+    headers.append(os.path.join(SIM, "cuda_sim.h"))
     digest = hashlib.sha256(" ".join(flags).encode())
     for path in sorted(kernel_sources() + headers):
         with open(path, "rb") as f:
@@ -153,8 +156,17 @@ def draw(rng):
             pad_hi = [rng.randint(-1 if mode == "zeros" else 0, 4) for _ in size]
         if all(s + lo + hi >= d * (k - 1) + 1 for s, lo, hi, k, d in zip(size, pad_lo, pad_hi, kernel, dilation)):
             break
-    grouping = rng.choice(("dense", "dense", "wide", "grouped", "depthwise", "multiplier"))
-    if grouping == "dense":
+    grouping = rng.choice(("dense", "dense", "wide", "grouped", "depthwise", "multiplier", "vectors"))
+    dtype = rng.choice(DTYPES[:2] * 3 + DTYPES[2:])
+    layout = rng.choice(LAYOUTS)
+    if grouping == "vectors":  # the pipelined GEMM's problems: 8k channels per group, mostly 16-bit channels_last
+        groups = rng.randint(1, 2)
+        c_in, c_out = groups * 8 * rng.randint(1, 3), groups * rng.choice((rng.randint(1, 10), 8, 16))
+        dtype = rng.choice(DTYPES[2:])
+        layout = rng.choice(("channels_last", "channels_last", "contiguous"))
+        if rng.random() < 0.5:  # stride 1 in zeros mode: the input gradient runs the pipelined GEMM too
+            stride, mode = [1] * nd, "zeros"
+    elif grouping == "dense":
         groups, c_in, c_out = 1, rng.randint(1, 9), rng.randint(1, 9)
     elif grouping == "wide":  # crosses the 64-wide GEMM tiles
         groups, c_in, c_out = 1, rng.randint(5, 12), rng.randint(60, 70)
@@ -164,10 +176,9 @@ def draw(rng):
     else:
         groups = rng.randint(1, 6)
         c_in, c_out = groups, groups * (rng.randint(2, 3) if grouping == "multiplier" else 1)
-    dtype = rng.choice(DTYPES[:2] * 3 + DTYPES[2:])
     return ConvCase(False, tuple(size), c_in, c_out, tuple(kernel), tuple(stride), tuple(zip(pad_lo, pad_hi)),
                     tuple(dilation), groups, mode, batch=rng.randint(0, 2), dtype=dtype_name(dtype),
-                    layout=rng.choice(LAYOUTS), bias=rng.random() < 0.7)
+                    layout=layout, bias=rng.random() < 0.7)
 
 
 
@@ -250,6 +261,7 @@ def base_case(**changes):
 
 
 GEMM, HALO, DIRECT = "cuda_implicit_gemm", "cuda_depthwise_halo", "cuda_direct"
+PIPELINED = "cuda_pipelined_gemm"
 GATHER, PHASE, FOLD = "cuda_direct_gather", "cuda_phase_gemm", "cuda_phase_gemm_fold"
 REDUCTION, SPLIT_K = "cuda_depthwise_reduction", "cuda_split_k_gemm"
 
@@ -265,6 +277,17 @@ PATH_CASES = {
     "gemm_grouped_3d": (base_case(size=(4, 5, 4), kernel=(2, 3, 2), stride=(2, 1, 2), dilation=(1, 2, 1),
                                   padding=((1, 0), (2, 2), (0, 1)), in_channels=8, out_channels=8, groups=2),
                         (GEMM, PHASE, SPLIT_K)),
+    # 16-bit channels-last cases with 8k input channels per group take the pipelined GEMM (the others the GEMM):
+    # 70 output channels cross a 128-wide tile, 24 channels per tap straddle the 32-wide k-tiles, and K ends inside
+    # a k-tile (K = 96 grouped 3-d, K = 216 with 24 channels). The last has 5 tiles for the grid cap's 3 blocks, and
+    # stride 1: its input gradient, in zeros mode, is the conv the pipelined GEMM runs (K = 72, 8 channels per tap).
+    "pipelined_columns_crossed": (base_case(in_channels=16, out_channels=70, size=(9, 11), stride=(2, 1),
+                                            padding=((0, 1), (1, 2))), (PIPELINED, PHASE, SPLIT_K)),
+    "pipelined_grouped_3d": (base_case(size=(4, 5, 4), kernel=(2, 3, 2), stride=(2, 1, 2), dilation=(1, 2, 1),
+                                       padding=((1, 0), (2, 2), (0, 1)), in_channels=16, out_channels=12, groups=2),
+                             (PIPELINED, PHASE, SPLIT_K)),
+    "pipelined_taps_straddle_k_tiles": (base_case(in_channels=24, out_channels=8, size=(7, 13), dilation=(2, 1),
+                                                  padding=((2, 2), (0, 2)), batch=3), (PIPELINED, PIPELINED, SPLIT_K)),
     "depthwise_halo_2d": (base_case(in_channels=4, out_channels=8, groups=4, size=(19, 40), stride=(2, 2)),
                           (HALO, GATHER, REDUCTION)),
     "depthwise_halo_1d": (base_case(in_channels=3, out_channels=3, groups=3, size=(300,), kernel=5, stride=1,
@@ -278,6 +301,11 @@ LAYOUTS = ("contiguous", "channels_last", "strided")
 
 def expected_paths(case, paths):
     conv, transpose, grad = paths
+    vectors = case.layout == "channels_last" and case.dims > 1 and case.dtype in ("bfloat16", "float16")
+    if conv == PIPELINED and not vectors:
+        conv = GEMM  # the pipelined GEMM copies 16-bit channels 8 at a time: channels_last inputs only
+    if transpose == PIPELINED and (not vectors or case.padding_mode != "zeros"):
+        transpose = PHASE  # as a conv, the stride-1 transposed conv needs zero padding
     if case.layout == "channels_last" and case.dims > 1 and conv == HALO:
         conv = DIRECT  # channels_last depthwise runs the direct kernel along C
     if case.padding_mode != "zeros" and transpose == PHASE:
@@ -308,6 +336,33 @@ def test_every_kernel_path(sim, name, mode, layout_kind, dtype):
     assert (taken["conv"], taken["conv_transpose"], taken["conv_weight_grad"]) == paths
 
 
+# The pipelined GEMM's tile shapes (rows x columns of C per block), as pipelined_tile() in csrc/cuda/problems.h picks
+# them: 128 rows once 128-row tiles give at least kPipelineTargetBlocks (264) blocks, 128 columns past 64 output
+# channels per group. PATH_CASES reach 64 x 64 and 64 x 128; these reach the two 128-row shapes.
+PIPELINE_TARGET_BLOCKS = 264
+PIPELINED_LARGE_TILES = {
+    (128, 64): base_case(in_channels=8, out_channels=40, size=(184, 184), kernel=(1, 2), padding=((0, 0), (0, 1)),
+                         batch=1),
+    (128, 128): base_case(in_channels=16, out_channels=72, size=(92, 184), kernel=(2, 1), stride=(1, 1),
+                          padding=((1, 0), (0, 0)), batch=2),
+}
+
+
+@pytest.mark.parametrize("tile", sorted(PIPELINED_LARGE_TILES), ids=lambda t: f"{t[0]}x{t[1]}")
+def test_pipelined_large_tiles(sim, tile):
+    """The two 128-row tile shapes of the pipelined GEMM, bfloat16 channels_last, against the CPU op."""
+    case = replace(PIPELINED_LARGE_TILES[tile], dtype="bfloat16", layout="channels_last")
+    out_positions = math.prod(case.conv_output_size())
+    channels = case.out_channels // case.groups
+    blocks_at_128 = -(-case.batch * out_positions // 128) * -(-channels // tile[1]) * case.groups
+    assert blocks_at_128 >= PIPELINE_TARGET_BLOCKS and (channels <= 64) == (tile[1] == 64)
+    x, w, b, _, _ = tensors(case, seed=5)
+    y, path = run_op(sim, "conv", (x, w, b, *case.conv_op_arguments()), ("random", "ascending"))
+    assert path == PIPELINED
+    compare(y, torch.ops.fastpad.conv(x.double(), w.double(), b.double(), *case.conv_op_arguments()),
+            torch.bfloat16, "conv", case)
+
+
 FIXED_SEED = 20261122
 
 
@@ -327,8 +382,8 @@ def test_random_problems(sim, seed, capsys):
         print(f"\nCUDA execution shim: {RANDOM_CASES} random problems, seed {seed}, paths taken {seen}")
     if seed == FIXED_SEED and RANDOM_CASES >= 150:
         # This draw reaches every path of every op; a random seed may miss a rare one.
-        assert seen["conv"] == {GEMM, HALO, DIRECT}, seen
-        assert seen["conv_transpose"] == {GATHER, PHASE, FOLD}, seen
+        assert seen["conv"] == {PIPELINED, GEMM, HALO, DIRECT}, seen
+        assert seen["conv_transpose"] == {PIPELINED, GATHER, PHASE, FOLD}, seen
         assert seen["conv_weight_grad"] == {REDUCTION, SPLIT_K}, seen
 
 
@@ -359,3 +414,22 @@ def test_transposed_gemm_with_non_finite_weights(sim, mode, layout_kind):
     assert path == (PHASE if mode == "zeros" else FOLD)
     assert expected.isfinite().any() and not expected.isfinite().all()
     torch.testing.assert_close(gx, expected, equal_nan=True, rtol=1e-12, atol=1e-12)
+
+
+def test_pipelined_transposed_conv_with_non_finite_weights(sim):
+    """The stride-1 transposed conv on the pipelined GEMM multiplies weights by the zeros around x as well: with an
+    inf or NaN weight, the gather pass recomputes those outputs, so infs and NaNs land where torch's do."""
+    case = base_case(in_channels=8, out_channels=16, padding=((1, 2), (2, 1)), layout="channels_last",
+                     dtype="bfloat16")
+    x, w, _, gy, bt = tensors(case, seed=11)
+    w[2, 1, 0, 0], w[3, 4, 2, 1], w[5, 0, 1, 2] = float("inf"), float("nan"), float("-inf")
+    stride, pad_lo, _, dilation, groups, mode = case.conv_op_arguments()
+    args = (stride, pad_lo, list(case.size), dilation, groups, mode)
+    sim.configure("random", seed=3)
+    gx, path = sim.conv_transpose(gy, w, bt, *args)
+    expected = torch.ops.fastpad.conv_transpose(gy.double(), w.double(), bt.double(), *args)
+    assert path == PIPELINED
+    assert expected.isfinite().any() and not expected.isfinite().all()
+    assert torch.equal(gx.isnan(), expected.isnan()) and torch.equal(gx.isinf(), expected.isinf())
+    finite = expected.isfinite()
+    assert relative_error(gx[finite].double(), expected[finite]) <= tolerance(torch.bfloat16)

@@ -220,17 +220,7 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     return torch_convolution(g, x, weight, b, /*transposed=*/true, y);
   }
   if (path == ConvTransposePath::CpuBlockedAvx2 || path == ConvTransposePath::CpuBlockedAvx512) {
-    // The conv it is: weight [C_x, C_y/groups, *k] -> [C_y, C_x/groups, *k], each group's channel dims swapped, the
-    // kernel flipped.
-    const int64_t spatial_dims = weight.dim() - 2;
-    std::vector<int64_t> grouped{g.groups, g.conv_out_channels_per_group(), g.conv_in_channels_per_group()};
-    std::vector<int64_t> flipped, conv_shape{g.conv_in_channels, g.conv_out_channels_per_group()};
-    for (int64_t d = 0; d < spatial_dims; ++d) {
-      grouped.push_back(weight.size(2 + d));
-      conv_shape.push_back(weight.size(2 + d));
-      flipped.push_back(3 + d);
-    }
-    const at::Tensor w_conv = weight.reshape(grouped).transpose(1, 2).flip(flipped).reshape(conv_shape);
+    const at::Tensor w_conv = stride_one_transpose_weight(g, weight);  // the conv it is
     const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
     blocked_conv(stride_one_transpose_as_conv(g), x, w_conv, b, y, channels_last,
                  path == ConvTransposePath::CpuBlockedAvx512);

@@ -46,18 +46,21 @@ at::Tensor contiguous_bias(const std::optional<at::Tensor>& bias) {
 std::pair<at::Tensor, ConvPath> conv_binding(const at::Tensor& input, const at::Tensor& weight,
                                              const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                                              at::IntArrayRef pad_lo, at::IntArrayRef pad_hi, at::IntArrayRef dilation,
-                                             int64_t groups, c10::string_view padding_mode, cudaStream_t stream) {
+                                             int64_t groups, c10::string_view padding_mode, bool sm80,
+                                             cudaStream_t stream) {
   // The ATen calls inside the kernel work on plain tensors: autograd is this op's own registration.
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   const ConvGeometry g = conv_geometry(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode);
   const auto format = output_memory_format(input);
   const bool channels_last = format != at::MemoryFormat::Contiguous;
-  const ConvPath path = choose_conv_path(g, Backend::Cuda, channels_last, accumulator_bytes(input), false,
-                                        CpuIsa::Baseline);
+  const ConvPath path = choose_conv_path(g, Backend::Cuda, channels_last, accumulator_bytes(input),
+                                        is_reduced_precision(input), CpuIsa::Baseline,
+                                        {channel_vectors(input, kPipelineVector), sm80});
   auto y = at::empty(tensor_shape(g.batch, g.conv_out_channels, g.conv_out_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};
-  const auto w = weight.contiguous();
+  // The pipelined GEMM reads the weight tap-major, each tap's input channels contiguous.
+  const auto w = path == ConvPath::CudaPipelinedGemm ? weight.movedim(1, -1).contiguous() : weight.contiguous();
   const auto b = contiguous_bias(bias);
   launch_conv({g, path, scalar_type_of(input), input.const_data_ptr(), strides_of(input), w.const_data_ptr(),
                data_or_null(b), y.mutable_data_ptr(), strides_of(y), channels_last, stream});
@@ -67,15 +70,16 @@ std::pair<at::Tensor, ConvPath> conv_binding(const at::Tensor& input, const at::
 std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
     const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
     at::IntArrayRef crop_lo, at::IntArrayRef out_size, at::IntArrayRef dilation, int64_t groups,
-    c10::string_view padding_mode, cudaStream_t stream) {
+    c10::string_view padding_mode, bool sm80, cudaStream_t stream) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   const ConvGeometry g =
       conv_transpose_geometry(input, weight, bias, stride, crop_lo, out_size, dilation, groups, padding_mode);
   const auto format = output_memory_format(input);
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   // The CUDA choice does not depend on the weight's values (the kernels read the flag below on the device).
-  const ConvTransposePath path = choose_conv_transpose_path(g, Backend::Cuda, channels_last, accumulator_bytes(input),
-                                                             false, CpuIsa::Baseline, [] { return true; });
+  const ConvTransposePath path = choose_conv_transpose_path(
+      g, Backend::Cuda, channels_last, accumulator_bytes(input), is_reduced_precision(input), CpuIsa::Baseline,
+      [] { return true; }, {channel_vectors(input, kPipelineVector), sm80});
   auto y = at::empty(tensor_shape(g.batch, g.conv_in_channels, g.conv_in_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};
@@ -85,8 +89,13 @@ std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
   if (path != ConvTransposePath::CudaDirectGather) {
     weight_finite = at::isfinite(w).all();  // stays on the device: no sync, CUDA graphs capture it
   }
+  // The pipelined GEMM runs the conv this is, reading that conv's weight tap-major (see conv_binding).
+  const auto conv_weight = path == ConvTransposePath::CudaPipelinedGemm
+                               ? stride_one_transpose_weight(g, w).movedim(1, -1).contiguous()
+                               : at::Tensor();
   launch_conv_transpose({g, path, scalar_type_of(input), input.const_data_ptr(), strides_of(input),
-                         w.const_data_ptr(), data_or_null(b), y.mutable_data_ptr(), strides_of(y), channels_last,
+                         w.const_data_ptr(), data_or_null(conv_weight), data_or_null(b), y.mutable_data_ptr(),
+                         strides_of(y), channels_last,
                          weight_finite.defined() ? weight_finite.const_data_ptr<bool>() : nullptr, stream});
   return {y, path};
 }

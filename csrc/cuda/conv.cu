@@ -2,10 +2,12 @@
 // Layout: any input strides (contiguous, channels_last, strided), read in place; the output keeps the input's format.
 // Padding is never materialised: every tap in the padding reads zero or its reflected/clamped/wrapped source.
 // Depthwise layers (one input channel per group) run direct kernels, through an input patch with its halo in shared
-// memory for contiguous layouts; every other layer is an implicit GEMM (cuda/implicit_gemm.cuh). The path comes
+// memory for contiguous layouts. 16-bit channels-last layers on sm_80+ run the pipelined tensor-core GEMM
+// (cuda/pipelined_gemm.cuh); every other layer is an implicit GEMM (cuda/implicit_gemm.cuh). The path comes
 // from kernel_paths.h, chosen by the binding (cuda/bindings.cpp); this file is torch-free.
 #include "cuda/implicit_gemm.cuh"
 #include "cuda/launchers.h"
+#include "cuda/pipelined_gemm.cuh"
 
 namespace fastpad::cuda {
 namespace {
@@ -14,7 +16,7 @@ namespace {
 // it first stages the input patch the tile reads, halo included and padding resolved, in shared memory; every
 // (kh, kw) tap then reads it there (cuda/problems.h has the index math).
 template <typename scalar_t>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     depthwise_halo_kernel(const ConvGeometry g, const HaloPlan plan, const scalar_t* x, const Strides xs,
                           const scalar_t* w, const scalar_t* bias, scalar_t* y, const Strides ys) {
   using acc_t = acc_type<scalar_t>;
@@ -40,7 +42,7 @@ __global__ void __launch_bounds__(kThreads)
 // One thread per output element, in the output's memory order (consecutive threads write consecutive addresses).
 // Serves channels_last depthwise layers and depthwise layers whose patch would not fit in shared memory.
 template <typename scalar_t>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     direct_conv_kernel(const ConvGeometry g, const scalar_t* x, const Strides xs, const scalar_t* w,
                        const scalar_t* bias, scalar_t* y, const Strides ys, bool channels_last) {
   const int64_t total = g.batch * g.conv_out_channels * g.conv_out_volume();
@@ -58,6 +60,12 @@ void launch_conv_typed(const ConvLaunch& a) {
   const auto* bias = static_cast<const scalar_t*>(a.bias);
   auto* y = static_cast<scalar_t*>(a.y);
   switch (a.path) {
+    case ConvPath::CudaPipelinedGemm:
+      if constexpr (is_16_bit<scalar_t>) {
+        run_pipelined_conv(a.stream, g, x, a.xs, w, bias, y, a.ys);
+        return;
+      }
+      break;
     case ConvPath::CudaImplicitGemm:
       run_implicit_gemm(a.stream, make_conv_problem(g, x, a.xs, w, bias, y, a.ys));
       return;
@@ -74,8 +82,10 @@ void launch_conv_typed(const ConvLaunch& a) {
              a.channels_last);
       return;
     default:
-      throw std::invalid_argument(std::string("fastpad conv: no CUDA kernel for path ") + path_name(a.path));
+      break;
   }
+  throw std::invalid_argument(std::string("fastpad conv: no CUDA kernel for path ") + path_name(a.path) +
+                              " in this dtype");
 }
 
 }  // namespace

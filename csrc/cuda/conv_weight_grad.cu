@@ -12,7 +12,7 @@ namespace {
 
 // grad[i] = sum over s of partial[s, i], in order.
 template <typename scalar_t>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     sum_splits_kernel(const acc_type<scalar_t>* partial, int64_t splits, int64_t total, scalar_t* grad) {
   for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < total; i += int64_t{gridDim.x} * kThreads) {
     acc_type<scalar_t> sum = 0;
@@ -24,7 +24,7 @@ __global__ void __launch_bounds__(kThreads)
 // Depthwise: one block per (output channel, tap) reduces gy * xpad over images and output positions
 // (depthwise_weight_grad_term), each thread over a fixed stride of them, then over its threads as a tree.
 template <typename scalar_t>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     depthwise_weight_grad_kernel(const ConvGeometry g, const scalar_t* x, const Strides xs, const scalar_t* gy,
                                  const Strides gys, scalar_t* grad) {
   using acc_t = acc_type<scalar_t>;

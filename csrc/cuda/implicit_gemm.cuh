@@ -47,7 +47,8 @@ __device__ __forceinline__ void stage_tiles(const Problem& p, const typename Pro
 
 // float32 / float64: each thread accumulates a 4 x 4 block of C (rows ty + 16 i, columns tx + 16 j).
 template <typename Problem>
-__global__ void __launch_bounds__(kThreads) fma_gemm_kernel(const Problem p) {
+__global__ void __launch_bounds__(kThreads, sizeof(typename Problem::acc_t) == 8 ? 1 : kMinBlocksPerSm)
+    fma_gemm_kernel(const Problem p) {  // float64: 16 double accumulators, 2 registers each
   using acc_t = typename Problem::acc_t;
   constexpr int kTileK = kFmaTileK;
   __shared__ acc_t a_tile[kTileK][kTileM];
@@ -109,7 +110,7 @@ struct TensorCoreType<c10::BFloat16> {
 // float16 / bfloat16: 8 warps, each owning a 16 x 32 block of the 64 x 64 tile (two 16 x 16 accumulators). A and B are
 // staged in 16-bit (exact: they come from 16-bit tensors), C goes through shared memory to the Problem's store.
 template <typename Problem>
-__global__ void __launch_bounds__(kThreads) tensor_core_gemm_kernel(const Problem p) {
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) tensor_core_gemm_kernel(const Problem p) {
   namespace wmma = nvcuda::wmma;
   using Converter = TensorCoreType<typename Problem::scalar_t>;
   using half_t = typename Converter::type;

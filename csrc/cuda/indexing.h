@@ -88,5 +88,8 @@ C10_HOST_DEVICE inline acc_t load(const scalar_t* data, int64_t offset) {
 
 // Threads per block of every kernel.
 constexpr int kThreads = 256;
+// The blocks per SM the kernels' launch bounds keep registers for (at most 128 per thread). With the thread count
+// alone, ptxas (nvcc 13.0, sm_90) held several kernels to 64 registers and spilled.
+constexpr int kMinBlocksPerSm = 2;
 
 }  // namespace fastpad::cuda

@@ -33,6 +33,9 @@ __device__ __forceinline__ unsigned char* dynamic_shared_memory() {
 #endif
 }
 
+// The dynamic shared memory a kernel may use without opting in.
+constexpr size_t kDefaultDynamicSharedBytes = 48 * 1024;
+
 // Launches `kernel` with kThreads threads per block on `stream` and checks the launch; a failure throws.
 template <typename Kernel, typename... Args>
 void launch(cudaStream_t stream, Kernel kernel, unsigned int blocks, size_t shared_bytes, Args&&... args) {
@@ -40,6 +43,14 @@ void launch(cudaStream_t stream, Kernel kernel, unsigned int blocks, size_t shar
   (void)stream;
   ::cuda_sim::launch(kernel, blocks, kThreads, shared_bytes, std::forward<Args>(args)...);
 #else
+  if (shared_bytes > kDefaultDynamicSharedBytes) {  // more needs the kernel's opt-in (sm_80: up to 163 KiB)
+    const cudaError_t error =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
+    if (error != cudaSuccess) {
+      throw std::runtime_error(std::string("fastpad: CUDA kernel shared memory opt-in failed: ") +
+                               cudaGetErrorString(error));
+    }
+  }
   kernel<<<blocks, kThreads, shared_bytes, stream>>>(std::forward<Args>(args)...);
   const cudaError_t error = cudaGetLastError();
   if (error != cudaSuccess) {

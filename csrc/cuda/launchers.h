@@ -15,7 +15,8 @@ namespace fastpad::cuda {
 
 enum class ScalarType { Float64, Float32, Float16, BFloat16 };
 
-// conv: y = bias + conv(x, w). x, y: [N, C, *spatial] through their strides; w contiguous; bias nullptr or [C_out].
+// conv: y = bias + conv(x, w). x, y: [N, C, *spatial] through their strides; bias nullptr or [C_out]. w contiguous:
+// [C_out, C_in / groups, *kernel], or [C_out, *kernel, C_in / groups] for the pipelined GEMM.
 struct ConvLaunch {
   ConvGeometry g;
   ConvPath path;
@@ -31,7 +32,9 @@ struct ConvLaunch {
 };
 
 // conv_transpose, in conv_transpose_geometry's terms. weight_finite: a device flag saying whether w holds no inf or
-// NaN, read by the kernels without a host sync (the phase-GEMM paths need it; nullptr otherwise).
+// NaN, read by the kernels without a host sync (the GEMM paths need it; nullptr otherwise). conv_weight: for the
+// pipelined GEMM, the weight of the conv a stride-1 transposed conv is, [C_y, *kernel, C_x / groups] contiguous
+// (stride_one_transpose_weight, tap-major); nullptr otherwise.
 struct ConvTransposeLaunch {
   ConvGeometry g;
   ConvTransposePath path;
@@ -39,6 +42,7 @@ struct ConvTransposeLaunch {
   const void* x;
   Strides xs;
   const void* w;
+  const void* conv_weight;
   const void* bias;
   void* y;
   Strides ys;

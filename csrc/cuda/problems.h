@@ -17,6 +17,26 @@ constexpr int kTileN = 64;
 constexpr int kFmaTileK = 16;
 constexpr int kTensorCoreTileK = 32;
 
+// The pipelined GEMM (cuda/pipelined_gemm.cuh) copies 16-bit elements this many (16 bytes) at a time.
+constexpr int kPipelineVector = 8;
+// Blocks a pipelined launch should have to fill an H100 (132 SMs, two blocks each) before the larger tile rows are
+// taken. Not measured on a GPU: a starting point.
+constexpr int64_t kPipelineTargetBlocks = 264;
+
+// The tile of a problem: 128 rows of C when that still gives kPipelineTargetBlocks blocks, else 64; 64 columns when a
+// group has no more output channels, else 128.
+struct PipelinedTile {
+  int m;
+  int n;
+};
+
+inline PipelinedTile pipelined_tile(const ConvGeometry& g) {
+  const int64_t m_size = g.batch * g.conv_out_volume(), n_size = g.conv_out_channels_per_group();
+  const int tile_n = n_size <= 64 ? 64 : 128;
+  const int64_t blocks_at_128 = (m_size + 127) / 128 * ((n_size + tile_n - 1) / tile_n) * g.groups;
+  return {blocks_at_128 >= kPipelineTargetBlocks ? 128 : 64, tile_n};
+}
+
 // One tile of C: rows [m0, m0 + kTileM) of m_size, columns [n0, n0 + kTileN) of n_size, reducing k_begin..k_end.
 struct GemmTile {
   int64_t m0 = 0;

@@ -124,6 +124,12 @@ struct Settings {
 
 enum class State { Runnable, AtBarrier, AtWarpCall, Exited };
 
+// A cp.async copy not yet landed: its 16 bytes (read at issue: kernels never write global memory they copy from).
+struct PendingCopy {
+  unsigned char* shared;
+  unsigned char bytes[16];
+};
+
 struct Fiber {
   Context context;
   void* stack = nullptr;
@@ -131,6 +137,8 @@ struct Fiber {
   const char* barrier_file = nullptr;
   int barrier_line = 0;
   WarpCall* warp_call = nullptr;
+  std::vector<PendingCopy> pending_copies;  // in issue order
+  std::vector<size_t> group_ends;           // committed groups: pending_copies[previous end, end)
 };
 
 struct Launch {
@@ -365,6 +373,8 @@ bool run_block(Launch& l) {
 #endif
     start_context(f.context, f.stack, kStackBytes, fiber_entry);
     f.state = State::Runnable;
+    f.pending_copies.clear();
+    f.group_ends.clear();
   }
   std::vector<unsigned int> ready(threads);
   std::iota(ready.begin(), ready.end(), 0u);
@@ -428,17 +438,91 @@ void warp_collective(WarpCall& call) {
 
 unsigned char* dynamic_shared() { return active->dynamic_shared.data(); }
 
+namespace {
+
+// Records the running thread's error and parks it as exited (it cannot go on); the scheduler reports the error.
+void fail_thread(const char* what, const std::source_location& where, const std::string& problem) {
+  Launch& l = *active;
+  l.error = std::string(what) + " at " + describe(where.file_name(), static_cast<int>(where.line())) + ": " + problem;
+  l.fibers[l.current].state = State::Exited;
+  yield_to_scheduler(l);
+}
+
+bool aligned(const void* pointer, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(pointer) % bytes == 0; }
+
+// Whether copies land when issued (see cuda_sim.h); otherwise at the wait_group that releases them.
+bool copies_land_at_issue() {
+  return settings.schedule == Schedule::Ascending || settings.schedule == Schedule::Interleaved;
+}
+
+}  // namespace
+
 void check_matrix_pointer(const void* pointer, unsigned int ldm, size_t element_bytes, const char* what,
                           const std::source_location& where) {
   std::string problem;
-  if (reinterpret_cast<uintptr_t>(pointer) % 32 != 0) problem = "a pointer that is not 256-bit aligned";
+  if (!aligned(pointer, 32)) problem = "a pointer that is not 256-bit aligned";
   if ((ldm * element_bytes) % 16 != 0) problem = "ldm " + std::to_string(ldm) + " (not a multiple of 16 bytes)";
-  if (problem.empty()) return;
-  Launch& l = *active;
-  l.error = std::string(what) + " at " + describe(where.file_name(), static_cast<int>(where.line())) + ": " + problem;
-  // This thread cannot go on: park it as exited; the scheduler reports the error.
-  l.fibers[l.current].state = State::Exited;
-  yield_to_scheduler(l);
+  if (!problem.empty()) fail_thread(what, where, problem);
+}
+
+void async_copy_16(void* shared, const void* global, bool valid, const std::source_location& where) {
+  if (!aligned(shared, 16) || (valid && !aligned(global, 16))) {
+    fail_thread("cp.async", where, "an address that is not 16-byte aligned");
+    return;
+  }
+  PendingCopy copy{static_cast<unsigned char*>(shared), {}};
+  if (valid) std::memcpy(copy.bytes, global, sizeof(copy.bytes));  // else the zero fill
+  if (copies_land_at_issue()) {
+    std::memcpy(copy.shared, copy.bytes, sizeof(copy.bytes));
+    return;
+  }
+  active->fibers[active->current].pending_copies.push_back(copy);
+}
+
+void async_commit() {
+  Fiber& f = active->fibers[active->current];
+  f.group_ends.push_back(f.pending_copies.size());
+}
+
+void async_wait(int pending) {
+  Fiber& f = active->fibers[active->current];
+  const auto groups = static_cast<int>(f.group_ends.size());
+  if (groups <= pending) return;
+  const size_t landed = f.group_ends[groups - pending - 1];  // the oldest groups, up to the `pending` newest
+  for (size_t i = 0; i < landed; ++i) {
+    std::memcpy(f.pending_copies[i].shared, f.pending_copies[i].bytes, sizeof(f.pending_copies[i].bytes));
+  }
+  f.pending_copies.erase(f.pending_copies.begin(), f.pending_copies.begin() + static_cast<std::ptrdiff_t>(landed));
+  f.group_ends.erase(f.group_ends.begin(), f.group_ends.begin() + (groups - pending));
+  for (size_t& end : f.group_ends) end -= landed;
+}
+
+namespace {
+// ldmatrix .x4 over the warp: lane l's register i is the 4 bytes at 4 (l % 4) of row l / 4 of matrix i, whose address
+// lane 8 i + l / 4 gave.
+void execute_ldmatrix_x4(WarpCall* const* lanes) {
+  for (int lane = 0; lane < 32; ++lane) {
+    auto* registers = static_cast<uint32_t*>(const_cast<void*>(lanes[lane]->fragment));
+    for (int i = 0; i < 4; ++i) {
+      const auto* row = static_cast<const unsigned char*>(lanes[8 * i + lane / 4]->second);
+      std::memcpy(&registers[i], row + 4 * (lane % 4), sizeof(uint32_t));
+    }
+  }
+}
+}  // namespace
+
+void ldmatrix_x4(uint32_t* registers, const void* row, const std::source_location& where) {
+  if (!aligned(row, 16)) {
+    fail_thread("ldmatrix", where, "a row address that is not 16-byte aligned");
+    return;
+  }
+  WarpCall call{};
+  call.execute = &execute_ldmatrix_x4;
+  call.fragment = registers;
+  call.second = row;
+  call.file = where.file_name();
+  call.line = where.line();
+  warp_collective(call);
 }
 
 void run_grid(unsigned int blocks, unsigned int threads, size_t shared_bytes, const std::function<void()>& body) {

@@ -14,6 +14,15 @@
 //   256-bit pointer alignment and an ldm that is a multiple of 16 bytes. A fragment holds its 256 elements spread
 //   over the lanes (element e = i * 32 + lane, a legal mapping: CUDA leaves it unspecified), and the MMA is computed
 //   once per warp, in float.
+// - The PTX instructions of the pipelined GEMM (csrc/cuda/tensor_core_ptx.cuh), from the PTX ISA's semantics:
+//   - cp.async 16-byte copies with zero-fill, commit_group and wait_group, per thread. Under the ascending and
+//     interleaved schedules a copy lands when it is issued; under descending and random it lands only when a
+//     wait_group releases its group, the latest moment PTX allows. A stage read before its wait reads poison or stale
+//     data in the one, a stage overwritten while other threads still read it shows in the other, and the schedules
+//     must agree bit for bit.
+//   - ldmatrix .x4 (.b16): a warp collective in which each lane gives the address of one 16-byte row.
+//   - mma.sync m16n8k16 .row.col with float16 or bfloat16 inputs and float accumulation: a warp collective over the
+//     fragments as the PTX ISA lays them out, computed once per warp in float.
 // The real cuda_fp16.h / cuda_bf16.h give the 16-bit types and their host conversions; cuda_runtime_api.h gives types
 // only (no CUDA runtime call is made).
 #pragma once
@@ -24,6 +33,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <source_location>
 #include <tuple>
@@ -91,6 +101,84 @@ void warp_collective(WarpCall& call);
 // The checks every load/store makes: 256-bit aligned pointer, ldm a multiple of 16 bytes. Throws on failure.
 void check_matrix_pointer(const void* pointer, unsigned int ldm, size_t element_bytes, const char* what,
                           const std::source_location& where);
+
+// cp.async.cg.shared.global [shared], [global], 16, (valid ? 16 : 0): copies 16 bytes, or writes 16 zero bytes
+// without reading `global`. Both addresses must be 16-byte aligned.
+void async_copy_16(void* shared, const void* global, bool valid, const std::source_location& where);
+// cp.async.commit_group: the copies issued since the last commit form a group.
+void async_commit();
+// cp.async.wait_group pending: waits until at most `pending` of this thread's committed groups are incomplete.
+void async_wait(int pending);
+
+// ldmatrix.sync.aligned.m8n8.x4.shared.b16: lane l gives `row`, the address of row l % 8 of matrix l / 8 (16 bytes,
+// 16-byte aligned); register i of lane l receives elements 2 (l % 4) and 2 (l % 4) + 1 of row l / 4 of matrix i.
+void ldmatrix_x4(uint32_t* registers, const void* row, const std::source_location& where);
+
+namespace detail {
+inline float half_bits_to_float(uint16_t bits, bool bfloat16) {
+  if (bfloat16) {
+    const uint32_t widened = uint32_t{bits} << 16;  // bfloat16 is the top half of a float32
+    float value;
+    std::memcpy(&value, &widened, sizeof(value));
+    return value;
+  }
+  __half_raw raw;
+  raw.x = bits;
+  return __half2float(__half(raw));
+}
+
+// D = A B + C for mma.m16n8k16 over the warp's fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16"): with
+// g = lane / 4 and t = lane % 4, A register r of a lane holds row g + 8 (r % 2), columns 2 t + 8 (r / 2) and the next;
+// B register r holds rows 2 t + 8 r and the next of column g; C and D hold row g + 8 (i / 2), column 2 t + i % 2.
+template <bool kBFloat16>
+void execute_mma_m16n8k16(WarpCall* const* lanes) {
+  float a[16][16], b[16][8], c[16][8];
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, t = lane % 4;
+    const auto* a_registers = static_cast<const uint32_t*>(lanes[lane]->fragment);
+    const auto* b_registers = static_cast<const uint32_t*>(lanes[lane]->second);
+    const auto* c_values = static_cast<const float*>(lanes[lane]->third);
+    for (int r = 0; r < 4; ++r) {
+      for (int half = 0; half < 2; ++half) {
+        a[g + 8 * (r % 2)][2 * t + 8 * (r / 2) + half] =
+            half_bits_to_float(static_cast<uint16_t>(a_registers[r] >> (16 * half)), kBFloat16);
+      }
+    }
+    for (int r = 0; r < 2; ++r) {
+      for (int half = 0; half < 2; ++half) {
+        b[2 * t + 8 * r + half][g] = half_bits_to_float(static_cast<uint16_t>(b_registers[r] >> (16 * half)),
+                                                        kBFloat16);
+      }
+    }
+    for (int i = 0; i < 4; ++i) c[g + 8 * (i / 2)][2 * t + i % 2] = c_values[i];
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, t = lane % 4;
+    auto* d = static_cast<float*>(lanes[lane]->result);
+    for (int i = 0; i < 4; ++i) {
+      const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+      float sum = c[row][col];
+      for (int k = 0; k < 16; ++k) sum += a[row][k] * b[k][col];
+      d[i] = sum;
+    }
+  }
+}
+}  // namespace detail
+
+// mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32 d, a, b, c (d may alias c).
+template <bool kBFloat16>
+void mma_m16n8k16(float* d, const uint32_t* a, const uint32_t* b, const float* c,
+                  std::source_location where = std::source_location::current()) {
+  WarpCall call{};
+  call.execute = &detail::execute_mma_m16n8k16<kBFloat16>;
+  call.fragment = a;
+  call.second = b;
+  call.third = c;
+  call.result = d;
+  call.file = where.file_name();
+  call.line = where.line();
+  warp_collective(call);
+}
 
 }  // namespace cuda_sim
 

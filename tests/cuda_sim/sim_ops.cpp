@@ -1,6 +1,7 @@
 // torch.ops.fastpad_cuda_sim.{conv, conv_transpose, conv_weight_grad}: fastpad's CUDA bindings (csrc/cuda/bindings.cpp)
 // on CPU tensors, calling the CUDA launchers and kernels compiled as C++ under the execution shim (cuda_sim.h, in the
-// library this extension links). Each returns its result and the name of the kernel path that ran.
+// library this extension links). Each returns its result and the name of the kernel path that ran. The bindings are
+// told the GPU is sm_80 or later: the shim emulates cp.async, ldmatrix and mma.sync.
 #include <torch/library.h>
 
 #include <string>
@@ -15,7 +16,8 @@ std::tuple<at::Tensor, std::string> sim_conv(const at::Tensor& input, const at::
                                              const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                                              at::IntArrayRef pad_lo, at::IntArrayRef pad_hi, at::IntArrayRef dilation,
                                              int64_t groups, c10::string_view padding_mode) {
-  auto [y, path] = conv_binding(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode, nullptr);
+  auto [y, path] =
+      conv_binding(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode, true, nullptr);
   return {y, path_name(path)};
 }
 
@@ -25,7 +27,7 @@ std::tuple<at::Tensor, std::string> sim_conv_transpose(const at::Tensor& input, 
                                                        at::IntArrayRef dilation, int64_t groups,
                                                        c10::string_view padding_mode) {
   auto [y, path] = conv_transpose_binding(input, weight, bias, stride, crop_lo, out_size, dilation, groups,
-                                          padding_mode, nullptr);
+                                          padding_mode, true, nullptr);
   return {y, path_name(path)};
 }
 

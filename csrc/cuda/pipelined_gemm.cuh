@@ -1,0 +1,218 @@
+// The pipelined implicit GEMM of conv for bfloat16/float16 tensors whose channels are contiguous (channels_last), on
+// sm_80 and later: C[m, n] = sum_k A[m, k] B[k, n] per group, M = batch * output positions, N = Cg_out,
+// K = taps * Cg_in in tap-major order (k = tap * Cg_in + c), so that 8 consecutive k are 8 consecutive channels of one
+// input position: one 16-byte cp.async.
+// - A (the implicitly padded input) and B (the weight, reordered by the binding to [C_out][taps][Cg_in]) are copied
+//   into shared memory by cp.async, kPipelineStages stages deep: the copies of k-tile kt + stages - 1 are in flight
+//   while the tensor cores work on k-tile kt.
+// - Padding costs nothing: a 16-byte vector whose tap lands in zero padding (or past the GEMM's edges) is a cp.async
+//   with source size 0, which writes zeros. reflect/replicate/circular taps copy from the position they resolve to.
+// - Each warp multiplies its part of the tile with ldmatrix + mma.sync m16n8k16, accumulating in float32.
+// Layout: x with channel stride 1 and 16-byte aligned vectors (channel_vectors in conv_params.h); y any strides.
+// Index math from geometry.h; the tile shape is chosen by pipelined_tile() (cuda/problems.h) from the problem's size.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "cuda/indexing.h"
+#include "cuda/launch.cuh"
+#include "cuda/tensor_core_ptx.cuh"
+
+namespace fastpad::cuda {
+
+constexpr int kPipelineStages = 4;
+constexpr int kPipelineTileK = 32;  // k per stage
+constexpr int kPipelineVectorsPerRow = kPipelineTileK / kPipelineVector;
+constexpr int kPipelinePitch = kPipelineTileK + kPipelineVector;  // 80-byte rows: the 8 rows of an ldmatrix hit
+                                                                  // 8 different groups of 4 banks
+
+// Shared memory of one block: every stage holds a tile_m x kPipelineTileK tile of A and tile_n x kPipelineTileK of B.
+constexpr size_t pipelined_shared_bytes(int tile_m, int tile_n) {
+  return size_t(kPipelineStages) * (tile_m + tile_n) * kPipelinePitch * sizeof(uint16_t);
+}
+
+// Where one thread's 16-byte vector of the current k-tile lies: channel c of tap (r[0], r[1], r[2]) and its k.
+struct TapCursor {
+  int64_t k;
+  int64_t c;
+  int64_t r[kMaxSpatial];
+
+  // Moves on by `step` along k (tap-major, channel-minor).
+  C10_HOST_DEVICE void advance(const ConvGeometry& g, int64_t channels, int64_t step) {
+    k += step;
+    c += step;
+    while (c >= channels) {
+      c -= channels;
+      for (int d = kMaxSpatial - 1; d >= 0; --d) {  // the next tap, the last dimension fastest
+        if (++r[d] < g.kernel[d] || d == 0) break;
+        r[d] = 0;
+      }
+    }
+  }
+};
+
+template <typename scalar_t, int kTileM, int kTileN, int kWarpsM>
+__global__ void __launch_bounds__(kThreads, 1)  // the 128 x 128 tile holds 64 accumulators per thread
+    pipelined_conv_kernel(const ConvGeometry g, const scalar_t* x, const Strides xs, const scalar_t* w,
+                          const scalar_t* bias, scalar_t* y, const Strides ys) {
+  constexpr int kWarpsN = kThreads / 32 / kWarpsM;
+  constexpr int kWarpM = kTileM / kWarpsM, kWarpN = kTileN / kWarpsN;  // each warp's part of the tile
+  constexpr int kFragmentsM = kWarpM / 16, kFragmentsN = kWarpN / 8;   // its mma tiles (16 x 8)
+  constexpr int kRowsPerPass = kThreads / kPipelineVectorsPerRow;      // rows one pass of copies covers
+  constexpr int kARows = kTileM / kRowsPerPass, kBRows = kTileN / kRowsPerPass;  // rows each thread copies
+  static_assert(kFragmentsN % 2 == 0 && kARows >= 1 && kBRows >= 1, "a tile shape the loops do not cover");
+  constexpr bool kBFloat16 = std::is_same_v<scalar_t, c10::BFloat16>;
+
+  auto* shared = reinterpret_cast<uint16_t*>(dynamic_shared_memory());
+  constexpr int kStageElements = (kTileM + kTileN) * kPipelinePitch;
+  const auto a_tile = [&](int stage, int row) { return shared + stage * kStageElements + row * kPipelinePitch; };
+  const auto b_tile = [&](int stage, int row) { return a_tile(stage, kTileM + row); };
+
+  const int64_t m_size = g.batch * g.conv_out_volume();
+  const int64_t channels = g.conv_in_channels_per_group(), n_size = g.conv_out_channels_per_group();
+  const int64_t k_size = channels * g.kernel_volume();
+  const int64_t tiles_m = (m_size + kTileM - 1) / kTileM, tiles_n = (n_size + kTileN - 1) / kTileN;
+  const int64_t items = tiles_m * tiles_n * g.groups;
+  const int64_t k_tiles = (k_size + kPipelineTileK - 1) / kPipelineTileK;
+  const int vector = threadIdx.x % kPipelineVectorsPerRow, copy_row = threadIdx.x / kPipelineVectorsPerRow;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp_row = warp % kWarpsM * kWarpM, warp_col = warp / kWarpsM * kWarpN;
+
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const int64_t m0 = item % tiles_m * kTileM, n0 = item / tiles_m % tiles_n * kTileN;
+    const int64_t group = item / (tiles_m * tiles_n);
+
+    // The rows of A this thread copies: their image and the corner their tap 0 reads (o * stride - pad_lo).
+    bool a_valid[kARows];
+    int64_t a_base[kARows], a_corner[kARows][kMaxSpatial];
+    for (int i = 0; i < kARows; ++i) {
+      const int64_t m = m0 + copy_row + i * kRowsPerPass;
+      int64_t pos[kMaxSpatial];
+      a_valid[i] = m < m_size;
+      const int64_t image = unflatten(a_valid[i] ? m : 0, g.conv_out_sizes, pos);
+      a_base[i] = image * xs.batch + group * channels;  // channel stride 1
+      for (int d = 0; d < kMaxSpatial; ++d) a_corner[i][d] = g.tap_position(d, pos[d], 0);
+    }
+    const scalar_t* b_rows[kBRows];  // nullptr past N
+    for (int i = 0; i < kBRows; ++i) {
+      const int64_t n = n0 + copy_row + i * kRowsPerPass;
+      b_rows[i] = n < n_size ? w + (group * n_size + n) * k_size : nullptr;
+    }
+
+    TapCursor cursor{0, 0, {0, 0, 0}};
+    cursor.advance(g, channels, vector * kPipelineVector);
+    // Issues the copies of the k-tile the cursor is at into `stage`, then moves the cursor to the next k-tile.
+    const auto copy_stage = [&](int stage) {
+      const bool k_valid = cursor.k < k_size;
+      for (int i = 0; i < kARows; ++i) {
+        bool valid = a_valid[i] && k_valid;
+        int64_t offset = a_base[i] + cursor.c;
+        for (int d = 0; d < kMaxSpatial; ++d) {
+          const int64_t source =
+              source_index(a_corner[i][d] + cursor.r[d] * g.dilation[d], g.conv_in_sizes[d], g.mode);
+          valid = valid && source >= 0;
+          offset += source * xs.spatial[d];
+        }
+        cp_async_zfill_16(a_tile(stage, copy_row + i * kRowsPerPass) + vector * kPipelineVector,
+                          valid ? x + offset : x, valid);
+      }
+      for (int i = 0; i < kBRows; ++i) {
+        const bool valid = b_rows[i] != nullptr && k_valid;
+        cp_async_zfill_16(b_tile(stage, copy_row + i * kRowsPerPass) + vector * kPipelineVector,
+                          valid ? b_rows[i] + cursor.k : w, valid);
+      }
+      cursor.advance(g, channels, kPipelineTileK);
+    };
+
+    float acc[kFragmentsM][kFragmentsN][4] = {};
+    for (int stage = 0; stage < kPipelineStages - 1; ++stage) {
+      if (stage < k_tiles) copy_stage(stage);
+      cp_async_commit();  // one group per stage, empty ones included, so the wait below counts k-tiles
+    }
+    for (int64_t kt = 0; kt < k_tiles; ++kt) {
+      cp_async_wait<kPipelineStages - 2>();  // this thread's copies of k-tile kt have landed ...
+      __syncthreads();                       // ... and everyone's; everyone is done with k-tile kt - 1's stage
+      if (kt + kPipelineStages - 1 < k_tiles) copy_stage(int((kt + kPipelineStages - 1) % kPipelineStages));
+      cp_async_commit();
+      const int stage = int(kt % kPipelineStages);
+#pragma unroll
+      for (int kk = 0; kk < kPipelineTileK; kk += 16) {
+        uint32_t a[kFragmentsM][4], b[kFragmentsN][2];
+#pragma unroll
+        for (int f = 0; f < kFragmentsM; ++f) {  // rows 0-15 at kk (lanes 0-15) and kk + 8 (lanes 16-31)
+          ldmatrix_x4(a[f], a_tile(stage, warp_row + f * 16 + lane % 16) + kk + lane / 16 * 8);
+        }
+#pragma unroll
+        for (int f = 0; f < kFragmentsN; f += 2) {  // columns f*8 .. f*8 + 15: k 0-7, k 8-15 of each eight
+          uint32_t r[4];
+          ldmatrix_x4(r, b_tile(stage, warp_col + f * 8 + lane % 8 + lane / 16 * 8) + kk + lane / 8 % 2 * 8);
+          b[f][0] = r[0];
+          b[f][1] = r[1];
+          b[f + 1][0] = r[2];
+          b[f + 1][1] = r[3];
+        }
+#pragma unroll
+        for (int i = 0; i < kFragmentsM; ++i) {
+#pragma unroll
+          for (int j = 0; j < kFragmentsN; ++j) mma_m16n8k16<kBFloat16>(acc[i][j], a[i], b[j]);
+        }
+      }
+    }
+    cp_async_wait<0>();
+    __syncthreads();  // the next item's first copies overwrite stages other warps may still read
+
+    // acc[i][j][e] is C at row warp_row + 16 i + lane / 4 + 8 (e / 2), column warp_col + 8 j + 2 (lane % 4) + e % 2.
+#pragma unroll
+    for (int i = 0; i < kFragmentsM; ++i) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int64_t m = m0 + warp_row + i * 16 + lane / 4 + half * 8;
+        if (m >= m_size) continue;
+        int64_t pos[kMaxSpatial];
+        const int64_t image = unflatten(m, g.conv_out_sizes, pos);
+        const int64_t row_offset = image * ys.batch + ys.position(pos);
+#pragma unroll
+        for (int j = 0; j < kFragmentsN; ++j) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int64_t n = n0 + warp_col + j * 8 + lane % 4 * 2 + e;
+            if (n >= n_size) continue;
+            const int64_t channel = group * n_size + n;
+            const float value = acc[i][j][half * 2 + e] + (bias != nullptr ? load<float>(bias, channel) : 0.0f);
+            y[row_offset + channel * ys.channel] = static_cast<scalar_t>(value);
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename scalar_t, int kTileM, int kTileN, int kWarpsM>
+void launch_pipelined_conv(cudaStream_t stream, const ConvGeometry& g, const scalar_t* x, const Strides& xs,
+                           const scalar_t* w, const scalar_t* bias, scalar_t* y, const Strides& ys) {
+  const int64_t tiles = (g.batch * g.conv_out_volume() + kTileM - 1) / kTileM *
+                        ((g.conv_out_channels_per_group() + kTileN - 1) / kTileN) * g.groups;
+  launch(stream, pipelined_conv_kernel<scalar_t, kTileM, kTileN, kWarpsM>, grid_for(tiles),
+         pipelined_shared_bytes(kTileM, kTileN), g, x, xs, w, bias, y, ys);
+}
+
+// Runs conv on the pipelined GEMM; w is the weight reordered to [C_out][taps][Cg_in] (contiguous).
+template <typename scalar_t>
+void run_pipelined_conv(cudaStream_t stream, const ConvGeometry& g, const scalar_t* x, const Strides& xs,
+                        const scalar_t* w, const scalar_t* bias, scalar_t* y, const Strides& ys) {
+  const PipelinedTile tile = pipelined_tile(g);
+  // Warps (rows x columns of warps, each warp's part): 2 x 4 of 64 x 32 for 128 x 128, 4 x 2 of 32 x 32 for 128 x 64,
+  // 2 x 4 of 32 x 32 for 64 x 128 and 2 x 4 of 32 x 16 for 64 x 64.
+  if (tile.m == 128 && tile.n == 128) {
+    launch_pipelined_conv<scalar_t, 128, 128, 2>(stream, g, x, xs, w, bias, y, ys);
+  } else if (tile.m == 128) {
+    launch_pipelined_conv<scalar_t, 128, 64, 4>(stream, g, x, xs, w, bias, y, ys);
+  } else if (tile.n == 128) {
+    launch_pipelined_conv<scalar_t, 64, 128, 2>(stream, g, x, xs, w, bias, y, ys);
+  } else {
+    launch_pipelined_conv<scalar_t, 64, 64, 2>(stream, g, x, xs, w, bias, y, ys);
+  }
+}
+
+}  // namespace fastpad::cuda
