@@ -3,7 +3,8 @@ tests/test_cuda_sim.py, run on that copy, fails. Not part of CI (each mutation r
 
     python scripts/cuda_sim_mutations.py            # every mutation; prints a markdown table, exits 1 if one survives
 
-Needs the installed fastpad (for the CPU ops the shim is compared with), g++ and the CUDA headers, as the test does.
+Needs fastpad built in this checkout or installed (for the CPU ops the shim is compared with), g++ and the CUDA
+headers, as the test does.
 """
 
 import os
@@ -73,7 +74,9 @@ def run_mutation(name, path, text, replacement, selection, sanitize):
             raise SystemExit(f"mutation '{name}': the text to replace occurs {source.count(text)} times in {path}")
         with open(target, "w") as f:
             f.write(source.replace(text, replacement))
-        env = dict(os.environ, **(sanitizer_env() if sanitize else {}))
+        # The copy has no fastpad package: the CPU ops come from this checkout's (or the installed) one.
+        python_path = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
+        env = dict(os.environ, PYTHONPATH=python_path, **(sanitizer_env() if sanitize else {}))
         result = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--capture=sys",
                                  os.path.join(copy, "tests", "test_cuda_sim.py"), "-k", selection],
                                 capture_output=True, text=True, env=env, cwd=copy)
@@ -81,7 +84,9 @@ def run_mutation(name, path, text, replacement, selection, sanitize):
     evidence = next((line.strip() for line in output.splitlines()
                      if "cuda_sim: block" in line or "runtime error" in line or "AssertionError" in line
                      or "relative error" in line or "unwritten" in line), "")
-    return result.returncode != 0, evidence[:160]
+    # Caught means failed tests (pytest's exit status 1) with a line that says how; a collection or import error
+    # (status 2 or more) says nothing about the mutation.
+    return result.returncode == 1 and bool(evidence), evidence[:160]
 
 
 def main():
