@@ -317,12 +317,14 @@ bool is_reduced_precision(const at::Tensor& t) {
   return t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf;
 }
 
-bool channel_vectors(const at::Tensor& t, int64_t elements) {
+bool channel_vectors(const at::Tensor& t) {
+  constexpr int64_t kBytes = 16;
+  const int64_t elements = kBytes / t.element_size();
   if (t.stride(1) != 1) return false;
   for (int64_t d = 0; d < t.dim(); ++d) {
     if (d != 1 && t.size(d) > 1 && t.stride(d) % elements != 0) return false;
   }
-  return reinterpret_cast<uintptr_t>(t.const_data_ptr()) % (elements * t.element_size()) == 0;
+  return reinterpret_cast<uintptr_t>(t.const_data_ptr()) % kBytes == 0;
 }
 
 at::Tensor stride_one_transpose_weight(const ConvGeometry& g, const at::Tensor& weight) {

@@ -42,9 +42,10 @@ int64_t accumulator_bytes(const at::Tensor& t);
 // Whether t holds bfloat16 or float16.
 bool is_reduced_precision(const at::Tensor& t);
 
-// Whether t's channels can be read `elements` at a time as aligned vectors: channel stride 1, the stride of every
-// other dimension longer than 1 a multiple of `elements`, and the data aligned to the vector's bytes.
-bool channel_vectors(const at::Tensor& t, int64_t elements);
+// Whether t's channels can be read as aligned 16-byte vectors (8 bfloat16/float16, 4 float32, 2 float64 channels):
+// channel stride 1, the stride of every other dimension longer than 1 a multiple of the vector's elements, and the
+// data aligned to 16 bytes.
+bool channel_vectors(const at::Tensor& t);
 
 // The weight of the conv a stride-1 transposed conv is (stride_one_transpose_as_conv in geometry.h): the transposed
 // weight [C_x, C_y / groups, *k] as [C_y, C_x / groups, *k], each group's two channel dims swapped and the kernel

@@ -63,7 +63,7 @@ std::string conv_path(const at::Tensor& input, const at::Tensor& weight, const s
   // The CUDA paths are those of an sm_80 or later GPU (older GPUs never take the pipelined GEMM).
   return path_name(choose_conv_path(g, parse_backend(backend), is_channels_last(input), accumulator_bytes(input),
                                     is_reduced_precision(input), cpu_isa(),
-                                    {channel_vectors(input, cuda::kPipelineVector), true}));
+                                    {channel_vectors(input), true}));
 }
 
 std::string conv_transpose_path(const at::Tensor& input, const at::Tensor& weight,
@@ -75,7 +75,7 @@ std::string conv_transpose_path(const at::Tensor& input, const at::Tensor& weigh
   const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
   return path_name(choose_conv_transpose_path(g, parse_backend(backend), is_channels_last(input),
                                               accumulator_bytes(input), is_reduced_precision(input), cpu_isa(),
-                                              weight_finite, {channel_vectors(input, cuda::kPipelineVector), true}));
+                                              weight_finite, {channel_vectors(input), true}));
 }
 
 std::string conv_weight_grad_path(const at::Tensor& input, const at::Tensor& grad_output,

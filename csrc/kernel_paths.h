@@ -33,6 +33,7 @@ enum class ConvPath {
   CpuChannelsLastIm2col,       // channels-last, grouped: fused im2col + GEMM
   CudaPipelinedGemm,           // cuda/pipelined_gemm.cuh: 16-bit, channels contiguous, cp.async + mma.sync
   CudaImplicitGemm,            // cuda/implicit_gemm.cuh
+  CudaDepthwiseVectors,        // depthwise channels-last: 16-byte channel vectors, the patch in shared memory
   CudaDepthwiseHalo,           // depthwise, contiguous: the input patch with its halo in shared memory
   CudaDirect,                  // depthwise channels-last, or a patch too large for shared memory
 };
@@ -139,7 +140,7 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, CpuIsa isa, int64_t elemen
 }
 
 // What the CUDA choice needs beyond the geometry: whether the input's channels load as aligned 16-byte vectors
-// (channel_vectors(x, cuda::kPipelineVector)) and whether the GPU has cp.async and bfloat16 mma.sync (sm_80 or later).
+// (channel_vectors(x) in conv_params.h) and whether the GPU has cp.async and bfloat16 mma.sync (sm_80 or later).
 struct CudaInputs {
   bool channel_vectors = false;
   bool sm80 = false;
@@ -159,6 +160,14 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   if (backend == Backend::Cuda) {
     if (cuda_pipelined_gemm(g, reduced_precision, cuda)) return ConvPath::CudaPipelinedGemm;
     if (g.conv_in_channels_per_group() != 1) return ConvPath::CudaImplicitGemm;
+    // Channels-last with channels in whole 16-byte vectors, one output channel per input channel, and a patch that
+    // fits in shared memory.
+    const int64_t storage_bytes = reduced_precision ? 2 : element_bytes;
+    if (channels_last && cuda.sm80 && cuda.channel_vectors && g.conv_out_channels == g.groups &&
+        g.conv_out_channels % (cuda::kVectorBytes / storage_bytes) == 0 &&
+        cuda::depthwise_vector_plan(g, storage_bytes).fits) {
+      return ConvPath::CudaDepthwiseVectors;
+    }
     return !channels_last && cuda::halo_plan(g, element_bytes).fits ? ConvPath::CudaDepthwiseHalo
                                                                      : ConvPath::CudaDirect;
   }
@@ -237,6 +246,7 @@ inline const char* path_name(ConvPath path) {
     case ConvPath::CpuChannelsLastIm2col: return "cpu_channels_last_im2col";
     case ConvPath::CudaPipelinedGemm: return "cuda_pipelined_gemm";
     case ConvPath::CudaImplicitGemm: return "cuda_implicit_gemm";
+    case ConvPath::CudaDepthwiseVectors: return "cuda_depthwise_vectors";
     case ConvPath::CudaDepthwiseHalo: return "cuda_depthwise_halo";
     case ConvPath::CudaDirect: return "cuda_direct";
   }

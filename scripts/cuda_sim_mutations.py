@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEMM_CASES = "gemm_tiles_crossed and zeros and contiguous and (float32 or bfloat16)"
 HALO_CASES = "depthwise_halo_2d and zeros and contiguous and float32"
 PIPELINED_CASES = "pipelined_taps_straddle_k_tiles and zeros and channels_last and bfloat16"
+VECTOR_CASES = "depthwise_vectors_2d and zeros and channels_last and (bfloat16 or float64)"
 
 # (name, file, text, replacement, the tests that must fail, run under ASan + UBSan)
 MUTATIONS = [
@@ -50,6 +51,12 @@ MUTATIONS = [
     ("B fragments of two column tiles swapped (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
      "          b[f][1] = r[1];\n          b[f + 1][0] = r[2];", "          b[f][1] = r[2];\n          b[f + 1][0] = r[1];",
      PIPELINED_CASES, False),
+    ("patch read before its cp.async copies are waited for (depthwise vectors)", "csrc/cuda/conv.cu",
+     "      cp_async_commit();\n      cp_async_wait<0>();\n      __syncthreads();\n      if (c0 >= channels)",
+     "      cp_async_commit();\n      __syncthreads();\n      if (c0 >= channels)", VECTOR_CASES, False),
+    ("leading barrier removed (depthwise vectors)", "csrc/cuda/conv.cu",
+     "      __syncthreads();       // every thread is done reading the previous patch\n      for (int e = threadIdx.x; "
+     "e < patch_vectors", "      for (int e = threadIdx.x; e < patch_vectors", VECTOR_CASES, False),
 ]
 
 

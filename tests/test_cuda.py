@@ -425,8 +425,10 @@ PATHS = {
     "halo_1d": (conv_case((300,), 4, 4, 4, groups=4, pads=((3, 0),)), "replicate", torch.float32, "contiguous"),
     "halo_3d": (conv_case((3, 9, 35), 2, 4, 3, groups=2, stride=(1, 1, 2), pads=((1, 1), (1, 1), (1, 1))), "circular",
                 torch.float16, "contiguous"),
-    "direct_channels_last": (conv_case((9, 10), 16, 16, 3, groups=16, stride=2, pads=((1, 1), (0, 2))), "circular",
+    "direct_channels_last": (conv_case((9, 10), 16, 32, 3, groups=16, stride=2, pads=((1, 1), (0, 2))), "circular",
                              torch.bfloat16, "channels_last"),
+    "depthwise_vectors": (conv_case((20, 24), 32, 32, 5, groups=32, stride=2, pads=((1, 2), (1, 2))), "zeros",
+                          torch.bfloat16, "channels_last"),
     "direct_big_patch": (conv_case((100, 400), 2, 2, 3, groups=2, stride=12, pads=((1, 1), (1, 1))), "reflect",
                          torch.float64, "contiguous"),
     "gemm_float32": (conv_case((9, 10), 20, 70, 3, pads=((1, 1), (0, 2))), "zeros", torch.float32, "contiguous"),
@@ -451,7 +453,7 @@ PATHS = {
 
 # The CUDA kernel path (kernel_paths.h) each PATHS case reaches: conv, its input gradient (conv_transpose) and
 # conv_weight_grad. tests/test_kernel_paths.py checks these on any machine, through the private path ops.
-HALO, DIRECT, GEMM = "cuda_depthwise_halo", "cuda_direct", "cuda_implicit_gemm"
+HALO, DIRECT, GEMM, VECTORS = "cuda_depthwise_halo", "cuda_direct", "cuda_implicit_gemm", "cuda_depthwise_vectors"
 PIPELINED = "cuda_pipelined_gemm"
 GATHER, PHASE, FOLD = "cuda_direct_gather", "cuda_phase_gemm", "cuda_phase_gemm_fold"
 REDUCTION, SPLIT_K = "cuda_depthwise_reduction", "cuda_split_k_gemm"
@@ -459,7 +461,8 @@ CUDA_KERNELS = {
     "halo_2d": (HALO, GATHER, REDUCTION),
     "halo_1d": (HALO, GATHER, REDUCTION),
     "halo_3d": (HALO, GATHER, REDUCTION),
-    "direct_channels_last": (DIRECT, GATHER, REDUCTION),
+    "direct_channels_last": (DIRECT, GATHER, REDUCTION),  # two output channels per input channel
+    "depthwise_vectors": (VECTORS, GATHER, REDUCTION),
     "direct_big_patch": (DIRECT, GATHER, REDUCTION),
     "gemm_float32": (GEMM, PHASE, SPLIT_K),
     "gemm_float16": (GEMM, FOLD, SPLIT_K),  # 20 input channels: not whole 16-byte vectors

@@ -174,7 +174,7 @@ def draw(rng):
         groups = rng.randint(2, 3)
         c_in, c_out = groups * rng.randint(2, 5), groups * rng.randint(1, 5)
     else:
-        groups = rng.randint(1, 6)
+        groups = rng.choice((rng.randint(1, 6), rng.randint(1, 6), 8, 16))  # 8 and 16: whole channel vectors
         c_in, c_out = groups, groups * (rng.randint(2, 3) if grouping == "multiplier" else 1)
     return ConvCase(False, tuple(size), c_in, c_out, tuple(kernel), tuple(stride), tuple(zip(pad_lo, pad_hi)),
                     tuple(dilation), groups, mode, batch=rng.randint(0, 2), dtype=dtype_name(dtype),
@@ -261,7 +261,7 @@ def base_case(**changes):
 
 
 GEMM, HALO, DIRECT = "cuda_implicit_gemm", "cuda_depthwise_halo", "cuda_direct"
-PIPELINED = "cuda_pipelined_gemm"
+PIPELINED, VECTORS = "cuda_pipelined_gemm", "cuda_depthwise_vectors"
 GATHER, PHASE, FOLD = "cuda_direct_gather", "cuda_phase_gemm", "cuda_phase_gemm_fold"
 REDUCTION, SPLIT_K = "cuda_depthwise_reduction", "cuda_split_k_gemm"
 
@@ -288,6 +288,13 @@ PATH_CASES = {
                              (PIPELINED, PHASE, SPLIT_K)),
     "pipelined_taps_straddle_k_tiles": (base_case(in_channels=24, out_channels=8, size=(7, 13), dilation=(2, 1),
                                                   padding=((2, 2), (0, 2)), batch=3), (PIPELINED, PIPELINED, SPLIT_K)),
+    # Depthwise, one output channel per input channel: channels_last inputs take the channel-vector kernel (16 channels
+    # are 2 bfloat16, 4 float32 and 8 float64 vectors, so one or two blocks of 4 vectors), the others the halo tiles.
+    "depthwise_vectors_2d": (base_case(in_channels=16, out_channels=16, groups=16, size=(19, 21), stride=(2, 2),
+                                       padding=((0, 1), (1, 1))), (VECTORS, GATHER, REDUCTION)),
+    "depthwise_vectors_3d": (base_case(in_channels=8, out_channels=8, groups=8, size=(3, 5, 6), kernel=(2, 3, 3),
+                                       stride=(1, 2, 1), dilation=(1, 1, 2), padding=((1, 0), (1, 1), (2, 1))),
+                             (VECTORS, GATHER, REDUCTION)),
     "depthwise_halo_2d": (base_case(in_channels=4, out_channels=8, groups=4, size=(19, 40), stride=(2, 2)),
                           (HALO, GATHER, REDUCTION)),
     "depthwise_halo_1d": (base_case(in_channels=3, out_channels=3, groups=3, size=(300,), kernel=5, stride=1,
@@ -304,6 +311,8 @@ def expected_paths(case, paths):
     vectors = case.layout == "channels_last" and case.dims > 1 and case.dtype in ("bfloat16", "float16")
     if conv == PIPELINED and not vectors:
         conv = GEMM  # the pipelined GEMM copies 16-bit channels 8 at a time: channels_last inputs only
+    if conv == VECTORS and not (case.layout == "channels_last" and case.dims > 1):
+        conv = HALO  # channel vectors need the channels contiguous
     if transpose == PIPELINED and (not vectors or case.padding_mode != "zeros"):
         transpose = PHASE  # as a conv, the stride-1 transposed conv needs zero padding
     if case.layout == "channels_last" and case.dims > 1 and conv == HALO:
@@ -382,7 +391,7 @@ def test_random_problems(sim, seed, capsys):
         print(f"\nCUDA execution shim: {RANDOM_CASES} random problems, seed {seed}, paths taken {seen}")
     if seed == FIXED_SEED and RANDOM_CASES >= 150:
         # This draw reaches every path of every op; a random seed may miss a rare one.
-        assert seen["conv"] == {PIPELINED, GEMM, HALO, DIRECT}, seen
+        assert seen["conv"] == {PIPELINED, VECTORS, GEMM, HALO, DIRECT}, seen
         assert seen["conv_transpose"] == {PIPELINED, GATHER, PHASE, FOLD}, seen
         assert seen["conv_weight_grad"] == {REDUCTION, SPLIT_K}, seen
 

@@ -55,12 +55,15 @@ std::pair<at::Tensor, ConvPath> conv_binding(const at::Tensor& input, const at::
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   const ConvPath path = choose_conv_path(g, Backend::Cuda, channels_last, accumulator_bytes(input),
                                         is_reduced_precision(input), CpuIsa::Baseline,
-                                        {channel_vectors(input, kPipelineVector), sm80});
+                                        {channel_vectors(input), sm80});
   auto y = at::empty(tensor_shape(g.batch, g.conv_out_channels, g.conv_out_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};
-  // The pipelined GEMM reads the weight tap-major, each tap's input channels contiguous.
-  const auto w = path == ConvPath::CudaPipelinedGemm ? weight.movedim(1, -1).contiguous() : weight.contiguous();
+  // The pipelined GEMM reads the weight tap-major, each tap's input channels contiguous; the depthwise vector kernel
+  // reads it as [taps][C].
+  const auto w = path == ConvPath::CudaPipelinedGemm      ? weight.movedim(1, -1).contiguous()
+                 : path == ConvPath::CudaDepthwiseVectors ? weight.flatten(1).t().contiguous()
+                                                          : weight.contiguous();
   const auto b = contiguous_bias(bias);
   launch_conv({g, path, scalar_type_of(input), input.const_data_ptr(), strides_of(input), w.const_data_ptr(),
                data_or_null(b), y.mutable_data_ptr(), strides_of(y), channels_last, stream});
@@ -79,7 +82,7 @@ std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
   // The CUDA choice does not depend on the weight's values (the kernels read the flag below on the device).
   const ConvTransposePath path = choose_conv_transpose_path(
       g, Backend::Cuda, channels_last, accumulator_bytes(input), is_reduced_precision(input), CpuIsa::Baseline,
-      [] { return true; }, {channel_vectors(input, kPipelineVector), sm80});
+      [] { return true; }, {channel_vectors(input), sm80});
   auto y = at::empty(tensor_shape(g.batch, g.conv_in_channels, g.conv_in_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};

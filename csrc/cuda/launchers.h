@@ -16,7 +16,8 @@ namespace fastpad::cuda {
 enum class ScalarType { Float64, Float32, Float16, BFloat16 };
 
 // conv: y = bias + conv(x, w). x, y: [N, C, *spatial] through their strides; bias nullptr or [C_out]. w contiguous:
-// [C_out, C_in / groups, *kernel], or [C_out, *kernel, C_in / groups] for the pipelined GEMM.
+// [C_out, C_in / groups, *kernel], or [C_out, *kernel, C_in / groups] for the pipelined GEMM, or [taps, C] for the
+// depthwise vector kernel.
 struct ConvLaunch {
   ConvGeometry g;
   ConvPath path;

@@ -610,6 +610,73 @@ C10_HOST_DEVICE void transpose_gather_element(const ConvGeometry& g, const scala
   if (folds) y[offset] = static_cast<scalar_t>(load<acc_t>(y, offset) + sum);
 }
 
+// Bytes of one vector load or store of the channel-vector kernels (16: ld.global.v4, cp.async 16).
+constexpr int kVectorBytes = 16;
+// The depthwise kernel for channels in vectors (conv.cu): channel vectors per block; the rest of its 256 threads
+// spread over a tile of output positions.
+constexpr int kDepthwiseVectorsPerBlock = 4;
+
+// The plan of that kernel: a tile_h x tile_w tile of output positions (8 wide, or as wide as the output when it is
+// narrower; one row for 1-d) and the input patch it reads, halo included, of patch_h x patch_w positions, for
+// kDepthwiseVectorsPerBlock vectors of channels.
+struct DepthwiseVectorPlan {
+  bool fits = false;  // the patch fits in the dynamic shared memory a block gets without opting in
+  int tile_h = 0;
+  int tile_w = 0;
+  int patch_h = 0;
+  int patch_w = 0;
+  int64_t channel_blocks = 0;  // blocks of kDepthwiseVectorsPerBlock vectors over the channels
+  int64_t tiles = 0;           // work items: batch * channel blocks * out depth * tiles per plane
+};
+
+// element_bytes: the tensors' element size (a vector holds kVectorBytes / element_bytes channels).
+inline DepthwiseVectorPlan depthwise_vector_plan(const ConvGeometry& g, int64_t element_bytes) {
+  DepthwiseVectorPlan plan;
+  const int positions = kThreads / kDepthwiseVectorsPerBlock;
+  plan.tile_w = 1;
+  if (g.conv_out_sizes[1] == 1) {
+    plan.tile_w = positions;
+  } else {
+    while (plan.tile_w < 8 && plan.tile_w < g.conv_out_sizes[2]) plan.tile_w *= 2;
+  }
+  plan.tile_h = positions / plan.tile_w;
+  // (tile - 1) * stride + effective kernel, in double so that huge strides cannot overflow.
+  const double patch_h = double(plan.tile_h - 1) * g.stride[1] + double(effective_kernel(g.kernel[1], g.dilation[1]));
+  const double patch_w = double(plan.tile_w - 1) * g.stride[2] + double(effective_kernel(g.kernel[2], g.dilation[2]));
+  plan.fits = patch_h * patch_w * kDepthwiseVectorsPerBlock * kVectorBytes <= kMaxPatchBytes;
+  if (plan.fits) {
+    plan.patch_h = static_cast<int>(patch_h);
+    plan.patch_w = static_cast<int>(patch_w);
+  }
+  const int64_t lanes = kVectorBytes / element_bytes;
+  plan.channel_blocks = ceil_div(g.conv_out_channels, lanes * kDepthwiseVectorsPerBlock);
+  plan.tiles = g.batch * plan.channel_blocks * g.conv_out_sizes[0] * ceil_div(g.conv_out_sizes[1], plan.tile_h) *
+               ceil_div(g.conv_out_sizes[2], plan.tile_w);
+  return plan;
+}
+
+// Work item `item` of that kernel: image, channel block (the fastest, so neighbouring blocks share input rows in the
+// cache), output depth and tile.
+struct DepthwiseVectorItem {
+  int64_t n, channel_block, od, row0, col0;  // row0, col0: the tile's first output row and column
+};
+
+C10_HOST_DEVICE inline DepthwiseVectorItem depthwise_vector_item(const ConvGeometry& g, const DepthwiseVectorPlan& plan,
+                                                                 int64_t item) {
+  DepthwiseVectorItem it;
+  it.channel_block = item % plan.channel_blocks;
+  item /= plan.channel_blocks;
+  const int64_t tiles_w = ceil_div(g.conv_out_sizes[2], plan.tile_w),
+                tiles_h = ceil_div(g.conv_out_sizes[1], plan.tile_h);
+  it.col0 = item % tiles_w * plan.tile_w;
+  item /= tiles_w;
+  it.row0 = item % tiles_h * plan.tile_h;
+  item /= tiles_h;
+  it.od = item % g.conv_out_sizes[0];
+  it.n = item / g.conv_out_sizes[0];
+  return it;
+}
+
 // Below this many x channels per group the phase GEMMs' K is too short for their tiles: gather directly.
 constexpr int64_t kPhaseGemmMinChannels = 4;
 
