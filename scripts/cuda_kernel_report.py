@@ -1,11 +1,12 @@
 """What the compiler says about each CUDA kernel, and the checks CI makes on it (scripts/cuda_compile_check.sh).
 
 From nvcc's `-Xptxas -v` logs: registers, spill bytes, stack frame and static shared memory of every kernel per
-architecture. From the PTX of the pipelined GEMM (csrc/cuda/pipelined_gemm.cuh): that each of its kernels copies with
-16-byte cp.async (zero-fill form), waits on cp.async groups, loads fragments with ldmatrix and multiplies with
-mma.sync m16n8k16.
+architecture. From the PTX of conv.cu: that each kernel of the pipelined GEMM (csrc/cuda/pipelined_gemm.cuh) copies
+with 16-byte zero-fill cp.async, waits on its groups, loads fragments with ldmatrix and multiplies with mma.sync
+m16n8k16, and that each depthwise channel-vector kernel (conv.cu) copies its patch with 16-byte cp.async and loads and
+stores 16 bytes at a time.
 
-It fails (exit 1) when any kernel spills or a pipelined kernel lacks one of those instructions, and prints a markdown
+It fails (exit 1) when any kernel spills or one of those kernels lacks one of its instructions, and prints a markdown
 table either way.
 
 Usage: python scripts/cuda_kernel_report.py --ptx conv.ptx LOG [LOG ...]
@@ -23,13 +24,23 @@ FRAME = re.compile(r"(?P<stack>\d+) bytes stack frame, (?P<stores>\d+) bytes spi
 USED = re.compile(r"ptxas info\s*: Used (?P<registers>\d+) registers(?P<rest>.*)")
 SHARED = re.compile(r"(\d+) bytes smem")
 
-# What the PTX of every pipelined kernel must contain: the zero-fill cp.async (a source-size operand), its group
-# wait, ldmatrix and the m16n8k16 tensor-core MMA.
-PIPELINED_INSTRUCTIONS = {
-    "cp.async 16 bytes, zero-fill": re.compile(r"cp\.async\.cg\.shared\.global \[[^\]]+\], \[[^\]]+\], 16, %r\d+;"),
-    "cp.async.wait_group": re.compile(r"cp\.async\.wait_group \d+;"),
-    "ldmatrix .x4": re.compile(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16"),
-    "mma.sync m16n8k16": re.compile(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.(bf16\.bf16|f16\.f16)\.f32"),
+ZERO_FILL_COPY = re.compile(r"cp\.async\.cg\.shared\.global \[[^\]]+\], \[[^\]]+\], 16, %r\d+;")  # a source size
+WAIT_GROUP = re.compile(r"cp\.async\.wait_group \d+;")
+# What the PTX of each kernel of a family (by name) must contain.
+REQUIRED_INSTRUCTIONS = {
+    "pipelined_conv_kernel": {
+        "cp.async 16 bytes, zero-fill": ZERO_FILL_COPY,
+        "cp.async.wait_group": WAIT_GROUP,
+        "ldmatrix .x4": re.compile(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16"),
+        "mma.sync m16n8k16": re.compile(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.(bf16\.bf16|f16\.f16)\.f32"),
+    },
+    "depthwise_vectors_kernel": {
+        "cp.async 16 bytes, zero-fill": ZERO_FILL_COPY,
+        "cp.async.wait_group": WAIT_GROUP,
+        "16-byte shared loads": re.compile(r"ld\.shared\.v(4\.[ubf]32|2\.f64)"),
+        "16-byte global loads": re.compile(r"ld\.global(\.nc)?\.v(4\.[ubf]32|2\.f64)"),
+        "16-byte global stores": re.compile(r"st\.global\.v4\.b32"),
+    },
 }
 
 
@@ -62,20 +73,25 @@ def parse_ptxas(text: str) -> List[Kernel]:
 
 def ptx_entries(ptx: str) -> Dict[str, str]:
     """The body of each .entry of a PTX file, by mangled name."""
-    starts = [(m.start(), m[1]) for m in re.finditer(r"^\.(?:visible )?\.entry (\S+)\(", ptx, re.M)]
+    starts = [(m.start(), m[1]) for m in re.finditer(r"^(?:\.visible )?\.entry (\S+)\(", ptx, re.M)]
     return {name: ptx[start:(starts[i + 1][0] if i + 1 < len(starts) else len(ptx))]
             for i, (start, name) in enumerate(starts)}
 
 
-def missing_pipelined_instructions(ptx: str) -> Dict[str, List[str]]:
-    """For each pipelined kernel of `ptx`, the required instructions its body lacks (an empty dict: all present).
-    A PTX without any pipelined kernel is itself a failure."""
-    entries = {name: body for name, body in ptx_entries(ptx).items() if "pipelined_conv_kernel" in name}
-    if not entries:
-        return {"(no pipelined_conv_kernel in the PTX)": list(PIPELINED_INSTRUCTIONS)}
-    missing = {name: [what for what, pattern in PIPELINED_INSTRUCTIONS.items() if not pattern.search(body)]
-               for name, body in entries.items()}
-    return {name: lacks for name, lacks in missing.items() if lacks}
+def missing_instructions(ptx: str) -> Dict[str, List[str]]:
+    """For each kernel of `ptx` in a family of REQUIRED_INSTRUCTIONS, the instructions its body lacks (an empty dict:
+    all present). A family with no kernel in the PTX is itself a failure."""
+    entries = ptx_entries(ptx)
+    missing = {}
+    for family, required in REQUIRED_INSTRUCTIONS.items():
+        kernels = {name: body for name, body in entries.items() if family in name}
+        if not kernels:
+            missing[f"(no {family} in the PTX)"] = list(required)
+        for name, body in kernels.items():
+            lacks = [what for what, pattern in required.items() if not pattern.search(body)]
+            if lacks:
+                missing[name] = lacks
+    return missing
 
 
 def demangle(names: List[str]) -> List[str]:
@@ -121,13 +137,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     spilling = [k for k in kernels if k.spill_stores or k.spill_loads]
     failures += [f"{name} ({k.arch}) spills {k.spill_stores} / {k.spill_loads} bytes"
                  for k, name in zip(spilling, demangle([k.name for k in spilling]))]
-    for name, lacks in missing_pipelined_instructions(open(args.ptx).read()).items():
+    for name, lacks in missing_instructions(open(args.ptx).read()).items():
         failures.append(f"{name}: no {', '.join(lacks)} in its PTX")
     for failure in failures:
         print(f"cuda_kernel_report: {failure}", file=sys.stderr)
     if not failures:
-        print(f"cuda_kernel_report: {len(kernels)} kernels, no spills; every pipelined kernel uses 16-byte zero-fill "
-              "cp.async, ldmatrix and mma.sync m16n8k16")
+        print(f"cuda_kernel_report: {len(kernels)} kernels, no spills; the pipelined kernels use 16-byte zero-fill "
+              "cp.async, ldmatrix and mma.sync m16n8k16, the depthwise vector kernels 16-byte cp.async, loads and "
+              "stores")
     return 1 if failures else 0
 
 

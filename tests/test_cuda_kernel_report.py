@@ -1,5 +1,6 @@
 """scripts/cuda_kernel_report.py, the check CI runs on nvcc's output (scripts/cuda_compile_check.sh): it must fail on
-a spilling kernel and on a pipelined kernel without its cp.async, ldmatrix or mma.sync, and pass a clean build."""
+a spilling kernel, on a pipelined kernel without its cp.async, ldmatrix or mma.sync, and on a depthwise vector kernel
+without its 16-byte copies, loads or stores, and pass a clean build."""
 import importlib.util
 import os
 
@@ -13,6 +14,7 @@ spec.loader.exec_module(report)
 
 PIPELINED = "_ZN7fastpad4cuda21pipelined_conv_kernelIN3c108BFloat16ELi64ELi64ELi2EEEvNS_12ConvGeometryE"
 GEMM = "_ZN7fastpad4cuda15fma_gemm_kernelINS0_11ConvProblemIfEEEEvT_"
+VECTORS = "_ZN7fastpad4cuda39_GLOBAL__N__c9f59437_7_conv_cu_2e618b3224depthwise_vectors_kernelIfEEvNS_12ConvGeometryE"
 
 
 def ptxas_log(spill_stores=0, spill_loads=0):
@@ -38,6 +40,13 @@ FULL_PTX = f""".visible .entry {GEMM}(
   ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{%r1, %r2, %r3, %r4}}, [%r5];
   mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{%f1, %f2, %f3, %f4}}, {{%r1, %r2, %r3, %r4}}, {{%r6, %r7}},
     {{%f1, %f2, %f3, %f4}};
+}}
+.entry {VECTORS}(
+  cp.async.cg.shared.global [%r20], [%rd30], 16, %r21;
+  cp.async.wait_group 0;
+  ld.shared.v4.f32 {{%f1, %f2, %f3, %f4}}, [%r22];
+  ld.global.nc.v4.f32 {{%f5, %f6, %f7, %f8}}, [%rd31];
+  st.global.v4.b32 [%rd32], {{%r23, %r24, %r25, %r26}};
 }}
 """
 
@@ -66,9 +75,10 @@ def test_a_spill_fails(tmp_path, capsys, stores, loads):
     assert "spills" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("instruction", ["cp.async.cg.shared.global", "cp.async.wait_group", "ldmatrix.sync",
-                                         "mma.sync"])
-def test_a_pipelined_kernel_without_its_instructions_fails(tmp_path, capsys, instruction):
+@pytest.mark.parametrize("instruction", ["cp.async.cg.shared.global [%r10]", "cp.async.wait_group 2", "ldmatrix.sync",
+                                         "mma.sync", "cp.async.cg.shared.global [%r20]", "cp.async.wait_group 0",
+                                         "ld.shared.v4", "ld.global.nc.v4", "st.global.v4"])
+def test_a_kernel_without_its_instructions_fails(tmp_path, capsys, instruction):
     ptx = "\n".join(line for line in FULL_PTX.splitlines() if instruction not in line)
     assert run(tmp_path, ptxas_log(), ptx) == 1
     assert "in its PTX" in capsys.readouterr().err
@@ -80,6 +90,7 @@ def test_a_copy_without_zero_fill_fails(tmp_path):
     assert run(tmp_path, ptxas_log(), ptx) == 1
 
 
-def test_no_kernels_fails(tmp_path):
+@pytest.mark.parametrize("family", ["pipelined_conv_kernel", "depthwise_vectors_kernel"])
+def test_no_kernels_fails(tmp_path, family):
     assert run(tmp_path, "", FULL_PTX) == 1
-    assert run(tmp_path, ptxas_log(), FULL_PTX.replace("pipelined_conv_kernel", "other_kernel")) == 1
+    assert run(tmp_path, ptxas_log(), FULL_PTX.replace(family, "other_kernel")) == 1

@@ -40,6 +40,31 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   }
 }
 
+// The 16 bytes of `lanes` as four 32-bit words, for store_global_16.
+template <typename scalar_t, int kLanes>
+__device__ __forceinline__ uint4 vector_bits(const scalar_t (&lanes)[kLanes]) {
+  static_assert(kLanes * sizeof(scalar_t) == kVectorBytes, "a 16-byte vector");
+  uint32_t words[4] = {0, 0, 0, 0};
+  for (int j = 0; j < kLanes; ++j) {
+    if constexpr (sizeof(scalar_t) == 8) {
+      uint64_t raw;
+      memcpy(&raw, &lanes[j], sizeof(raw));
+      words[2 * j] = static_cast<uint32_t>(raw);
+      words[2 * j + 1] = static_cast<uint32_t>(raw >> 32);
+    } else {
+      std::conditional_t<sizeof(scalar_t) == 4, uint32_t, uint16_t> raw;
+      memcpy(&raw, &lanes[j], sizeof(raw));
+      words[j * sizeof(scalar_t) / 4] |= uint32_t{raw} << (8 * sizeof(scalar_t) * j % 32);
+    }
+  }
+  uint4 bits;
+  bits.x = words[0];
+  bits.y = words[1];
+  bits.z = words[2];
+  bits.w = words[3];
+  return bits;
+}
+
 // Depthwise (multiplier 1), channels in aligned 16-byte vectors: a block computes a tile of output positions for
 // kDepthwiseVectorsPerBlock channel vectors. Per depth tap it copies the input patch the tile reads, halo included,
 // into shared memory with 16-byte cp.async (zero-fill where the padding is zero; reflect/replicate/circular copy the
@@ -95,10 +120,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     }
     const int64_t oh = it.row0 + ty, ow = it.col0 + tx;
     if (c0 >= channels || oh >= g.conv_out_sizes[1] || ow >= g.conv_out_sizes[2]) continue;
-    Vector out;
-    for (int j = 0; j < kLanes; ++j) out.lane[j] = static_cast<scalar_t>(sum[j]);
-    *reinterpret_cast<Vector*>(y + it.n * ys.batch + it.od * ys.spatial[0] + oh * ys.spatial[1] +
-                               ow * ys.spatial[2] + c0) = out;
+    scalar_t out[kLanes];
+    for (int j = 0; j < kLanes; ++j) out[j] = static_cast<scalar_t>(sum[j]);
+    store_global_16(y + it.n * ys.batch + it.od * ys.spatial[0] + oh * ys.spatial[1] + ow * ys.spatial[2] + c0,
+                    vector_bits(out));
   }
 }
 

@@ -1,10 +1,14 @@
-// The PTX instructions of the pipelined implicit GEMM (cuda/pipelined_gemm.cuh), sm_80 and later: cp.async with
-// zero-fill, ldmatrix and mma.sync m16n8k16. Under the CUDA execution shim (FASTPAD_CUDA_SIM) each is its emulation
-// from the PTX ISA's semantics (tests/cuda_sim/cuda_sim.h); this header and launch.cuh are where the two builds differ.
-// Compiled for an older architecture, the instructions trap: the binding never picks the pipelined path there.
+// The PTX the CUDA kernels write by hand: for the pipelined implicit GEMM (cuda/pipelined_gemm.cuh) and the depthwise
+// channel-vector kernel (conv.cu), sm_80 and later, cp.async with zero-fill, ldmatrix and mma.sync m16n8k16; and a
+// 16-byte global store. Under the CUDA execution shim (FASTPAD_CUDA_SIM) each is its emulation from the PTX ISA's
+// semantics (tests/cuda_sim/cuda_sim.h); this header and launch.cuh are where the two builds differ. Compiled for an
+// older architecture, the sm_80 instructions trap: the binding never picks those paths there.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
+#include <cstring>
 
 namespace fastpad::cuda {
 
@@ -87,6 +91,18 @@ __device__ __forceinline__ void mma_m16n8k16(float (&acc)[4], const uint32_t (&a
         : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
+#endif
+}
+
+// st.global.v4.b32: 16 bytes to a 16-byte aligned global address in one store. (A uint4 assignment came out of nvcc
+// as four 4-byte stores in the depthwise kernel.)
+__device__ __forceinline__ void store_global_16(void* global, const uint4& bits) {
+#if defined(FASTPAD_CUDA_SIM)
+  std::memcpy(global, &bits, sizeof(bits));
+#else
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(global), "r"(bits.x), "r"(bits.y), "r"(bits.z),
+               "r"(bits.w)
+               : "memory");
 #endif
 }
 
