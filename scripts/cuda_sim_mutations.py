@@ -88,9 +88,11 @@ def run_mutation(name, path, text, replacement, selection, sanitize):
                                  os.path.join(copy, "tests", "test_cuda_sim.py"), "-k", selection],
                                 capture_output=True, text=True, env=env, cwd=copy)
     output = result.stdout + result.stderr
-    evidence = next((line.strip() for line in output.splitlines()
-                     if "cuda_sim: block" in line or "runtime error" in line or "AssertionError" in line
-                     or "relative error" in line or "unwritten" in line), "")
+    # pytest's own error lines ("E   ...") first: the source it lists around a failure also holds these words.
+    lines = output.splitlines()
+    keywords = ("cuda_sim: block", "runtime error", "AssertionError", "relative error", "unwritten")
+    evidence = next((line.strip() for line in [*(text for text in lines if text.startswith("E ")), *lines]
+                     if any(word in line for word in keywords)), "")
     # Caught means failed tests (pytest's exit status 1) with a line that says how; a collection or import error
     # (status 2 or more) says nothing about the mutation.
     return result.returncode == 1 and bool(evidence), evidence[:160]
