@@ -403,39 +403,73 @@ C10_HOST_DEVICE void direct_conv_element(const ConvGeometry& g, const scalar_t* 
       static_cast<scalar_t>(direct_conv_sum(g, x, xs, w, bias, e));
 }
 
-// The depthwise halo kernel (conv.cu): a block computes a tile_h x tile_w tile of one output plane, staging per depth
-// tap the input patch the tile reads, halo included and padding resolved, of patch_h x patch_w elements.
-struct HaloPlan {
+constexpr int64_t kMaxPatchBytes = 48 * 1024;  // dynamic shared memory per block without the opt-in attribute
+
+// The tiles of the depthwise kernels that stage their input in shared memory: a tile_h x tile_w tile of output
+// positions of one plane and the input patch it reads per depth tap, halo included, of patch_h x patch_w positions.
+struct PatchTile {
   bool fits = false;  // the patch fits in the dynamic shared memory a block gets without opting in
   int tile_h = 0;
   int tile_w = 0;
   int patch_h = 0;
   int patch_w = 0;
-  int64_t tiles = 0;  // blocks' work items: batch * channels * out depth * tiles per plane
 };
 
-constexpr int64_t kMaxPatchBytes = 48 * 1024;  // dynamic shared memory per block without the opt-in attribute
+// A tile of `positions` outputs, as wide as the output plane up to max_width (a power of two), or one row for 1-d,
+// whose patch fits when it takes at most kMaxPatchBytes at bytes_per_position.
+inline PatchTile patch_tile(const ConvGeometry& g, int positions, int max_width, int64_t bytes_per_position) {
+  PatchTile t;
+  t.tile_w = 1;
+  if (g.conv_out_sizes[1] == 1) {
+    t.tile_w = positions;
+  } else {
+    while (t.tile_w < max_width && t.tile_w < g.conv_out_sizes[2]) t.tile_w *= 2;
+  }
+  t.tile_h = positions / t.tile_w;
+  // (tile - 1) * stride + effective kernel, in double so that huge strides cannot overflow.
+  const double patch_h = double(t.tile_h - 1) * g.stride[1] + double(effective_kernel(g.kernel[1], g.dilation[1]));
+  const double patch_w = double(t.tile_w - 1) * g.stride[2] + double(effective_kernel(g.kernel[2], g.dilation[2]));
+  t.fits = patch_h * patch_w * double(bytes_per_position) <= kMaxPatchBytes;
+  if (t.fits) {
+    t.patch_h = static_cast<int>(patch_h);
+    t.patch_w = static_cast<int>(patch_w);
+  }
+  return t;
+}
 
-// kThreads outputs per tile, as wide as the output plane (up to 32), or one row of kThreads for 1-d.
+// Tiles per output depth slice (all planes of one image and channel set).
+C10_HOST_DEVICE inline int64_t tiles_per_slice(const ConvGeometry& g, const PatchTile& t) {
+  return ceil_div(g.conv_out_sizes[1], t.tile_h) * ceil_div(g.conv_out_sizes[2], t.tile_w);
+}
+
+// Where a tile's work item lies: its first output row and column and its output depth (tiles along W fastest).
+struct TileOrigin {
+  int64_t od, row0, col0;
+  int64_t rest;  // the item's index over whatever lies outside the output volume (images, channels)
+};
+
+C10_HOST_DEVICE inline TileOrigin tile_origin(const ConvGeometry& g, const PatchTile& t, int64_t item) {
+  TileOrigin o;
+  const int64_t tiles_w = ceil_div(g.conv_out_sizes[2], t.tile_w), tiles_h = ceil_div(g.conv_out_sizes[1], t.tile_h);
+  o.col0 = item % tiles_w * t.tile_w;
+  item /= tiles_w;
+  o.row0 = item % tiles_h * t.tile_h;
+  item /= tiles_h;
+  o.od = item % g.conv_out_sizes[0];
+  o.rest = item / g.conv_out_sizes[0];
+  return o;
+}
+
+// The depthwise halo kernel (conv.cu): a block computes a tile of kThreads outputs of one output plane (up to 32
+// wide), staging per depth tap the patch, padding resolved, in the accumulation type.
+struct HaloPlan : PatchTile {
+  int64_t tiles = 0;  // blocks' work items: batch * channels * out depth * tiles per slice
+};
+
 inline HaloPlan halo_plan(const ConvGeometry& g, int64_t element_bytes) {
   HaloPlan plan;
-  plan.tile_w = 1;
-  if (g.conv_out_sizes[1] == 1) {
-    plan.tile_w = kThreads;
-  } else {
-    while (plan.tile_w < 32 && plan.tile_w < g.conv_out_sizes[2]) plan.tile_w *= 2;
-  }
-  plan.tile_h = kThreads / plan.tile_w;
-  // (tile - 1) * stride + effective kernel, in double so that huge strides cannot overflow.
-  const double patch_h = double(plan.tile_h - 1) * g.stride[1] + double(effective_kernel(g.kernel[1], g.dilation[1]));
-  const double patch_w = double(plan.tile_w - 1) * g.stride[2] + double(effective_kernel(g.kernel[2], g.dilation[2]));
-  plan.fits = patch_h * patch_w * element_bytes <= kMaxPatchBytes;
-  if (plan.fits) {
-    plan.patch_h = static_cast<int>(patch_h);
-    plan.patch_w = static_cast<int>(patch_w);
-  }
-  plan.tiles = g.batch * g.conv_out_channels * g.conv_out_sizes[0] * ceil_div(g.conv_out_sizes[1], plan.tile_h) *
-               ceil_div(g.conv_out_sizes[2], plan.tile_w);
+  static_cast<PatchTile&>(plan) = patch_tile(g, kThreads, 32, element_bytes);
+  plan.tiles = g.batch * g.conv_out_channels * g.conv_out_sizes[0] * tiles_per_slice(g, plan);
   return plan;
 }
 
@@ -445,18 +479,8 @@ struct HaloItem {
 };
 
 C10_HOST_DEVICE inline HaloItem halo_item(const ConvGeometry& g, const HaloPlan& plan, int64_t item) {
-  HaloItem it;
-  const int64_t tiles_w = ceil_div(g.conv_out_sizes[2], plan.tile_w),
-                tiles_h = ceil_div(g.conv_out_sizes[1], plan.tile_h);
-  it.col0 = item % tiles_w * plan.tile_w;
-  item /= tiles_w;
-  it.row0 = item % tiles_h * plan.tile_h;
-  item /= tiles_h;
-  it.od = item % g.conv_out_sizes[0];
-  item /= g.conv_out_sizes[0];
-  it.c = item % g.conv_out_channels;
-  it.n = item / g.conv_out_channels;
-  return it;
+  const TileOrigin o = tile_origin(g, plan, item);
+  return {o.rest / g.conv_out_channels, o.rest % g.conv_out_channels, o.od, o.row0, o.col0};
 }
 
 // Patch element `index` for depth source `id`: the input value at the padded position it stands for, or zero.
@@ -616,65 +640,34 @@ constexpr int kVectorBytes = 16;
 // spread over a tile of output positions.
 constexpr int kDepthwiseVectorsPerBlock = 4;
 
-// The plan of that kernel: a tile_h x tile_w tile of output positions (8 wide, or as wide as the output when it is
-// narrower; one row for 1-d) and the input patch it reads, halo included, of patch_h x patch_w positions, for
+// The plan of that kernel: tiles of kThreads / kDepthwiseVectorsPerBlock output positions, up to 8 wide, for
 // kDepthwiseVectorsPerBlock vectors of channels.
-struct DepthwiseVectorPlan {
-  bool fits = false;  // the patch fits in the dynamic shared memory a block gets without opting in
-  int tile_h = 0;
-  int tile_w = 0;
-  int patch_h = 0;
-  int patch_w = 0;
+struct DepthwiseVectorPlan : PatchTile {
   int64_t channel_blocks = 0;  // blocks of kDepthwiseVectorsPerBlock vectors over the channels
-  int64_t tiles = 0;           // work items: batch * channel blocks * out depth * tiles per plane
+  int64_t tiles = 0;           // work items: batch * channel blocks * out depth * tiles per slice
 };
 
 // element_bytes: the tensors' element size (a vector holds kVectorBytes / element_bytes channels).
 inline DepthwiseVectorPlan depthwise_vector_plan(const ConvGeometry& g, int64_t element_bytes) {
   DepthwiseVectorPlan plan;
-  const int positions = kThreads / kDepthwiseVectorsPerBlock;
-  plan.tile_w = 1;
-  if (g.conv_out_sizes[1] == 1) {
-    plan.tile_w = positions;
-  } else {
-    while (plan.tile_w < 8 && plan.tile_w < g.conv_out_sizes[2]) plan.tile_w *= 2;
-  }
-  plan.tile_h = positions / plan.tile_w;
-  // (tile - 1) * stride + effective kernel, in double so that huge strides cannot overflow.
-  const double patch_h = double(plan.tile_h - 1) * g.stride[1] + double(effective_kernel(g.kernel[1], g.dilation[1]));
-  const double patch_w = double(plan.tile_w - 1) * g.stride[2] + double(effective_kernel(g.kernel[2], g.dilation[2]));
-  plan.fits = patch_h * patch_w * kDepthwiseVectorsPerBlock * kVectorBytes <= kMaxPatchBytes;
-  if (plan.fits) {
-    plan.patch_h = static_cast<int>(patch_h);
-    plan.patch_w = static_cast<int>(patch_w);
-  }
+  static_cast<PatchTile&>(plan) =
+      patch_tile(g, kThreads / kDepthwiseVectorsPerBlock, 8, kDepthwiseVectorsPerBlock * kVectorBytes);
   const int64_t lanes = kVectorBytes / element_bytes;
   plan.channel_blocks = ceil_div(g.conv_out_channels, lanes * kDepthwiseVectorsPerBlock);
-  plan.tiles = g.batch * plan.channel_blocks * g.conv_out_sizes[0] * ceil_div(g.conv_out_sizes[1], plan.tile_h) *
-               ceil_div(g.conv_out_sizes[2], plan.tile_w);
+  plan.tiles = g.batch * plan.channel_blocks * g.conv_out_sizes[0] * tiles_per_slice(g, plan);
   return plan;
 }
 
-// Work item `item` of that kernel: image, channel block (the fastest, so neighbouring blocks share input rows in the
-// cache), output depth and tile.
+// Work item `item` of that kernel: image, output depth, tile and channel block (the fastest, so that neighbouring
+// blocks read the same input rows while they are in the cache).
 struct DepthwiseVectorItem {
   int64_t n, channel_block, od, row0, col0;  // row0, col0: the tile's first output row and column
 };
 
 C10_HOST_DEVICE inline DepthwiseVectorItem depthwise_vector_item(const ConvGeometry& g, const DepthwiseVectorPlan& plan,
                                                                  int64_t item) {
-  DepthwiseVectorItem it;
-  it.channel_block = item % plan.channel_blocks;
-  item /= plan.channel_blocks;
-  const int64_t tiles_w = ceil_div(g.conv_out_sizes[2], plan.tile_w),
-                tiles_h = ceil_div(g.conv_out_sizes[1], plan.tile_h);
-  it.col0 = item % tiles_w * plan.tile_w;
-  item /= tiles_w;
-  it.row0 = item % tiles_h * plan.tile_h;
-  item /= tiles_h;
-  it.od = item % g.conv_out_sizes[0];
-  it.n = item / g.conv_out_sizes[0];
-  return it;
+  const TileOrigin o = tile_origin(g, plan, item / plan.channel_blocks);
+  return {o.rest, item % plan.channel_blocks, o.od, o.row0, o.col0};
 }
 
 // Below this many x channels per group the phase GEMMs' K is too short for their tiles: gather directly.
