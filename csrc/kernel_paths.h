@@ -46,6 +46,7 @@ enum class ConvTransposePath {
   CpuPhasePlanes,     // NCHW: the adjoint of conv's tap GEMMs
   CpuGemmCol2im,      // a GEMM per tile of x positions, then col2im
   CudaPipelinedGemm,  // stride 1, zeros: the conv it is (stride_one_transpose_as_conv) on cuda/pipelined_gemm.cuh
+  CudaDepthwiseVectors,  // depthwise channels-last, zeros: 16-byte channel vectors, an x patch in shared memory
   CudaDirectGather,   // few channels per group: one thread per output gathers every tap
   CudaPhaseGemm,      // one implicit GEMM per stride phase (zeros padding)
   CudaPhaseGemmFold,  // the phase GEMMs, then a pass folding padded positions back (other modes)
@@ -153,6 +154,17 @@ inline bool cuda_pipelined_gemm(const ConvGeometry& g, bool reduced_precision, c
          g.conv_in_channels_per_group() % cuda::kPipelineVector == 0;
 }
 
+// Whether a depthwise conv or conv_transpose runs the channel-vector kernel (conv.cu, conv_transpose.cu): channels-last
+// on sm_80 or later with the channels in whole 16-byte vectors, one output channel per input channel, and a patch that
+// fits in shared memory. (The transposed kernel also needs zeros mode: it folds no padding back.)
+inline bool cuda_depthwise_vectors(const ConvGeometry& g, bool channels_last, int64_t element_bytes,
+                                   bool reduced_precision, const CudaInputs& cuda, bool transposed) {
+  const int64_t storage_bytes = reduced_precision ? 2 : element_bytes;
+  return channels_last && cuda.sm80 && cuda.channel_vectors && g.conv_in_channels == g.groups &&
+         g.conv_out_channels == g.groups && g.conv_in_channels % (cuda::kVectorBytes / storage_bytes) == 0 &&
+         cuda::depthwise_vector_plan(g, storage_bytes, transposed).fits;
+}
+
 // conv. element_bytes: the size of the accumulation type, which sizes the CUDA halo patch and picks the CPU kernels
 // that accumulate in float. reduced_precision: bfloat16 or float16 tensors. isa: cpu_isa() (ignored for CUDA).
 inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool channels_last, int64_t element_bytes,
@@ -160,12 +172,7 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   if (backend == Backend::Cuda) {
     if (cuda_pipelined_gemm(g, reduced_precision, cuda)) return ConvPath::CudaPipelinedGemm;
     if (g.conv_in_channels_per_group() != 1) return ConvPath::CudaImplicitGemm;
-    // Channels-last with channels in whole 16-byte vectors, one output channel per input channel, and a patch that
-    // fits in shared memory.
-    const int64_t storage_bytes = reduced_precision ? 2 : element_bytes;
-    if (channels_last && cuda.sm80 && cuda.channel_vectors && g.conv_out_channels == g.groups &&
-        g.conv_out_channels % (cuda::kVectorBytes / storage_bytes) == 0 &&
-        cuda::depthwise_vector_plan(g, storage_bytes).fits) {
+    if (cuda_depthwise_vectors(g, channels_last, element_bytes, reduced_precision, cuda, /*transposed=*/false)) {
       return ConvPath::CudaDepthwiseVectors;
     }
     return !channels_last && cuda::halo_plan(g, element_bytes).fits ? ConvPath::CudaDepthwiseHalo
@@ -199,6 +206,10 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
     if (!strided && g.mode == PaddingMode::Zeros &&
         cuda_pipelined_gemm(stride_one_transpose_as_conv(g), reduced_precision, cuda)) {
       return ConvTransposePath::CudaPipelinedGemm;
+    }
+    if (g.mode == PaddingMode::Zeros &&
+        cuda_depthwise_vectors(g, channels_last, element_bytes, reduced_precision, cuda, /*transposed=*/true)) {
+      return ConvTransposePath::CudaDepthwiseVectors;
     }
     if (g.conv_out_channels_per_group() < cuda::kPhaseGemmMinChannels) return ConvTransposePath::CudaDirectGather;
     return g.mode == PaddingMode::Zeros ? ConvTransposePath::CudaPhaseGemm : ConvTransposePath::CudaPhaseGemmFold;
@@ -262,6 +273,7 @@ inline const char* path_name(ConvTransposePath path) {
     case ConvTransposePath::CpuPhasePlanes: return "cpu_phase_planes";
     case ConvTransposePath::CpuGemmCol2im: return "cpu_gemm_col2im";
     case ConvTransposePath::CudaPipelinedGemm: return "cuda_pipelined_gemm";
+    case ConvTransposePath::CudaDepthwiseVectors: return "cuda_depthwise_vectors";
     case ConvTransposePath::CudaDirectGather: return "cuda_direct_gather";
     case ConvTransposePath::CudaPhaseGemm: return "cuda_phase_gemm";
     case ConvTransposePath::CudaPhaseGemmFold: return "cuda_phase_gemm_fold";

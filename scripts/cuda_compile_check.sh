@@ -37,7 +37,8 @@ gencode=()
 for arch in "${archs[@]}"; do gencode+=(-gencode "arch=compute_${arch},code=sm_${arch}"); done
 
 # One nvcc per source, all at once (each is mostly single-threaded); logs are printed in order afterwards. ptxas
-# reports every kernel's registers and spills (-Xptxas -v), and the PTX of conv.cu is kept for the checks below.
+# reports every kernel's registers and spills (-Xptxas -v), and the PTX of conv.cu and conv_transpose.cu is kept for
+# the checks below.
 sources=(csrc/cuda/*.cu csrc/cuda/*.cpp)
 common=(-std=c++20 -O3 -I"$work/stand_in" -Icsrc "${torch_flags[@]}" -DTORCH_API_INCLUDE_EXTENSION_H
         -DTORCH_EXTENSION_NAME=_C --expt-relaxed-constexpr)
@@ -48,9 +49,13 @@ for source in "${sources[@]}"; do
     pids+=("$!")
 done
 ptx_arch="${archs[${#archs[@]}-1]}"
-"$NVCC" "${common[@]}" -ptx csrc/cuda/conv.cu -o "$work/conv.ptx" -arch="compute_${ptx_arch}" \
-    >"$work/conv.ptx.log" 2>&1 &
-ptx_pid="$!"
+ptx_sources=(csrc/cuda/conv.cu csrc/cuda/conv_transpose.cu)
+ptx_pids=()
+for source in "${ptx_sources[@]}"; do
+    "$NVCC" "${common[@]}" -ptx "$source" -o "$work/$(basename "$source").ptx" -arch="compute_${ptx_arch}" \
+        >"$work/$(basename "$source").ptx.log" 2>&1 &
+    ptx_pids+=("$!")
+done
 status=0
 for i in "${!sources[@]}"; do
     if wait "${pids[$i]}"; then
@@ -61,14 +66,16 @@ for i in "${!sources[@]}"; do
         status=1
     fi
 done
-if ! wait "$ptx_pid"; then
-    cat "$work/conv.ptx.log" >&2
-    echo "cuda_compile_check: PTX of csrc/cuda/conv.cu FAILED" >&2
-    status=1
-fi
+for i in "${!ptx_sources[@]}"; do
+    if ! wait "${ptx_pids[$i]}"; then
+        cat "$work/$(basename "${ptx_sources[$i]}").ptx.log" >&2
+        echo "cuda_compile_check: PTX of ${ptx_sources[$i]} FAILED" >&2
+        status=1
+    fi
+done
 [ "$status" -eq 0 ] || exit "$status"
 # Registers, spills and shared memory per kernel; fails on any spill, or on a pipelined kernel without its cp.async,
 # ldmatrix and mma.sync (scripts/cuda_kernel_report.py).
 logs=()
 for source in csrc/cuda/*.cu; do logs+=("$work/$(basename "$source").log"); done
-"$PYTHON" scripts/cuda_kernel_report.py --ptx "$work/conv.ptx" "${logs[@]}"
+"$PYTHON" scripts/cuda_kernel_report.py --ptx "$work/conv.cu.ptx" --ptx "$work/conv_transpose.cu.ptx" "${logs[@]}"

@@ -1,15 +1,15 @@
 """What the compiler says about each CUDA kernel, and the checks CI makes on it (scripts/cuda_compile_check.sh).
 
 From nvcc's `-Xptxas -v` logs: registers, spill bytes, stack frame and static shared memory of every kernel per
-architecture. From the PTX of conv.cu: that each kernel of the pipelined GEMM (csrc/cuda/pipelined_gemm.cuh) copies
-with 16-byte zero-fill cp.async, waits on its groups, loads fragments with ldmatrix and multiplies with mma.sync
-m16n8k16, and that each depthwise channel-vector kernel (conv.cu) copies its patch with 16-byte cp.async and loads and
-stores 16 bytes at a time.
+architecture. From the PTX of conv.cu and conv_transpose.cu: that each kernel of the pipelined GEMM
+(csrc/cuda/pipelined_gemm.cuh) copies with 16-byte zero-fill cp.async, waits on its groups, loads fragments with
+ldmatrix and multiplies with mma.sync m16n8k16, and that each depthwise channel-vector kernel (conv and
+conv_transpose) copies its patch with 16-byte cp.async and loads and stores 16 bytes at a time.
 
 It fails (exit 1) when any kernel spills or one of those kernels lacks one of its instructions, and prints a markdown
 table either way.
 
-Usage: python scripts/cuda_kernel_report.py --ptx conv.ptx LOG [LOG ...]
+Usage: python scripts/cuda_kernel_report.py --ptx conv.ptx [--ptx conv_transpose.ptx] LOG [LOG ...]
 """
 import argparse
 import re
@@ -26,6 +26,14 @@ SHARED = re.compile(r"(\d+) bytes smem")
 
 ZERO_FILL_COPY = re.compile(r"cp\.async\.cg\.shared\.global \[[^\]]+\], \[[^\]]+\], 16, %r\d+;")  # a source size
 WAIT_GROUP = re.compile(r"cp\.async\.wait_group \d+;")
+# The depthwise channel-vector kernels' patch copies, their waits, and their 16-byte loads and stores.
+VECTOR_KERNEL_INSTRUCTIONS = {
+    "cp.async 16 bytes, zero-fill": ZERO_FILL_COPY,
+    "cp.async.wait_group": WAIT_GROUP,
+    "16-byte shared loads": re.compile(r"ld\.shared\.v(4\.[ubf]32|2\.f64)"),
+    "16-byte global loads": re.compile(r"ld\.global(\.nc)?\.v(4\.[ubf]32|2\.f64)"),
+    "16-byte global stores": re.compile(r"st\.global\.v4\.b32"),
+}
 # What the PTX of each kernel of a family (by name) must contain.
 REQUIRED_INSTRUCTIONS = {
     "pipelined_conv_kernel": {
@@ -34,13 +42,8 @@ REQUIRED_INSTRUCTIONS = {
         "ldmatrix .x4": re.compile(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16"),
         "mma.sync m16n8k16": re.compile(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.(bf16\.bf16|f16\.f16)\.f32"),
     },
-    "depthwise_vectors_kernel": {
-        "cp.async 16 bytes, zero-fill": ZERO_FILL_COPY,
-        "cp.async.wait_group": WAIT_GROUP,
-        "16-byte shared loads": re.compile(r"ld\.shared\.v(4\.[ubf]32|2\.f64)"),
-        "16-byte global loads": re.compile(r"ld\.global(\.nc)?\.v(4\.[ubf]32|2\.f64)"),
-        "16-byte global stores": re.compile(r"st\.global\.v4\.b32"),
-    },
+    "depthwise_vectors_kernel": VECTOR_KERNEL_INSTRUCTIONS,
+    "depthwise_transpose_vectors_kernel": VECTOR_KERNEL_INSTRUCTIONS,
 }
 
 
@@ -127,7 +130,8 @@ def table(kernels: List[Kernel]) -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("logs", nargs="+", help="nvcc -Xptxas -v logs")
-    parser.add_argument("--ptx", required=True, help="the PTX of csrc/cuda/conv.cu")
+    parser.add_argument("--ptx", required=True, action="append",
+                        help="the PTX of csrc/cuda/conv.cu, and of conv_transpose.cu (repeat the option)")
     args = parser.parse_args(argv)
     kernels = [kernel for path in args.logs for kernel in parse_ptxas(open(path).read())]
     print(table(kernels))
@@ -137,7 +141,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     spilling = [k for k in kernels if k.spill_stores or k.spill_loads]
     failures += [f"{name} ({k.arch}) spills {k.spill_stores} / {k.spill_loads} bytes"
                  for k, name in zip(spilling, demangle([k.name for k in spilling]))]
-    for name, lacks in missing_instructions(open(args.ptx).read()).items():
+    ptx = "\n".join(open(path).read() for path in args.ptx)
+    for name, lacks in missing_instructions(ptx).items():
         failures.append(f"{name}: no {', '.join(lacks)} in its PTX")
     for failure in failures:
         print(f"cuda_kernel_report: {failure}", file=sys.stderr)

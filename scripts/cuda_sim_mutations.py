@@ -57,6 +57,9 @@ MUTATIONS = [
     ("leading barrier removed (depthwise vectors)", "csrc/cuda/conv.cu",
      "      __syncthreads();       // every thread is done reading the previous patch\n      for (int e = threadIdx.x; "
      "e < patch_vectors", "      for (int e = threadIdx.x; e < patch_vectors", VECTOR_CASES, False),
+    ("taps one position outside x not skipped (transposed depthwise vectors)", "csrc/cuda/conv_transpose.cu",
+     "i >= 0 && i < g.conv_out_sizes[d] ? i : -1;", "i >= -1 && i <= g.conv_out_sizes[d] ? i : -1;", VECTOR_CASES,
+     False),
 ]
 
 

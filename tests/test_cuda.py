@@ -462,7 +462,7 @@ CUDA_KERNELS = {
     "halo_1d": (HALO, GATHER, REDUCTION),
     "halo_3d": (HALO, GATHER, REDUCTION),
     "direct_channels_last": (DIRECT, GATHER, REDUCTION),  # two output channels per input channel
-    "depthwise_vectors": (VECTORS, GATHER, REDUCTION),
+    "depthwise_vectors": (VECTORS, VECTORS, REDUCTION),
     "direct_big_patch": (DIRECT, GATHER, REDUCTION),
     "gemm_float32": (GEMM, PHASE, SPLIT_K),
     "gemm_float16": (GEMM, FOLD, SPLIT_K),  # 20 input channels: not whole 16-byte vectors

@@ -1,6 +1,6 @@
 """scripts/cuda_kernel_report.py, the check CI runs on nvcc's output (scripts/cuda_compile_check.sh): it must fail on
 a spilling kernel, on a pipelined kernel without its cp.async, ldmatrix or mma.sync, and on a depthwise vector kernel
-without its 16-byte copies, loads or stores, and pass a clean build."""
+(conv or conv_transpose) without its 16-byte copies, loads or stores, and pass a clean build."""
 import importlib.util
 import os
 
@@ -15,6 +15,7 @@ spec.loader.exec_module(report)
 PIPELINED = "_ZN7fastpad4cuda21pipelined_conv_kernelIN3c108BFloat16ELi64ELi64ELi2EEEvNS_12ConvGeometryE"
 GEMM = "_ZN7fastpad4cuda15fma_gemm_kernelINS0_11ConvProblemIfEEEEvT_"
 VECTORS = "_ZN7fastpad4cuda39_GLOBAL__N__c9f59437_7_conv_cu_2e618b3224depthwise_vectors_kernelIfEEvNS_12ConvGeometryE"
+TRANSPOSE_VECTORS = VECTORS.replace("24depthwise_vectors_kernel", "34depthwise_transpose_vectors_kernel")
 
 
 def ptxas_log(spill_stores=0, spill_loads=0):
@@ -48,6 +49,13 @@ FULL_PTX = f""".visible .entry {GEMM}(
   ld.global.nc.v4.f32 {{%f5, %f6, %f7, %f8}}, [%rd31];
   st.global.v4.b32 [%rd32], {{%r23, %r24, %r25, %r26}};
 }}
+.entry {TRANSPOSE_VECTORS}(
+  cp.async.cg.shared.global [%r40], [%rd50], 16, %r41;
+  cp.async.wait_group 0;
+  ld.shared.v4.u32 {{%r42, %r43, %r44, %r45}}, [%r46];
+  ld.global.v4.u32 {{%r47, %r48, %r49, %r50}}, [%rd51];
+  st.global.v4.b32 [%rd52], {{%r51, %r52, %r53, %r54}};
+}}
 """
 
 
@@ -77,7 +85,8 @@ def test_a_spill_fails(tmp_path, capsys, stores, loads):
 
 @pytest.mark.parametrize("instruction", ["cp.async.cg.shared.global [%r10]", "cp.async.wait_group 2", "ldmatrix.sync",
                                          "mma.sync", "cp.async.cg.shared.global [%r20]", "cp.async.wait_group 0",
-                                         "ld.shared.v4", "ld.global.nc.v4", "st.global.v4"])
+                                         "ld.shared.v4.f32", "ld.global.nc.v4", "st.global.v4.b32 [%rd32]",
+                                         "[%r40]", "ld.shared.v4.u32", "ld.global.v4.u32", "[%rd52]"])
 def test_a_kernel_without_its_instructions_fails(tmp_path, capsys, instruction):
     ptx = "\n".join(line for line in FULL_PTX.splitlines() if instruction not in line)
     assert run(tmp_path, ptxas_log(), ptx) == 1
@@ -90,7 +99,8 @@ def test_a_copy_without_zero_fill_fails(tmp_path):
     assert run(tmp_path, ptxas_log(), ptx) == 1
 
 
-@pytest.mark.parametrize("family", ["pipelined_conv_kernel", "depthwise_vectors_kernel"])
+@pytest.mark.parametrize("family", ["pipelined_conv_kernel", "depthwise_vectors_kernel",
+                                    "depthwise_transpose_vectors_kernel"])
 def test_no_kernels_fails(tmp_path, family):
     assert run(tmp_path, "", FULL_PTX) == 1
     assert run(tmp_path, ptxas_log(), FULL_PTX.replace(family, "other_kernel")) == 1

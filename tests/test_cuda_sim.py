@@ -176,6 +176,9 @@ def draw(rng):
     else:
         groups = rng.choice((rng.randint(1, 6), rng.randint(1, 6), 8, 16))  # 8 and 16: whole channel vectors
         c_in, c_out = groups, groups * (rng.randint(2, 3) if grouping == "multiplier" else 1)
+        if groups in (8, 16):  # mostly the channel-vector kernels' layout, and half the time their transposed mode
+            layout = rng.choice(("channels_last", layout))
+            mode = rng.choice(("zeros", mode))
     return ConvCase(False, tuple(size), c_in, c_out, tuple(kernel), tuple(stride), tuple(zip(pad_lo, pad_hi)),
                     tuple(dilation), groups, mode, batch=rng.randint(0, 2), dtype=dtype_name(dtype),
                     layout=layout, bias=rng.random() < 0.7)
@@ -288,13 +291,14 @@ PATH_CASES = {
                              (PIPELINED, PHASE, SPLIT_K)),
     "pipelined_taps_straddle_k_tiles": (base_case(in_channels=24, out_channels=8, size=(7, 13), dilation=(2, 1),
                                                   padding=((2, 2), (0, 2)), batch=3), (PIPELINED, PIPELINED, SPLIT_K)),
-    # Depthwise, one output channel per input channel: channels_last inputs take the channel-vector kernel (16 channels
-    # are 2 bfloat16, 4 float32 and 8 float64 vectors, so one or two blocks of 4 vectors), the others the halo tiles.
+    # Depthwise, one output channel per input channel: channels_last inputs take the channel-vector kernels (16 channels
+    # are 2 bfloat16, 4 float32 and 8 float64 vectors, so one or two blocks of 4 vectors), conv_transpose in zeros mode;
+    # the others the halo tiles and the gather.
     "depthwise_vectors_2d": (base_case(in_channels=16, out_channels=16, groups=16, size=(19, 21), stride=(2, 2),
-                                       padding=((0, 1), (1, 1))), (VECTORS, GATHER, REDUCTION)),
+                                       padding=((0, 1), (1, 1))), (VECTORS, VECTORS, REDUCTION)),
     "depthwise_vectors_3d": (base_case(in_channels=8, out_channels=8, groups=8, size=(3, 5, 6), kernel=(2, 3, 3),
                                        stride=(1, 2, 1), dilation=(1, 1, 2), padding=((1, 0), (1, 1), (2, 1))),
-                             (VECTORS, GATHER, REDUCTION)),
+                             (VECTORS, VECTORS, REDUCTION)),
     "depthwise_halo_2d": (base_case(in_channels=4, out_channels=8, groups=4, size=(19, 40), stride=(2, 2)),
                           (HALO, GATHER, REDUCTION)),
     "depthwise_halo_1d": (base_case(in_channels=3, out_channels=3, groups=3, size=(300,), kernel=5, stride=1,
@@ -313,6 +317,8 @@ def expected_paths(case, paths):
         conv = GEMM  # the pipelined GEMM copies 16-bit channels 8 at a time: channels_last inputs only
     if conv == VECTORS and not (case.layout == "channels_last" and case.dims > 1):
         conv = HALO  # channel vectors need the channels contiguous
+    if transpose == VECTORS and not (case.layout == "channels_last" and case.dims > 1 and case.padding_mode == "zeros"):
+        transpose = GATHER  # and the transposed kernel folds no padding back
     if transpose == PIPELINED and (not vectors or case.padding_mode != "zeros"):
         transpose = PHASE  # as a conv, the stride-1 transposed conv needs zero padding
     if case.layout == "channels_last" and case.dims > 1 and conv == HALO:
@@ -392,7 +398,7 @@ def test_random_problems(sim, seed, capsys):
     if seed == FIXED_SEED and RANDOM_CASES >= 150:
         # This draw reaches every path of every op; a random seed may miss a rare one.
         assert seen["conv"] == {PIPELINED, VECTORS, GEMM, HALO, DIRECT}, seen
-        assert seen["conv_transpose"] == {PIPELINED, GATHER, PHASE, FOLD}, seen
+        assert seen["conv_transpose"] == {PIPELINED, VECTORS, GATHER, PHASE, FOLD}, seen
         assert seen["conv_weight_grad"] == {REDUCTION, SPLIT_K}, seen
 
 
@@ -425,19 +431,28 @@ def test_transposed_gemm_with_non_finite_weights(sim, mode, layout_kind):
     torch.testing.assert_close(gx, expected, equal_nan=True, rtol=1e-12, atol=1e-12)
 
 
-def test_pipelined_transposed_conv_with_non_finite_weights(sim):
-    """The stride-1 transposed conv on the pipelined GEMM multiplies weights by the zeros around x as well: with an
-    inf or NaN weight, the gather pass recomputes those outputs, so infs and NaNs land where torch's do."""
-    case = base_case(in_channels=8, out_channels=16, padding=((1, 2), (2, 1)), layout="channels_last",
-                     dtype="bfloat16")
+NON_FINITE_CASES = {
+    PIPELINED: base_case(in_channels=8, out_channels=16, padding=((1, 2), (2, 1)), layout="channels_last",
+                         dtype="bfloat16"),
+    VECTORS: base_case(in_channels=16, out_channels=16, groups=16, stride=2, padding=((1, 2), (2, 1)),
+                       layout="channels_last", dtype="bfloat16"),
+}
+
+
+@pytest.mark.parametrize("path", sorted(NON_FINITE_CASES))
+def test_vector_transposed_convs_with_non_finite_weights(sim, path):
+    """The stride-1 transposed conv on the pipelined GEMM multiplies weights by the zeros around x, and its gather pass
+    recomputes those outputs; the depthwise vector kernel skips taps outside x. Either way an inf or NaN weight gives
+    infs and NaNs where torch's do."""
+    case = NON_FINITE_CASES[path]
     x, w, _, gy, bt = tensors(case, seed=11)
-    w[2, 1, 0, 0], w[3, 4, 2, 1], w[5, 0, 1, 2] = float("inf"), float("nan"), float("-inf")
+    w[2, 0, 0, 0], w[3, 0, 2, 1], w[5, 0, 1, 2] = float("inf"), float("nan"), float("-inf")
     stride, pad_lo, _, dilation, groups, mode = case.conv_op_arguments()
     args = (stride, pad_lo, list(case.size), dilation, groups, mode)
     sim.configure("random", seed=3)
-    gx, path = sim.conv_transpose(gy, w, bt, *args)
+    gx, taken = sim.conv_transpose(gy, w, bt, *args)
     expected = torch.ops.fastpad.conv_transpose(gy.double(), w.double(), bt.double(), *args)
-    assert path == PIPELINED
+    assert taken == path
     assert expected.isfinite().any() and not expected.isfinite().all()
     assert torch.equal(gx.isnan(), expected.isnan()) and torch.equal(gx.isinf(), expected.isinf())
     finite = expected.isfinite()

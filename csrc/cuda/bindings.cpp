@@ -89,15 +89,17 @@ std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
   const auto w = weight.contiguous();
   const auto b = contiguous_bias(bias);
   at::Tensor weight_finite;
-  if (path != ConvTransposePath::CudaDirectGather) {
+  if (path != ConvTransposePath::CudaDirectGather && path != ConvTransposePath::CudaDepthwiseVectors) {
     weight_finite = at::isfinite(w).all();  // stays on the device: no sync, CUDA graphs capture it
   }
-  // The pipelined GEMM runs the conv this is, reading that conv's weight tap-major (see conv_binding).
-  const auto conv_weight = path == ConvTransposePath::CudaPipelinedGemm
-                               ? stride_one_transpose_weight(g, w).movedim(1, -1).contiguous()
-                               : at::Tensor();
+  // The pipelined GEMM runs the conv this is, reading that conv's weight tap-major (see conv_binding); the depthwise
+  // vector kernel reads [taps][C].
+  const auto kernel_weight = path == ConvTransposePath::CudaPipelinedGemm
+                                 ? stride_one_transpose_weight(g, w).movedim(1, -1).contiguous()
+                             : path == ConvTransposePath::CudaDepthwiseVectors ? w.flatten(1).t().contiguous()
+                                                                                : at::Tensor();
   launch_conv_transpose({g, path, scalar_type_of(input), input.const_data_ptr(), strides_of(input),
-                         w.const_data_ptr(), data_or_null(conv_weight), data_or_null(b), y.mutable_data_ptr(),
+                         w.const_data_ptr(), data_or_null(kernel_weight), data_or_null(b), y.mutable_data_ptr(),
                          strides_of(y), channels_last,
                          weight_finite.defined() ? weight_finite.const_data_ptr<bool>() : nullptr, stream});
   return {y, path};

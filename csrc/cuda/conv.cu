@@ -40,31 +40,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   }
 }
 
-// The 16 bytes of `lanes` as four 32-bit words, for store_global_16.
-template <typename scalar_t, int kLanes>
-__device__ __forceinline__ uint4 vector_bits(const scalar_t (&lanes)[kLanes]) {
-  static_assert(kLanes * sizeof(scalar_t) == kVectorBytes, "a 16-byte vector");
-  uint32_t words[4] = {0, 0, 0, 0};
-  for (int j = 0; j < kLanes; ++j) {
-    if constexpr (sizeof(scalar_t) == 8) {
-      uint64_t raw;
-      memcpy(&raw, &lanes[j], sizeof(raw));
-      words[2 * j] = static_cast<uint32_t>(raw);
-      words[2 * j + 1] = static_cast<uint32_t>(raw >> 32);
-    } else {
-      std::conditional_t<sizeof(scalar_t) == 4, uint32_t, uint16_t> raw;
-      memcpy(&raw, &lanes[j], sizeof(raw));
-      words[j * sizeof(scalar_t) / 4] |= uint32_t{raw} << (8 * sizeof(scalar_t) * j % 32);
-    }
-  }
-  uint4 bits;
-  bits.x = words[0];
-  bits.y = words[1];
-  bits.z = words[2];
-  bits.w = words[3];
-  return bits;
-}
-
 // Depthwise (multiplier 1), channels in aligned 16-byte vectors: a block computes a tile of output positions for
 // kDepthwiseVectorsPerBlock channel vectors. Per depth tap it copies the input patch the tile reads, halo included,
 // into shared memory with 16-byte cp.async (zero-fill where the padding is zero; reflect/replicate/circular copy the
@@ -75,17 +50,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     depthwise_vectors_kernel(const ConvGeometry g, const DepthwiseVectorPlan plan, const scalar_t* x, const Strides xs,
                              const scalar_t* w, const scalar_t* bias, scalar_t* y, const Strides ys) {
   using acc_t = acc_type<scalar_t>;
-  constexpr int kLanes = kVectorBytes / sizeof(scalar_t);
-  struct alignas(kVectorBytes) Vector {
-    scalar_t lane[kLanes];
-  };
+  using Vector = ChannelVector<scalar_t>;
+  constexpr int kLanes = Vector::kLanes;
   auto* patch = reinterpret_cast<Vector*>(dynamic_shared_memory());  // [patch_h * patch_w][vectors per block]
   const int64_t channels = g.conv_out_channels;
   const int vector = threadIdx.x % kDepthwiseVectorsPerBlock, position = threadIdx.x / kDepthwiseVectorsPerBlock;
   const int ty = position / plan.tile_w, tx = position % plan.tile_w;
   const int patch_vectors = plan.patch_h * plan.patch_w * kDepthwiseVectorsPerBlock;
   for (int64_t item = blockIdx.x; item < plan.tiles; item += gridDim.x) {
-    const DepthwiseVectorItem it = depthwise_vector_item(g, plan, item);
+    const DepthwiseVectorItem it = depthwise_vector_item(g.conv_out_sizes, plan, item);
     const int64_t c0 = (it.channel_block * kDepthwiseVectorsPerBlock + vector) * kLanes;  // this thread's channels
     acc_t sum[kLanes];
     for (int j = 0; j < kLanes; ++j) sum[j] = bias != nullptr && c0 < channels ? load<acc_t>(bias, c0 + j) : acc_t(0);
@@ -122,8 +95,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     if (c0 >= channels || oh >= g.conv_out_sizes[1] || ow >= g.conv_out_sizes[2]) continue;
     scalar_t out[kLanes];
     for (int j = 0; j < kLanes; ++j) out[j] = static_cast<scalar_t>(sum[j]);
-    store_global_16(y + it.n * ys.batch + it.od * ys.spatial[0] + oh * ys.spatial[1] + ow * ys.spatial[2] + c0,
-                    vector_bits(out));
+    store_global_16(y + it.n * ys.batch + it.od * ys.spatial[0] + oh * ys.spatial[1] + ow * ys.spatial[2] + c0, out);
   }
 }
 

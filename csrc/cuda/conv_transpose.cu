@@ -6,7 +6,8 @@
 // Fewer than kPhaseGemmMinChannels input channels per group (depthwise, and narrow grouped layers) run a direct
 // gather instead, which also folds padded positions back. Stride 1 in zeros mode is a conv (stride_one_transpose_as_conv
 // in geometry.h), which 16-bit channels-last inputs on sm_80+ run on the pipelined tensor-core GEMM
-// (cuda/pipelined_gemm.cuh) with the weight the binding reorders.
+// (cuda/pipelined_gemm.cuh) with the weight the binding reorders. Depthwise layers in zeros mode whose channels come in
+// 16-byte vectors (channels_last, sm_80+) gather through an x patch in shared memory, 16 bytes at a time.
 // After the phase GEMMs (or the pipelined conv), a gather pass folds padded positions back (modes other than zeros)
 // and, for a weight with an inf or NaN, recomputes the outputs where a GEMM multiplied it by a zero loaded outside x. Torch-free: the binding
 // (cuda/bindings.cpp) picks the path and computes the weight_finite flag.
@@ -33,6 +34,77 @@ __global__ void __launch_bounds__(kThreads, 1)  // the gather's per-dimension ta
   }
 }
 
+// Depthwise conv_transpose (one y channel per x channel) in zeros mode, channels in aligned 16-byte vectors: the
+// adjoint of conv.cu's depthwise_vectors_kernel. A block computes a tile of y positions for kDepthwiseVectorsPerBlock
+// channel vectors. Per depth tap reaching its y depth it copies the patch of x the tile reads into shared memory with
+// 16-byte cp.async; each thread then sums, for one y position and one vector of channels, x[(p + pad_lo - r * d) / s]
+// * w[r] over the taps r whose quotient is exact and lands inside x. Taps that land outside x are skipped, not
+// multiplied by a zero, so an inf or NaN weight gives what torch gives.
+template <typename scalar_t>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
+    depthwise_transpose_vectors_kernel(const ConvGeometry g, const DepthwiseVectorPlan plan, const scalar_t* x,
+                                       const Strides xs, const scalar_t* w, const scalar_t* bias, scalar_t* y,
+                                       const Strides ys) {
+  using acc_t = acc_type<scalar_t>;
+  using Vector = ChannelVector<scalar_t>;
+  constexpr int kLanes = Vector::kLanes;
+  auto* patch = reinterpret_cast<Vector*>(dynamic_shared_memory());  // [patch_h * patch_w][vectors per block]
+  const int64_t channels = g.conv_in_channels;
+  const int vector = threadIdx.x % kDepthwiseVectorsPerBlock, position = threadIdx.x / kDepthwiseVectorsPerBlock;
+  const int ty = position / plan.tile_w, tx = position % plan.tile_w;
+  const int patch_vectors = plan.patch_h * plan.patch_w * kDepthwiseVectorsPerBlock;
+  // The x position tap r of y position p reads along dim d, or -1 when it reads none (not exact, or outside x).
+  const auto x_position = [&](int d, int64_t p, int64_t r) -> int64_t {
+    const int64_t offset = p + g.pad_lo[d] - r * g.dilation[d];
+    const int64_t i = floor_div(offset, g.stride[d]);
+    return i * g.stride[d] == offset && i >= 0 && i < g.conv_out_sizes[d] ? i : -1;
+  };
+  for (int64_t item = blockIdx.x; item < plan.tiles; item += gridDim.x) {
+    const DepthwiseVectorItem it = depthwise_vector_item(g.conv_in_sizes, plan, item);
+    const int64_t c0 = (it.channel_block * kDepthwiseVectorsPerBlock + vector) * kLanes;  // this thread's channels
+    // The first x row and column the tile reads: ceil((row0 + pad_lo - (k - 1) d) / s).
+    const int64_t x_row0 = -floor_div(-(it.row0 + g.pad_lo[1] - (g.kernel[1] - 1) * g.dilation[1]), g.stride[1]);
+    const int64_t x_col0 = -floor_div(-(it.col0 + g.pad_lo[2] - (g.kernel[2] - 1) * g.dilation[2]), g.stride[2]);
+    const int64_t oh = it.row0 + ty, ow = it.col0 + tx;
+    acc_t sum[kLanes];
+    for (int j = 0; j < kLanes; ++j) sum[j] = bias != nullptr && c0 < channels ? load<acc_t>(bias, c0 + j) : acc_t(0);
+    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+      const int64_t id = x_position(0, it.od, kd);
+      if (id < 0) continue;  // the same for the whole block
+      __syncthreads();       // every thread is done reading the previous patch
+      for (int e = threadIdx.x; e < patch_vectors; e += kThreads) {
+        const int p = e / kDepthwiseVectorsPerBlock, v = e % kDepthwiseVectorsPerBlock;
+        const int64_t ih = x_row0 + p / plan.patch_w, iw = x_col0 + p % plan.patch_w;
+        const int64_t c = (it.channel_block * kDepthwiseVectorsPerBlock + v) * kLanes;
+        const bool valid = ih >= 0 && ih < g.conv_out_sizes[1] && iw >= 0 && iw < g.conv_out_sizes[2] && c < channels;
+        const scalar_t* source =
+            valid ? x + it.n * xs.batch + id * xs.spatial[0] + ih * xs.spatial[1] + iw * xs.spatial[2] + c : x;
+        cp_async_zfill_16(&patch[e], source, valid);
+      }
+      cp_async_commit();
+      cp_async_wait<0>();
+      __syncthreads();
+      if (c0 >= channels) continue;
+      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+        const int64_t ih = x_position(1, oh, kh);
+        if (ih < 0) continue;
+        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+          const int64_t iw = x_position(2, ow, kw);
+          if (iw < 0) continue;
+          const Vector in = patch[((ih - x_row0) * plan.patch_w + iw - x_col0) * kDepthwiseVectorsPerBlock + vector];
+          const Vector weight =
+              *reinterpret_cast<const Vector*>(w + ((kd * g.kernel[1] + kh) * g.kernel[2] + kw) * channels + c0);
+          for (int j = 0; j < kLanes; ++j) sum[j] += load<acc_t>(in.lane, j) * load<acc_t>(weight.lane, j);
+        }
+      }
+    }
+    if (c0 >= channels || oh >= g.conv_in_sizes[1] || ow >= g.conv_in_sizes[2]) continue;
+    scalar_t out[kLanes];
+    for (int j = 0; j < kLanes; ++j) out[j] = static_cast<scalar_t>(sum[j]);
+    store_global_16(y + it.n * ys.batch + it.od * ys.spatial[0] + oh * ys.spatial[1] + ow * ys.spatial[2] + c0, out);
+  }
+}
+
 template <typename scalar_t>
 void launch_conv_transpose_typed(const ConvTransposeLaunch& a) {
   const ConvGeometry& g = a.g;
@@ -46,13 +118,20 @@ void launch_conv_transpose_typed(const ConvTransposeLaunch& a) {
            a.channels_last, pass, weight_finite);
   };
   switch (a.path) {
+    case ConvTransposePath::CudaDepthwiseVectors: {
+      const DepthwiseVectorPlan plan = depthwise_vector_plan(g, sizeof(scalar_t), /*transposed=*/true);
+      const size_t patch_bytes = size_t(plan.patch_h) * plan.patch_w * kDepthwiseVectorsPerBlock * kVectorBytes;
+      launch(a.stream, depthwise_transpose_vectors_kernel<scalar_t>, grid_for(plan.tiles), patch_bytes, g, plan, x,
+             a.xs, static_cast<const scalar_t*>(a.kernel_weight), bias, y, a.ys);
+      return;
+    }
     case ConvTransposePath::CudaPipelinedGemm:
       if constexpr (is_16_bit<scalar_t>) {
-        if (a.weight_finite == nullptr || a.conv_weight == nullptr) {
-          throw std::invalid_argument("fastpad conv_transpose: the pipelined GEMM needs weight_finite and conv_weight");
+        if (a.weight_finite == nullptr || a.kernel_weight == nullptr) {
+          throw std::invalid_argument("fastpad conv_transpose: the pipelined GEMM needs weight_finite and kernel_weight");
         }
         run_pipelined_conv(a.stream, stride_one_transpose_as_conv(g), x, a.xs,
-                           static_cast<const scalar_t*>(a.conv_weight), bias, y, a.ys);
+                           static_cast<const scalar_t*>(a.kernel_weight), bias, y, a.ys);
         gather(GatherPass::AfterPhaseGemm, a.weight_finite);  // outputs where an inf or NaN met a padding zero
         return;
       }

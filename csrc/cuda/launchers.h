@@ -33,9 +33,10 @@ struct ConvLaunch {
 };
 
 // conv_transpose, in conv_transpose_geometry's terms. weight_finite: a device flag saying whether w holds no inf or
-// NaN, read by the kernels without a host sync (the GEMM paths need it; nullptr otherwise). conv_weight: for the
-// pipelined GEMM, the weight of the conv a stride-1 transposed conv is, [C_y, *kernel, C_x / groups] contiguous
-// (stride_one_transpose_weight, tap-major); nullptr otherwise.
+// NaN, read by the kernels without a host sync (the GEMM paths need it; nullptr otherwise). kernel_weight: the weight
+// as the path's kernel reads it, contiguous: for the pipelined GEMM the weight of the conv a stride-1 transposed conv
+// is, [C_y, *kernel, C_x / groups] (stride_one_transpose_weight, tap-major); for the depthwise vector kernel
+// [taps, C]; nullptr otherwise.
 struct ConvTransposeLaunch {
   ConvGeometry g;
   ConvTransposePath path;
@@ -43,7 +44,7 @@ struct ConvTransposeLaunch {
   const void* x;
   Strides xs;
   const void* w;
-  const void* conv_weight;
+  const void* kernel_weight;
   const void* bias;
   void* y;
   Strides ys;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 
 #include "cuda/indexing.h"
 
@@ -407,6 +408,7 @@ constexpr int64_t kMaxPatchBytes = 48 * 1024;  // dynamic shared memory per bloc
 
 // The tiles of the depthwise kernels that stage their input in shared memory: a tile_h x tile_w tile of output
 // positions of one plane and the input patch it reads per depth tap, halo included, of patch_h x patch_w positions.
+// For a transposed conv the tile is on the conv_in side (its output y) and the patch on the conv_out side (its x).
 struct PatchTile {
   bool fits = false;  // the patch fits in the dynamic shared memory a block gets without opting in
   int tile_h = 0;
@@ -415,20 +417,34 @@ struct PatchTile {
   int patch_w = 0;
 };
 
+// The output positions a patch tile covers: conv's output, or a transposed conv's (the conv_in side).
+C10_HOST_DEVICE inline const int64_t* tiled_sizes(const ConvGeometry& g, bool transposed) {
+  return transposed ? g.conv_in_sizes : g.conv_out_sizes;
+}
+
+// The patch extent along dim d for a tile of `tile` outputs, in double so that huge strides cannot overflow. conv:
+// (tile - 1) * stride + effective kernel. Transposed: output p reads x at (p + pad_lo - r * dilation) / stride, so a
+// tile reads at most floor((tile - 1 + (kernel - 1) * dilation) / stride) + 1 positions of x.
+inline double patch_extent(const ConvGeometry& g, int d, int tile, bool transposed) {
+  const double reach = double(g.kernel[d] - 1) * double(g.dilation[d]);
+  return transposed ? std::floor((tile - 1 + reach) / double(g.stride[d])) + 1
+                    : double(tile - 1) * double(g.stride[d]) + reach + 1;
+}
+
 // A tile of `positions` outputs, as wide as the output plane up to max_width (a power of two), or one row for 1-d,
 // whose patch fits when it takes at most kMaxPatchBytes at bytes_per_position.
-inline PatchTile patch_tile(const ConvGeometry& g, int positions, int max_width, int64_t bytes_per_position) {
+inline PatchTile patch_tile(const ConvGeometry& g, int positions, int max_width, int64_t bytes_per_position,
+                            bool transposed = false) {
+  const int64_t* out = tiled_sizes(g, transposed);
   PatchTile t;
   t.tile_w = 1;
-  if (g.conv_out_sizes[1] == 1) {
+  if (out[1] == 1) {
     t.tile_w = positions;
   } else {
-    while (t.tile_w < max_width && t.tile_w < g.conv_out_sizes[2]) t.tile_w *= 2;
+    while (t.tile_w < max_width && t.tile_w < out[2]) t.tile_w *= 2;
   }
   t.tile_h = positions / t.tile_w;
-  // (tile - 1) * stride + effective kernel, in double so that huge strides cannot overflow.
-  const double patch_h = double(t.tile_h - 1) * g.stride[1] + double(effective_kernel(g.kernel[1], g.dilation[1]));
-  const double patch_w = double(t.tile_w - 1) * g.stride[2] + double(effective_kernel(g.kernel[2], g.dilation[2]));
+  const double patch_h = patch_extent(g, 1, t.tile_h, transposed), patch_w = patch_extent(g, 2, t.tile_w, transposed);
   t.fits = patch_h * patch_w * double(bytes_per_position) <= kMaxPatchBytes;
   if (t.fits) {
     t.patch_h = static_cast<int>(patch_h);
@@ -437,9 +453,9 @@ inline PatchTile patch_tile(const ConvGeometry& g, int positions, int max_width,
   return t;
 }
 
-// Tiles per output depth slice (all planes of one image and channel set).
-C10_HOST_DEVICE inline int64_t tiles_per_slice(const ConvGeometry& g, const PatchTile& t) {
-  return ceil_div(g.conv_out_sizes[1], t.tile_h) * ceil_div(g.conv_out_sizes[2], t.tile_w);
+// Tiles per output depth slice of `out` (tiled_sizes).
+C10_HOST_DEVICE inline int64_t tiles_per_slice(const int64_t* out, const PatchTile& t) {
+  return ceil_div(out[1], t.tile_h) * ceil_div(out[2], t.tile_w);
 }
 
 // Where a tile's work item lies: its first output row and column and its output depth (tiles along W fastest).
@@ -448,15 +464,15 @@ struct TileOrigin {
   int64_t rest;  // the item's index over whatever lies outside the output volume (images, channels)
 };
 
-C10_HOST_DEVICE inline TileOrigin tile_origin(const ConvGeometry& g, const PatchTile& t, int64_t item) {
+C10_HOST_DEVICE inline TileOrigin tile_origin(const int64_t* out, const PatchTile& t, int64_t item) {
   TileOrigin o;
-  const int64_t tiles_w = ceil_div(g.conv_out_sizes[2], t.tile_w), tiles_h = ceil_div(g.conv_out_sizes[1], t.tile_h);
+  const int64_t tiles_w = ceil_div(out[2], t.tile_w), tiles_h = ceil_div(out[1], t.tile_h);
   o.col0 = item % tiles_w * t.tile_w;
   item /= tiles_w;
   o.row0 = item % tiles_h * t.tile_h;
   item /= tiles_h;
-  o.od = item % g.conv_out_sizes[0];
-  o.rest = item / g.conv_out_sizes[0];
+  o.od = item % out[0];
+  o.rest = item / out[0];
   return o;
 }
 
@@ -469,7 +485,7 @@ struct HaloPlan : PatchTile {
 inline HaloPlan halo_plan(const ConvGeometry& g, int64_t element_bytes) {
   HaloPlan plan;
   static_cast<PatchTile&>(plan) = patch_tile(g, kThreads, 32, element_bytes);
-  plan.tiles = g.batch * g.conv_out_channels * g.conv_out_sizes[0] * tiles_per_slice(g, plan);
+  plan.tiles = g.batch * g.conv_out_channels * g.conv_out_sizes[0] * tiles_per_slice(g.conv_out_sizes, plan);
   return plan;
 }
 
@@ -479,7 +495,7 @@ struct HaloItem {
 };
 
 C10_HOST_DEVICE inline HaloItem halo_item(const ConvGeometry& g, const HaloPlan& plan, int64_t item) {
-  const TileOrigin o = tile_origin(g, plan, item);
+  const TileOrigin o = tile_origin(g.conv_out_sizes, plan, item);
   return {o.rest / g.conv_out_channels, o.rest % g.conv_out_channels, o.od, o.row0, o.col0};
 }
 
@@ -636,25 +652,34 @@ C10_HOST_DEVICE void transpose_gather_element(const ConvGeometry& g, const scala
 
 // Bytes of one vector load or store of the channel-vector kernels (16: ld.global.v4, cp.async 16).
 constexpr int kVectorBytes = 16;
+
+// The channels one such load holds: 8 bfloat16/float16, 4 float32 or 2 float64.
+template <typename scalar_t>
+struct alignas(kVectorBytes) ChannelVector {
+  static constexpr int kLanes = kVectorBytes / sizeof(scalar_t);
+  scalar_t lane[kLanes];
+};
 // The depthwise kernel for channels in vectors (conv.cu): channel vectors per block; the rest of its 256 threads
 // spread over a tile of output positions.
 constexpr int kDepthwiseVectorsPerBlock = 4;
 
-// The plan of that kernel: tiles of kThreads / kDepthwiseVectorsPerBlock output positions, up to 8 wide, for
-// kDepthwiseVectorsPerBlock vectors of channels.
+// The plan of those kernels (conv.cu, conv_transpose.cu): tiles of kThreads / kDepthwiseVectorsPerBlock output
+// positions, up to 8 wide, for kDepthwiseVectorsPerBlock vectors of channels.
 struct DepthwiseVectorPlan : PatchTile {
   int64_t channel_blocks = 0;  // blocks of kDepthwiseVectorsPerBlock vectors over the channels
   int64_t tiles = 0;           // work items: batch * channel blocks * out depth * tiles per slice
 };
 
 // element_bytes: the tensors' element size (a vector holds kVectorBytes / element_bytes channels).
-inline DepthwiseVectorPlan depthwise_vector_plan(const ConvGeometry& g, int64_t element_bytes) {
+inline DepthwiseVectorPlan depthwise_vector_plan(const ConvGeometry& g, int64_t element_bytes,
+                                                 bool transposed = false) {
   DepthwiseVectorPlan plan;
   static_cast<PatchTile&>(plan) =
-      patch_tile(g, kThreads / kDepthwiseVectorsPerBlock, 8, kDepthwiseVectorsPerBlock * kVectorBytes);
+      patch_tile(g, kThreads / kDepthwiseVectorsPerBlock, 8, kDepthwiseVectorsPerBlock * kVectorBytes, transposed);
   const int64_t lanes = kVectorBytes / element_bytes;
   plan.channel_blocks = ceil_div(g.conv_out_channels, lanes * kDepthwiseVectorsPerBlock);
-  plan.tiles = g.batch * plan.channel_blocks * g.conv_out_sizes[0] * tiles_per_slice(g, plan);
+  const int64_t* out = tiled_sizes(g, transposed);
+  plan.tiles = g.batch * plan.channel_blocks * out[0] * tiles_per_slice(out, plan);
   return plan;
 }
 
@@ -664,9 +689,9 @@ struct DepthwiseVectorItem {
   int64_t n, channel_block, od, row0, col0;  // row0, col0: the tile's first output row and column
 };
 
-C10_HOST_DEVICE inline DepthwiseVectorItem depthwise_vector_item(const ConvGeometry& g, const DepthwiseVectorPlan& plan,
+C10_HOST_DEVICE inline DepthwiseVectorItem depthwise_vector_item(const int64_t* out, const DepthwiseVectorPlan& plan,
                                                                  int64_t item) {
-  const TileOrigin o = tile_origin(g, plan, item / plan.channel_blocks);
+  const TileOrigin o = tile_origin(out, plan, item / plan.channel_blocks);
   return {o.rest, item % plan.channel_blocks, o.od, o.row0, o.col0};
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace fastpad::cuda {
 
@@ -94,14 +95,29 @@ __device__ __forceinline__ void mma_m16n8k16(float (&acc)[4], const uint32_t (&a
 #endif
 }
 
-// st.global.v4.b32: 16 bytes to a 16-byte aligned global address in one store. (A uint4 assignment came out of nvcc
-// as four 4-byte stores in the depthwise kernel.)
-__device__ __forceinline__ void store_global_16(void* global, const uint4& bits) {
+// st.global.v4.b32: the 16 bytes of `lanes` to a 16-byte aligned global address in one store, assembled as four
+// 32-bit words in registers. (Storing a 16-byte aligned struct of them, nvcc wrote 2 or 4 bytes at a time.)
+template <typename scalar_t, int kLanes>
+__device__ __forceinline__ void store_global_16(void* global, const scalar_t (&lanes)[kLanes]) {
+  static_assert(kLanes * sizeof(scalar_t) == 16, "a 16-byte vector");
 #if defined(FASTPAD_CUDA_SIM)
-  std::memcpy(global, &bits, sizeof(bits));
+  std::memcpy(global, lanes, 16);
 #else
-  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(global), "r"(bits.x), "r"(bits.y), "r"(bits.z),
-               "r"(bits.w)
+  uint32_t words[4] = {0, 0, 0, 0};
+  for (int j = 0; j < kLanes; ++j) {
+    if constexpr (sizeof(scalar_t) == 8) {
+      uint64_t raw;
+      memcpy(&raw, &lanes[j], sizeof(raw));
+      words[2 * j] = static_cast<uint32_t>(raw);
+      words[2 * j + 1] = static_cast<uint32_t>(raw >> 32);
+    } else {
+      std::conditional_t<sizeof(scalar_t) == 4, uint32_t, uint16_t> raw;
+      memcpy(&raw, &lanes[j], sizeof(raw));
+      words[j * sizeof(scalar_t) / 4] |= uint32_t{raw} << (8 * sizeof(scalar_t) * j % 32);
+    }
+  }
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(global), "r"(words[0]), "r"(words[1]),
+               "r"(words[2]), "r"(words[3])
                : "memory");
 #endif
 }
