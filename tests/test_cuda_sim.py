@@ -289,6 +289,10 @@ PATH_CASES = {
     "pipelined_grouped_3d": (base_case(size=(4, 5, 4), kernel=(2, 3, 2), stride=(2, 1, 2), dilation=(1, 2, 1),
                                        padding=((1, 0), (2, 2), (0, 1)), in_channels=16, out_channels=12, groups=2),
                              (PIPELINED, PHASE, SPLIT_K)),
+    # 5 output channels per group: the last column of each group has no pair, and groups 1's pairs start at an odd
+    # channel, so the epilogue stores them element by element.
+    "pipelined_odd_columns": (base_case(in_channels=24, out_channels=15, groups=3, size=(6, 7)),
+                              (PIPELINED, PHASE, SPLIT_K)),
     "pipelined_taps_straddle_k_tiles": (base_case(in_channels=24, out_channels=8, size=(7, 13), dilation=(2, 1),
                                                   padding=((2, 2), (0, 2)), batch=3), (PIPELINED, PIPELINED, SPLIT_K)),
     # Depthwise, one output channel per input channel: channels_last inputs take the channel-vector kernels (16 channels

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "cuda/indexing.h"
@@ -174,13 +175,23 @@ __global__ void __launch_bounds__(kThreads, 1)  // the 128 x 128 tile holds 64 a
         const int64_t row_offset = image * ys.batch + ys.position(pos);
 #pragma unroll
         for (int j = 0; j < kFragmentsN; ++j) {
-#pragma unroll
+          // This lane's two adjacent columns: one 4-byte store where both exist and y's channels are contiguous and
+          // the pair 4-byte aligned, else element by element.
+          const int64_t n = n0 + warp_col + j * 8 + lane % 4 * 2, channel = group * n_size + n;
+          if (n >= n_size) continue;
+          scalar_t pair[2];
           for (int e = 0; e < 2; ++e) {
-            const int64_t n = n0 + warp_col + j * 8 + lane % 4 * 2 + e;
-            if (n >= n_size) continue;
-            const int64_t channel = group * n_size + n;
-            const float value = acc[i][j][half * 2 + e] + (bias != nullptr ? load<float>(bias, channel) : 0.0f);
-            y[row_offset + channel * ys.channel] = static_cast<scalar_t>(value);
+            const float bias_value = bias != nullptr && n + e < n_size ? load<float>(bias, channel + e) : 0.0f;
+            pair[e] = static_cast<scalar_t>(acc[i][j][half * 2 + e] + bias_value);
+          }
+          scalar_t* out = y + row_offset + channel * ys.channel;
+          if (n + 1 < n_size && ys.channel == 1 && reinterpret_cast<uintptr_t>(out) % sizeof(pair) == 0) {
+            uint32_t bits;
+            memcpy(&bits, pair, sizeof(bits));
+            *reinterpret_cast<uint32_t*>(out) = bits;
+          } else {
+            out[0] = pair[0];
+            if (n + 1 < n_size) out[ys.channel] = pair[1];
           }
         }
       }
