@@ -49,16 +49,15 @@ MUTATIONS = [
     ("padding copied instead of zero-filled (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
      "valid ? x + offset : x, valid);", "x, true);", PIPELINED_CASES, False),
     ("B fragments of two column tiles swapped (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
-     "          b[f][1] = r[1];\n          b[f + 1][0] = r[2];", "          b[f][1] = r[2];\n          b[f + 1][0] = r[1];",
-     PIPELINED_CASES, False),
-    ("patch read before its cp.async copies are waited for (depthwise vectors)", "csrc/cuda/conv.cu",
-     "      cp_async_commit();\n      cp_async_wait<0>();\n      __syncthreads();\n      if (c0 >= channels)",
-     "      cp_async_commit();\n      __syncthreads();\n      if (c0 >= channels)", VECTOR_CASES, False),
-    ("leading barrier removed (depthwise vectors)", "csrc/cuda/conv.cu",
-     "      __syncthreads();       // every thread is done reading the previous patch\n      for (int e = threadIdx.x; "
-     "e < patch_vectors", "      for (int e = threadIdx.x; e < patch_vectors", VECTOR_CASES, False),
-    ("taps one position outside x not skipped (transposed depthwise vectors)", "csrc/cuda/conv_transpose.cu",
-     "i >= 0 && i < g.conv_out_sizes[d] ? i : -1;", "i >= -1 && i <= g.conv_out_sizes[d] ? i : -1;",
+     "          b[f][1] = r[1];\n          b[f + 1][0] = r[2];",
+     "          b[f][1] = r[2];\n          b[f + 1][0] = r[1];", PIPELINED_CASES, False),
+    ("patch read before its cp.async copies are waited for (depthwise vectors)", "csrc/cuda/depthwise_vectors.cuh",
+     "  cp_async_commit();\n  cp_async_wait<0>();\n  __syncthreads();", "  cp_async_commit();\n  __syncthreads();",
+     VECTOR_CASES, False),
+    ("leading barrier removed (depthwise vectors)", "csrc/cuda/depthwise_vectors.cuh",
+     "  __syncthreads();  // every thread is done reading the previous patch\n", "", VECTOR_CASES, False),
+    ("taps outside x not skipped (transposed depthwise vectors)", "csrc/cuda/conv_transpose.cu",
+     "return i * g.stride[d] == offset ? inside_x(d, i) : -1;", "return i * g.stride[d] == offset ? i : -1;",
      "non_finite_weights and cuda_depthwise_vectors", False),  # a zero-filled tap changes a sum only times inf
 ]
 

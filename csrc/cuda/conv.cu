@@ -6,6 +6,7 @@
 // 16-bit channels-last layers on sm_80+ run the pipelined tensor-core GEMM
 // (cuda/pipelined_gemm.cuh); every other layer is an implicit GEMM (cuda/implicit_gemm.cuh). The path comes
 // from kernel_paths.h, chosen by the binding (cuda/bindings.cpp); this file is torch-free.
+#include "cuda/depthwise_vectors.cuh"
 #include "cuda/implicit_gemm.cuh"
 #include "cuda/launchers.h"
 #include "cuda/pipelined_gemm.cuh"
@@ -50,52 +51,36 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     depthwise_vectors_kernel(const ConvGeometry g, const DepthwiseVectorPlan plan, const scalar_t* x, const Strides xs,
                              const scalar_t* w, const scalar_t* bias, scalar_t* y, const Strides ys) {
   using acc_t = acc_type<scalar_t>;
-  using Vector = ChannelVector<scalar_t>;
-  constexpr int kLanes = Vector::kLanes;
-  auto* patch = reinterpret_cast<Vector*>(dynamic_shared_memory());  // [patch_h * patch_w][vectors per block]
+  constexpr int kLanes = ChannelVector<scalar_t>::kLanes;
+  auto* patch = reinterpret_cast<ChannelVector<scalar_t>*>(dynamic_shared_memory());
   const int64_t channels = g.conv_out_channels;
   const int vector = threadIdx.x % kDepthwiseVectorsPerBlock, position = threadIdx.x / kDepthwiseVectorsPerBlock;
   const int ty = position / plan.tile_w, tx = position % plan.tile_w;
-  const int patch_vectors = plan.patch_h * plan.patch_w * kDepthwiseVectorsPerBlock;
   for (int64_t item = blockIdx.x; item < plan.tiles; item += gridDim.x) {
     const DepthwiseVectorItem it = depthwise_vector_item(g.conv_out_sizes, plan, item);
     const int64_t c0 = (it.channel_block * kDepthwiseVectorsPerBlock + vector) * kLanes;  // this thread's channels
     acc_t sum[kLanes];
-    for (int j = 0; j < kLanes; ++j) sum[j] = bias != nullptr && c0 < channels ? load<acc_t>(bias, c0 + j) : acc_t(0);
+    start_vector_sum(sum, bias, c0, channels);
     for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
       const int64_t id = g.tap_source(0, it.od, kd);
       if (id < 0) continue;  // the whole depth slice is zero padding (the same for the whole block)
-      __syncthreads();       // every thread is done reading the previous patch
-      for (int e = threadIdx.x; e < patch_vectors; e += kThreads) {
-        const int p = e / kDepthwiseVectorsPerBlock, v = e % kDepthwiseVectorsPerBlock;
-        const int64_t sh = source_index(g.tap_position(1, it.row0, 0) + p / plan.patch_w, g.conv_in_sizes[1], g.mode);
-        const int64_t sw = source_index(g.tap_position(2, it.col0, 0) + p % plan.patch_w, g.conv_in_sizes[2], g.mode);
-        const int64_t c = (it.channel_block * kDepthwiseVectorsPerBlock + v) * kLanes;
-        const bool valid = sh >= 0 && sw >= 0 && c < channels;
-        const scalar_t* source =
-            valid ? x + it.n * xs.batch + id * xs.spatial[0] + sh * xs.spatial[1] + sw * xs.spatial[2] + c : x;
-        cp_async_zfill_16(&patch[e], source, valid);
-      }
-      cp_async_commit();
-      cp_async_wait<0>();
-      __syncthreads();
+      copy_vector_patch(
+          patch, plan, x, xs, it.n, id, it.channel_block, channels,
+          [&](int64_t ph) { return source_index(g.tap_position(1, it.row0, 0) + ph, g.conv_in_sizes[1], g.mode); },
+          [&](int64_t pw) { return source_index(g.tap_position(2, it.col0, 0) + pw, g.conv_in_sizes[2], g.mode); });
       if (c0 >= channels) continue;
       for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
         for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
           const int64_t p = (ty * g.stride[1] + kh * g.dilation[1]) * plan.patch_w + tx * g.stride[2] +
                             kw * g.dilation[2];
-          const Vector in = patch[p * kDepthwiseVectorsPerBlock + vector];
-          const Vector weight =
-              *reinterpret_cast<const Vector*>(w + ((kd * g.kernel[1] + kh) * g.kernel[2] + kw) * channels + c0);
-          for (int j = 0; j < kLanes; ++j) sum[j] += load<acc_t>(in.lane, j) * load<acc_t>(weight.lane, j);
+          add_vector_tap(sum, &patch[p * kDepthwiseVectorsPerBlock + vector],
+                         w + ((kd * g.kernel[1] + kh) * g.kernel[2] + kw) * channels + c0);
         }
       }
     }
     const int64_t oh = it.row0 + ty, ow = it.col0 + tx;
     if (c0 >= channels || oh >= g.conv_out_sizes[1] || ow >= g.conv_out_sizes[2]) continue;
-    scalar_t out[kLanes];
-    for (int j = 0; j < kLanes; ++j) out[j] = static_cast<scalar_t>(sum[j]);
-    store_global_16(y + it.n * ys.batch + it.od * ys.spatial[0] + oh * ys.spatial[1] + ow * ys.spatial[2] + c0, out);
+    store_vector_sum(y + it.n * ys.batch + it.od * ys.spatial[0] + oh * ys.spatial[1] + ow * ys.spatial[2] + c0, sum);
   }
 }
 

@@ -4,13 +4,15 @@
 // Phase decomposition: the outputs p = phase + j*s of one stride phase are reached by one fixed residue class of taps,
 // so each phase is an implicit GEMM over exactly those taps (cuda/implicit_gemm.cuh), never over inserted zeros.
 // Fewer than kPhaseGemmMinChannels input channels per group (depthwise, and narrow grouped layers) run a direct
-// gather instead, which also folds padded positions back. Stride 1 in zeros mode is a conv (stride_one_transpose_as_conv
-// in geometry.h), which 16-bit channels-last inputs on sm_80+ run on the pipelined tensor-core GEMM
-// (cuda/pipelined_gemm.cuh) with the weight the binding reorders. Depthwise layers in zeros mode whose channels come in
-// 16-byte vectors (channels_last, sm_80+) gather through an x patch in shared memory, 16 bytes at a time.
+// gather instead, which also folds padded positions back. Stride 1 in zeros mode is a conv
+// (stride_one_transpose_as_conv in geometry.h), which 16-bit channels-last inputs on sm_80+ run on the pipelined
+// tensor-core GEMM (cuda/pipelined_gemm.cuh) with the weight the binding reorders. Depthwise layers in zeros mode whose
+// channels come in 16-byte vectors (channels_last, sm_80+) gather through an x patch in shared memory, 16 bytes at a
+// time (cuda/depthwise_vectors.cuh).
 // After the phase GEMMs (or the pipelined conv), a gather pass folds padded positions back (modes other than zeros)
-// and, for a weight with an inf or NaN, recomputes the outputs where a GEMM multiplied it by a zero loaded outside x. Torch-free: the binding
-// (cuda/bindings.cpp) picks the path and computes the weight_finite flag.
+// and, for a weight with an inf or NaN, recomputes the outputs where a GEMM multiplied it by a zero loaded outside x.
+// Torch-free: the binding (cuda/bindings.cpp) picks the path and computes the weight_finite flag.
+#include "cuda/depthwise_vectors.cuh"
 #include "cuda/implicit_gemm.cuh"
 #include "cuda/launchers.h"
 #include "cuda/pipelined_gemm.cuh"
@@ -46,18 +48,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
                                        const Strides xs, const scalar_t* w, const scalar_t* bias, scalar_t* y,
                                        const Strides ys) {
   using acc_t = acc_type<scalar_t>;
-  using Vector = ChannelVector<scalar_t>;
-  constexpr int kLanes = Vector::kLanes;
-  auto* patch = reinterpret_cast<Vector*>(dynamic_shared_memory());  // [patch_h * patch_w][vectors per block]
+  constexpr int kLanes = ChannelVector<scalar_t>::kLanes;
+  auto* patch = reinterpret_cast<ChannelVector<scalar_t>*>(dynamic_shared_memory());
   const int64_t channels = g.conv_in_channels;
   const int vector = threadIdx.x % kDepthwiseVectorsPerBlock, position = threadIdx.x / kDepthwiseVectorsPerBlock;
   const int ty = position / plan.tile_w, tx = position % plan.tile_w;
-  const int patch_vectors = plan.patch_h * plan.patch_w * kDepthwiseVectorsPerBlock;
+  // x position i along dim d, or -1 outside x.
+  const auto inside_x = [&](int d, int64_t i) -> int64_t { return i >= 0 && i < g.conv_out_sizes[d] ? i : -1; };
   // The x position tap r of y position p reads along dim d, or -1 when it reads none (not exact, or outside x).
   const auto x_position = [&](int d, int64_t p, int64_t r) -> int64_t {
     const int64_t offset = p + g.pad_lo[d] - r * g.dilation[d];
     const int64_t i = floor_div(offset, g.stride[d]);
-    return i * g.stride[d] == offset && i >= 0 && i < g.conv_out_sizes[d] ? i : -1;
+    return i * g.stride[d] == offset ? inside_x(d, i) : -1;
   };
   for (int64_t item = blockIdx.x; item < plan.tiles; item += gridDim.x) {
     const DepthwiseVectorItem it = depthwise_vector_item(g.conv_in_sizes, plan, item);
@@ -67,23 +69,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     const int64_t x_col0 = -floor_div(-(it.col0 + g.pad_lo[2] - (g.kernel[2] - 1) * g.dilation[2]), g.stride[2]);
     const int64_t oh = it.row0 + ty, ow = it.col0 + tx;
     acc_t sum[kLanes];
-    for (int j = 0; j < kLanes; ++j) sum[j] = bias != nullptr && c0 < channels ? load<acc_t>(bias, c0 + j) : acc_t(0);
+    start_vector_sum(sum, bias, c0, channels);
     for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
       const int64_t id = x_position(0, it.od, kd);
       if (id < 0) continue;  // the same for the whole block
-      __syncthreads();       // every thread is done reading the previous patch
-      for (int e = threadIdx.x; e < patch_vectors; e += kThreads) {
-        const int p = e / kDepthwiseVectorsPerBlock, v = e % kDepthwiseVectorsPerBlock;
-        const int64_t ih = x_row0 + p / plan.patch_w, iw = x_col0 + p % plan.patch_w;
-        const int64_t c = (it.channel_block * kDepthwiseVectorsPerBlock + v) * kLanes;
-        const bool valid = ih >= 0 && ih < g.conv_out_sizes[1] && iw >= 0 && iw < g.conv_out_sizes[2] && c < channels;
-        const scalar_t* source =
-            valid ? x + it.n * xs.batch + id * xs.spatial[0] + ih * xs.spatial[1] + iw * xs.spatial[2] + c : x;
-        cp_async_zfill_16(&patch[e], source, valid);
-      }
-      cp_async_commit();
-      cp_async_wait<0>();
-      __syncthreads();
+      copy_vector_patch(
+          patch, plan, x, xs, it.n, id, it.channel_block, channels,
+          [&](int64_t ph) { return inside_x(1, x_row0 + ph); }, [&](int64_t pw) { return inside_x(2, x_col0 + pw); });
       if (c0 >= channels) continue;
       for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
         const int64_t ih = x_position(1, oh, kh);
@@ -91,17 +83,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
         for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
           const int64_t iw = x_position(2, ow, kw);
           if (iw < 0) continue;
-          const Vector in = patch[((ih - x_row0) * plan.patch_w + iw - x_col0) * kDepthwiseVectorsPerBlock + vector];
-          const Vector weight =
-              *reinterpret_cast<const Vector*>(w + ((kd * g.kernel[1] + kh) * g.kernel[2] + kw) * channels + c0);
-          for (int j = 0; j < kLanes; ++j) sum[j] += load<acc_t>(in.lane, j) * load<acc_t>(weight.lane, j);
+          add_vector_tap(sum, &patch[((ih - x_row0) * plan.patch_w + iw - x_col0) * kDepthwiseVectorsPerBlock + vector],
+                         w + ((kd * g.kernel[1] + kh) * g.kernel[2] + kw) * channels + c0);
         }
       }
     }
     if (c0 >= channels || oh >= g.conv_in_sizes[1] || ow >= g.conv_in_sizes[2]) continue;
-    scalar_t out[kLanes];
-    for (int j = 0; j < kLanes; ++j) out[j] = static_cast<scalar_t>(sum[j]);
-    store_global_16(y + it.n * ys.batch + it.od * ys.spatial[0] + oh * ys.spatial[1] + ow * ys.spatial[2] + c0, out);
+    store_vector_sum(y + it.n * ys.batch + it.od * ys.spatial[0] + oh * ys.spatial[1] + ow * ys.spatial[2] + c0, sum);
   }
 }
 
@@ -128,7 +116,8 @@ void launch_conv_transpose_typed(const ConvTransposeLaunch& a) {
     case ConvTransposePath::CudaPipelinedGemm:
       if constexpr (is_16_bit<scalar_t>) {
         if (a.weight_finite == nullptr || a.kernel_weight == nullptr) {
-          throw std::invalid_argument("fastpad conv_transpose: the pipelined GEMM needs weight_finite and kernel_weight");
+          throw std::invalid_argument(
+              "fastpad conv_transpose: the pipelined GEMM needs weight_finite and kernel_weight");
         }
         run_pipelined_conv(a.stream, stride_one_transpose_as_conv(g), x, a.xs,
                            static_cast<const scalar_t*>(a.kernel_weight), bias, y, a.ys);
