@@ -1,5 +1,6 @@
 #include "conv_params.h"
 
+#include <ATen/Context.h>
 #include <c10/util/irange.h>
 
 #include <algorithm>
@@ -326,6 +327,8 @@ bool channel_vectors(const at::Tensor& t) {
   }
   return reinterpret_cast<uintptr_t>(t.const_data_ptr()) % kBytes == 0;
 }
+
+bool tf32_allowed() { return at::globalContext().allowTF32CuDNN(at::Float32Op::CONV); }
 
 at::Tensor stride_one_transpose_weight(const ConvGeometry& g, const at::Tensor& weight) {
   const int64_t spatial_dims = weight.dim() - 2;

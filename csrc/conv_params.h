@@ -47,6 +47,10 @@ bool is_reduced_precision(const at::Tensor& t);
 // data aligned to 16 bytes.
 bool channel_vectors(const at::Tensor& t);
 
+// Whether float32 convolutions may run on TF32 tensor cores: torch.backends.cudnn.allow_tf32 (the conv setting of
+// torch.backends.cudnn.conv.fp32_precision), which torch's own CUDA convolutions follow.
+bool tf32_allowed();
+
 // The weight of the conv a stride-1 transposed conv is (stride_one_transpose_as_conv in geometry.h): the transposed
 // weight [C_x, C_y / groups, *k] as [C_y, C_x / groups, *k], each group's two channel dims swapped and the kernel
 // flipped. A view where possible.

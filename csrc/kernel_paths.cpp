@@ -60,10 +60,11 @@ std::string conv_path(const at::Tensor& input, const at::Tensor& weight, const s
                       at::IntArrayRef dilation, int64_t groups, c10::string_view padding_mode,
                       c10::string_view backend) {
   const ConvGeometry g = conv_geometry(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode);
-  // The CUDA paths are those of an sm_80 or later GPU (older GPUs never take the pipelined GEMM).
+  // The CUDA paths are those of an sm_80 or later GPU (older GPUs never take the pipelined GEMM), with TF32 for float32
+  // as torch.backends.cudnn.allow_tf32 says.
   return path_name(choose_conv_path(g, parse_backend(backend), is_channels_last(input), accumulator_bytes(input),
                                     is_reduced_precision(input), cpu_isa(),
-                                    {channel_vectors(input), true}));
+                                    {channel_vectors(input), true, tf32_allowed()}));
 }
 
 std::string conv_transpose_path(const at::Tensor& input, const at::Tensor& weight,
@@ -75,7 +76,7 @@ std::string conv_transpose_path(const at::Tensor& input, const at::Tensor& weigh
   const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
   return path_name(choose_conv_transpose_path(g, parse_backend(backend), is_channels_last(input),
                                               accumulator_bytes(input), is_reduced_precision(input), cpu_isa(),
-                                              weight_finite, {channel_vectors(input), true}));
+                                              weight_finite, {channel_vectors(input), true, tf32_allowed()}));
 }
 
 std::string conv_weight_grad_path(const at::Tensor& input, const at::Tensor& grad_output,

@@ -31,7 +31,7 @@ enum class ConvPath {
   CpuChannelsLastDirect,       // channels-last stems: the direct kernel
   CpuChannelsLastPhasePlanes,  // channels-last, one group: GEMMs over channels-last phase planes
   CpuChannelsLastIm2col,       // channels-last, grouped: fused im2col + GEMM
-  CudaPipelinedGemm,           // cuda/pipelined_gemm.cuh: 16-bit, channels contiguous, cp.async + mma.sync
+  CudaPipelinedGemm,           // cuda/pipelined_gemm.cuh: 16-bit or TF32, channels contiguous, cp.async + mma
   CudaImplicitGemm,            // cuda/implicit_gemm.cuh
   CudaDepthwiseVectors,        // depthwise channels-last: 16-byte channel vectors, the patch in shared memory
   CudaDepthwiseHalo,           // depthwise, contiguous: the input patch with its halo in shared memory
@@ -141,17 +141,24 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, CpuIsa isa, int64_t elemen
 }
 
 // What the CUDA choice needs beyond the geometry: whether the input's channels load as aligned 16-byte vectors
-// (channel_vectors(x) in conv_params.h) and whether the GPU has cp.async and bfloat16 mma.sync (sm_80 or later).
+// (channel_vectors(x) in conv_params.h), whether the GPU has cp.async and the tensor cores' mma.sync for bfloat16 and
+// TF32 (sm_80 or later), and whether float32 may run on TF32 tensor cores (tf32_allowed() in conv_params.h:
+// torch.backends.cudnn.allow_tf32, which torch's own CUDA convolutions follow).
 struct CudaInputs {
   bool channel_vectors = false;
   bool sm80 = false;
+  bool tf32 = false;
 };
 
-// Whether conv runs the pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh): bfloat16/float16 on sm_80 or later,
+// Whether conv runs the pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh) on sm_80 or later: bfloat16/float16, or
+// float32 on TF32 tensor cores where TF32 is allowed (exact float32 runs the FMA GEMM, as torch runs it without TF32);
 // the input's channels in aligned 16-byte vectors, and whole vectors in every group.
-inline bool cuda_pipelined_gemm(const ConvGeometry& g, bool reduced_precision, const CudaInputs& cuda) {
-  return cuda.sm80 && reduced_precision && cuda.channel_vectors &&
-         g.conv_in_channels_per_group() % cuda::kPipelineVector == 0;
+inline bool cuda_pipelined_gemm(const ConvGeometry& g, int64_t element_bytes, bool reduced_precision,
+                                const CudaInputs& cuda) {
+  const int64_t storage_bytes = reduced_precision ? 2 : element_bytes;
+  const bool tensor_cores = reduced_precision || (storage_bytes == 4 && cuda.tf32);
+  return cuda.sm80 && tensor_cores && cuda.channel_vectors &&
+         g.conv_in_channels_per_group() % (cuda::kVectorBytes / storage_bytes) == 0;
 }
 
 // Whether a depthwise conv or conv_transpose runs the channel-vector kernel (conv.cu, conv_transpose.cu): channels-last
@@ -170,7 +177,7 @@ inline bool cuda_depthwise_vectors(const ConvGeometry& g, bool channels_last, in
 inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool channels_last, int64_t element_bytes,
                                  bool reduced_precision, CpuIsa isa, const CudaInputs& cuda = {}) {
   if (backend == Backend::Cuda) {
-    if (cuda_pipelined_gemm(g, reduced_precision, cuda)) return ConvPath::CudaPipelinedGemm;
+    if (cuda_pipelined_gemm(g, element_bytes, reduced_precision, cuda)) return ConvPath::CudaPipelinedGemm;
     if (g.conv_in_channels_per_group() != 1) return ConvPath::CudaImplicitGemm;
     if (cuda_depthwise_vectors(g, channels_last, element_bytes, reduced_precision, cuda, /*transposed=*/false)) {
       return ConvPath::CudaDepthwiseVectors;
@@ -204,7 +211,7 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
     // Like the phase GEMMs, the conv multiplies weights by the zeros around x: the kernels' gather pass recomputes
     // the outputs that involves when the weight holds an inf or NaN (a device flag, so the choice reads no values).
     if (!strided && g.mode == PaddingMode::Zeros &&
-        cuda_pipelined_gemm(stride_one_transpose_as_conv(g), reduced_precision, cuda)) {
+        cuda_pipelined_gemm(stride_one_transpose_as_conv(g), element_bytes, reduced_precision, cuda)) {
       return ConvTransposePath::CudaPipelinedGemm;
     }
     if (g.mode == PaddingMode::Zeros &&

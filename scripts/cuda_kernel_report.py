@@ -3,7 +3,8 @@
 From nvcc's `-Xptxas -v` logs: registers, spill bytes, stack frame and static shared memory of every kernel per
 architecture. From the PTX of conv.cu and conv_transpose.cu: that each kernel of the pipelined GEMM
 (csrc/cuda/pipelined_gemm.cuh) copies with 16-byte zero-fill cp.async, waits on its groups, loads fragments with
-ldmatrix and multiplies with mma.sync m16n8k16, and that each depthwise channel-vector kernel (conv and
+ldmatrix and multiplies with mma.sync (m16n8k16 for 16-bit elements; m16n8k8 for float32, after cvt.rna.tf32.f32
+rounds its operands), and that each depthwise channel-vector kernel (conv and
 conv_transpose) copies its patch with 16-byte cp.async and loads and stores 16 bytes at a time.
 
 It fails (exit 1) when any kernel spills or one of those kernels lacks one of its instructions, and prints a markdown
@@ -40,7 +41,14 @@ REQUIRED_INSTRUCTIONS = {
         "cp.async 16 bytes, zero-fill": ZERO_FILL_COPY,
         "cp.async.wait_group": WAIT_GROUP,
         "ldmatrix .x4": re.compile(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16"),
-        "mma.sync m16n8k16": re.compile(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.(bf16\.bf16|f16\.f16)\.f32"),
+        "mma.sync (m16n8k16 16-bit, m16n8k8 TF32)": re.compile(
+            r"mma\.sync\.aligned\.(m16n8k16\.row\.col\.f32\.(bf16\.bf16|f16\.f16)|m16n8k8\.row\.col\.f32\.tf32\.tf32)"
+            r"\.f32"),
+    },
+    # Its float32 instances (mangled `...IfLi...`) multiply on the TF32 tensor cores, operands rounded first.
+    "pipelined_conv_kernelIf": {
+        "cvt.rna.tf32.f32": re.compile(r"cvt\.rna\.tf32\.f32"),
+        "mma.sync m16n8k8 TF32": re.compile(r"mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32"),
     },
     "depthwise_vectors_kernel": VECTOR_KERNEL_INSTRUCTIONS,
     "depthwise_transpose_vectors_kernel": VECTOR_KERNEL_INSTRUCTIONS,
@@ -148,7 +156,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"cuda_kernel_report: {failure}", file=sys.stderr)
     if not failures:
         print(f"cuda_kernel_report: {len(kernels)} kernels, no spills; the pipelined kernels use 16-byte zero-fill "
-              "cp.async, ldmatrix and mma.sync m16n8k16, the depthwise vector kernels 16-byte cp.async, loads and "
+              "cp.async, ldmatrix and mma.sync (TF32 after cvt.rna for float32), the depthwise vector kernels 16-byte cp.async, loads and "
               "stores")
     return 1 if failures else 0
 

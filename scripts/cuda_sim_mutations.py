@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEMM_CASES = "gemm_tiles_crossed and zeros and contiguous and (float32 or bfloat16)"
 HALO_CASES = "depthwise_halo_2d and zeros and contiguous and float32"
 PIPELINED_CASES = "pipelined_taps_straddle_k_tiles and zeros and channels_last and bfloat16"
+TF32_CASES = "tf32_pipelined_gemm and pipelined_taps_straddle_k_tiles"
 VECTOR_CASES = "depthwise_vectors_2d and zeros and channels_last and (bfloat16 or float64)"
 
 # (name, file, text, replacement, the tests that must fail, run under ASan + UBSan)
@@ -51,6 +52,12 @@ MUTATIONS = [
     ("B fragments of two column tiles swapped (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
      "          b[f][1] = r[1];\n          b[f + 1][0] = r[2];",
      "          b[f][1] = r[2];\n          b[f + 1][0] = r[1];", PIPELINED_CASES, False),
+    ("float32 operands not rounded to TF32 (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
+     "for (int r = 0; r < kRegisters; ++r) round_to_tf32(fragment[r]);",
+     "for (int r = 0; r < kRegisters; ++r) (void)fragment[r];", TF32_CASES, False),
+    ("TF32 operands truncated instead of rounded to nearest (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
+     "for (int r = 0; r < kRegisters; ++r) round_to_tf32(fragment[r]);",
+     "for (int r = 0; r < kRegisters; ++r) fragment[r] &= ~0x1FFFu;", TF32_CASES, False),
     ("patch read before its cp.async copies are waited for (depthwise vectors)", "csrc/cuda/depthwise_vectors.cuh",
      "  cp_async_commit();\n  cp_async_wait<0>();\n  __syncthreads();", "  cp_async_commit();\n  __syncthreads();",
      VECTOR_CASES, False),

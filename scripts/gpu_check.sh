@@ -38,13 +38,15 @@ done
 # instances are left out: they need `-m bigmem`.
 TEST_FILES=(tests/test_cuda.py tests/test_conv.py tests/test_conv_transpose.py tests/test_autograd.py tests/test_amp.py
             tests/test_fuzz.py tests/test_determinism.py tests/test_concurrency.py tests/test_errors.py)
-# Under the sanitizers: one small case per kernel path, plus (memcheck) batch 0 and 1 and strided/expanded inputs.
-MEMCHECK_TESTS="test_kernel_paths_small or (test_batch_zero_and_one and zeros and float32) or \
+# Under the sanitizers: one small case per kernel path, plus (memcheck) the float32 pipelined GEMM on TF32, batch 0
+# and 1 and strided/expanded inputs.
+MEMCHECK_TESTS="test_kernel_paths_small or test_tf32_pipelined_gemm or \
+(test_batch_zero_and_one and zeros and float32) or \
 (test_non_contiguous_and_expanded and zeros and float16 and (offset_slice or expanded_channels))"
 # racecheck: the kernels that share memory between threads: the depthwise halo tiles, the implicit GEMMs (conv,
 # transposed phases, split-K weight gradient), the pipelined GEMM's cp.async stages and the depthwise weight-gradient
 # block reduction.
-RACECHECK_TESTS="test_kernel_paths_small and not direct and not gather"
+RACECHECK_TESTS="(test_kernel_paths_small and not direct and not gather) or (test_tf32_pipelined_gemm and zeros)"
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Steps and their results

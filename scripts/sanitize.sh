@@ -14,13 +14,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYTHON="${PYTHON:-python3}"
 BUILD="build/sanitize"
 # The CUDA execution shim's path cases in float32 (zeros) and bfloat16 (reflect), every layout, plus the pipelined
-# GEMM's in bfloat16 zeros (its stride-1 transposed path) (tests/test_cuda_sim.py builds the CUDA kernels with ASan and
-# UBSan too when they are preloaded): a subset, as the shim under ASan is several times slower.
+# GEMM's in bfloat16 zeros (its stride-1 transposed path) and its TF32 cases (tests/test_cuda_sim.py builds the CUDA
+# kernels with ASan and UBSan too when they are preloaded): a subset, as the shim under ASan is several times slower.
 SIM_CASES="(float32 and zeros) or (bfloat16 and reflect) or (pipelined and bfloat16 and zeros)"
 SANITIZE_TESTS=(tests/test_conv.py tests/test_conv_transpose.py tests/test_autograd.py tests/test_errors.py
                 tests/test_phase_planes.py tests/test_long_rows.py tests/test_kernel_paths.py tests/test_blocked_direct.py
                 "tests/test_fuzz.py::test_fuzz_slice" tests/test_cuda_sim.py
-                -k "not test_cuda_sim or (test_every_kernel_path and ($SIM_CASES))")
+                -k "not test_cuda_sim or (test_every_kernel_path and ($SIM_CASES)) or test_tf32_pipelined_gemm")
 
 # A copy of the sources and tests that keeps their timestamps, so a second run rebuilds only what changed. The tests
 # run from inside the copy, where `import fastpad` finds the sanitized build first.

@@ -23,6 +23,14 @@ def seed(request):
     return value
 
 
+@pytest.fixture
+def tf32():
+    """torch.backends.cudnn.allow_tf32 on for one test (pytest_configure keeps it off)."""
+    torch.backends.cudnn.allow_tf32 = True
+    yield
+    torch.backends.cudnn.allow_tf32 = False
+
+
 def pytest_configure(config):
     # fp32 is judged to 1e-5 (docs/DESIGN.md section 7): keep TF32 out of both fastpad and torch on CUDA.
     torch.backends.cuda.matmul.allow_tf32 = False

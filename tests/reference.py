@@ -40,6 +40,14 @@ def assert_matches(actual, expected, dtype=None, what="output"):
     return err
 
 
+def tf32_rounded(t):
+    """float32 t as cvt.rna.tf32.f32 rounds it for the TF32 tensor cores: to nearest on the 10 mantissa bits TF32
+    keeps, ties away from zero (finite values). Adding half a unit of the last kept bit to the sign-and-magnitude bit
+    pattern and clearing the 13 dropped bits does exactly that."""
+    bits = t.contiguous().view(torch.int32).to(torch.int64)
+    return ((bits + 0x1000) & ~0x1FFF).to(torch.int32).view(torch.float32)
+
+
 def poison(shape, dtype=torch.float32, device="cpu", blocks=8):
     """Leaves freed allocator blocks of `shape` filled with NaN: an output the kernel allocates next
     usually reuses one, so any element the kernel forgets to write shows up as NaN."""

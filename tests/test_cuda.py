@@ -61,6 +61,8 @@ from reference import (
     poison,
     reference_conv,
     relative_error,
+    tf32_rounded,
+    tolerance,
 )
 
 ops = torch.ops.fastpad
@@ -494,6 +496,31 @@ def test_kernel_paths_small(path):
     g, mode, dtype, layout = PATHS[path]
     assert cuda_kernels_reached(path) == CUDA_KERNELS[path]
     check_ops(g, mode, dtype, layout)
+
+
+@cuda_only
+@pytest.mark.parametrize("mode", ["zeros", "reflect"])
+def test_tf32_pipelined_gemm(tf32, mode):
+    """float32 channels_last with torch.backends.cudnn.allow_tf32 (torch's default for its own CUDA convs): conv,
+    and its stride-1 input gradient in zeros mode, run the pipelined GEMM on TF32 tensor cores. Their result is the
+    float64 reference on the inputs rounded to TF32 (cvt.rna) to float32 accumulation, not the float32 result."""
+    g = conv_case((12, 10), 32, 48, 3, batch=3, pads=((0, 1), (2, 1)))
+    x, w, b = conv_make_inputs(g, torch.float32, "channels_last")
+    gy = random_like_layout(output_shape(g), torch.float32, x)
+    stride, pad_lo, pad_hi, dilation = op_geometry(g)
+    transposed_path = PIPELINED if mode == "zeros" else FOLD  # a folding mode is no conv: the phase GEMMs (FMA)
+    assert ops._conv_path(x, w, b, stride, pad_lo, pad_hi, dilation, g.groups, mode, "cuda") == PIPELINED
+    assert ops._conv_transpose_path(gy, w, None, stride, pad_lo, list(x.shape[2:]), dilation, g.groups, mode,
+                                    "cuda") == transposed_path
+    poison(output_shape(g), torch.float32, DEVICE, blocks=2)
+    poison(tuple(x.shape), torch.float32, DEVICE, blocks=2)
+    y, gx, _ = run_ops(g, mode, x, w, b, gy)
+    y_tf32, gx_tf32, _ = reference_ops(g, mode, tf32_rounded(x), tf32_rounded(w), b, tf32_rounded(gy))
+    y_exact, gx_exact, _ = reference_ops(g, mode, x, w, b, gy)
+    assert_close_to_reference(y, y_tf32, torch.float32, "conv")
+    assert relative_error(y.to(y_exact.device), y_exact) > 10 * tolerance(torch.float32)  # TF32 ran
+    assert_close_to_reference(gx, gx_tf32 if transposed_path == PIPELINED else gx_exact, torch.float32,
+                              "conv_transpose")
 
 
 def path_inputs(path):

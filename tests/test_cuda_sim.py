@@ -27,7 +27,7 @@ from torch.utils import cpp_extension
 
 import fastpad  # noqa: F401  (registers torch.ops.fastpad)
 from fastpad.cases import ConvCase, arrange, dtype_name
-from reference import poison, relative_error, tolerance
+from reference import poison, relative_error, tf32_rounded, tolerance
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIM = os.path.join(ROOT, "tests", "cuda_sim")
@@ -380,6 +380,44 @@ def test_pipelined_large_tiles(sim, tile):
     assert path == PIPELINED
     compare(y, torch.ops.fastpad.conv(x.double(), w.double(), b.double(), *case.conv_op_arguments()),
             torch.bfloat16, "conv", case)
+
+
+@pytest.mark.parametrize("mode", ["zeros", "reflect"])
+@pytest.mark.parametrize("name", sorted(name for name in PATH_CASES if name.startswith("pipelined")))
+def test_tf32_pipelined_gemm(sim, tf32, name, mode):
+    """float32 channels_last with TF32 allowed (torch's default for its cuDNN convs): conv, and the stride-1 zeros
+    conv_transpose, run the pipelined GEMM on TF32 tensor cores under every schedule. Their result is the float64 op
+    on the inputs rounded to TF32 (cvt.rna) to float32 accumulation, and not the float32 one: TF32 ran. With TF32 off
+    the same problems take the FMA GEMMs and give the float32 result."""
+    case, _ = path_case(name, mode, "channels_last", torch.float32)
+    transposed_on_pipeline = PATH_CASES[name][1][1] == PIPELINED and mode == "zeros"
+    x, w, b, gy, bt = tensors(case, seed=len(name))
+    f64 = lambda t: None if t is None else t.double()  # noqa: E731
+    tf32_64 = lambda t: tf32_rounded(t).double()  # noqa: E731
+    stride, pad_lo, _, dilation, groups, _ = conv_args = case.conv_op_arguments()
+    transpose_args = (stride, pad_lo, list(case.size), dilation, groups, mode)
+
+    y, path = run_op(sim, "conv", (x, w, b, *conv_args), tuple(SCHEDULES))
+    assert path == PIPELINED == torch.ops.fastpad._conv_path(x, w, b, *conv_args, "cuda")
+    compare(y, torch.ops.fastpad.conv(tf32_64(x), tf32_64(w), f64(b), *conv_args), torch.float32, "conv", case)
+    exact_y = torch.ops.fastpad.conv(f64(x), f64(w), f64(b), *conv_args)
+    assert relative_error(y, exact_y) > 10 * tolerance(torch.float32)
+
+    gx, path = run_op(sim, "conv_transpose", (gy, w, bt, *transpose_args), tuple(SCHEDULES))
+    exact_gx = torch.ops.fastpad.conv_transpose(f64(gy), f64(w), f64(bt), *transpose_args)
+    if transposed_on_pipeline:
+        assert path == PIPELINED
+        compare(gx, torch.ops.fastpad.conv_transpose(tf32_64(gy), tf32_64(w), f64(bt), *transpose_args),
+                torch.float32, "conv_transpose", case)
+        assert relative_error(gx, exact_gx) > 10 * tolerance(torch.float32)
+    else:
+        assert path == (PHASE if mode == "zeros" else FOLD)  # strided or folding: the phase GEMMs, exact float32
+        compare(gx, exact_gx, torch.float32, "conv_transpose", case)
+
+    torch.backends.cudnn.allow_tf32 = False
+    y, path = run_op(sim, "conv", (x, w, b, *conv_args), ("random",))
+    assert path == GEMM == torch.ops.fastpad._conv_path(x, w, b, *conv_args, "cuda")
+    compare(y, exact_y, torch.float32, "conv", case)
 
 
 FIXED_SEED = 20261122

@@ -55,7 +55,7 @@ std::pair<at::Tensor, ConvPath> conv_binding(const at::Tensor& input, const at::
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   const ConvPath path = choose_conv_path(g, Backend::Cuda, channels_last, accumulator_bytes(input),
                                         is_reduced_precision(input), CpuIsa::Baseline,
-                                        {channel_vectors(input), sm80});
+                                        {channel_vectors(input), sm80, tf32_allowed()});
   auto y = at::empty(tensor_shape(g.batch, g.conv_out_channels, g.conv_out_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};
@@ -82,7 +82,7 @@ std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
   // The CUDA choice does not depend on the weight's values (the kernels read the flag below on the device).
   const ConvTransposePath path = choose_conv_transpose_path(
       g, Backend::Cuda, channels_last, accumulator_bytes(input), is_reduced_precision(input), CpuIsa::Baseline,
-      [] { return true; }, {channel_vectors(input), sm80});
+      [] { return true; }, {channel_vectors(input), sm80, tf32_allowed()});
   auto y = at::empty(tensor_shape(g.batch, g.conv_in_channels, g.conv_in_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};

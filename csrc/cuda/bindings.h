@@ -2,7 +2,8 @@
 // torch-free launcher (cuda/launchers.h). They take the stream to launch on and return the path taken, so that the
 // same code serves the CUDA build (cuda/register.cpp: device guard, current stream) and the CUDA execution shim's tests
 // (tests/cuda_sim/sim_ops.cpp: CPU tensors, kernels on CPU fibers). sm80 says whether the GPU has cp.async and
-// bfloat16 mma.sync (compute capability 8.0 or later; the shim emulates them).
+// the bfloat16 and TF32 mma.sync (compute capability 8.0 or later; the shim emulates them). Whether float32 may run
+// on TF32 tensor cores the bindings read from torch (tf32_allowed() in conv_params.h).
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -106,7 +106,7 @@ void launch_conv_typed(const ConvLaunch& a) {
   auto* y = static_cast<scalar_t*>(a.y);
   switch (a.path) {
     case ConvPath::CudaPipelinedGemm:
-      if constexpr (is_16_bit<scalar_t>) {
+      if constexpr (kPipelinedType<scalar_t>) {
         run_pipelined_conv(a.stream, g, x, a.xs, w, bias, y, a.ys);
         return;
       }

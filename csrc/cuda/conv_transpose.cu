@@ -114,7 +114,7 @@ void launch_conv_transpose_typed(const ConvTransposeLaunch& a) {
       return;
     }
     case ConvTransposePath::CudaPipelinedGemm:
-      if constexpr (is_16_bit<scalar_t>) {
+      if constexpr (kPipelinedType<scalar_t>) {
         if (a.weight_finite == nullptr || a.kernel_weight == nullptr) {
           throw std::invalid_argument(
               "fastpad conv_transpose: the pipelined GEMM needs weight_finite and kernel_weight");

@@ -1,13 +1,17 @@
-// The pipelined implicit GEMM of conv for bfloat16/float16 tensors whose channels are contiguous (channels_last), on
-// sm_80 and later: C[m, n] = sum_k A[m, k] B[k, n] per group, M = batch * output positions, N = Cg_out,
-// K = taps * Cg_in in tap-major order (k = tap * Cg_in + c), so that 8 consecutive k are 8 consecutive channels of one
-// input position: one 16-byte cp.async.
+// The pipelined implicit GEMM of conv for bfloat16/float16 tensors, and float32 ones on TF32 tensor cores, whose
+// channels are contiguous (channels_last), on sm_80 and later: C[m, n] = sum_k A[m, k] B[k, n] per group,
+// M = batch * output positions, N = Cg_out, K = taps * Cg_in in tap-major order (k = tap * Cg_in + c), so that 16 bytes
+// of consecutive k (8 16-bit or 4 float32 elements) are consecutive channels of one input position: one 16-byte
+// cp.async.
 // - A (the implicitly padded input) and B (the weight, reordered by the binding to [C_out][taps][Cg_in]) are copied
 //   into shared memory by cp.async, kPipelineStages stages deep: the copies of k-tile kt + stages - 1 are in flight
 //   while the tensor cores work on k-tile kt.
 // - Padding costs nothing: a 16-byte vector whose tap lands in zero padding (or past the GEMM's edges) is a cp.async
 //   with source size 0, which writes zeros. reflect/replicate/circular taps copy from the position they resolve to.
-// - Each warp multiplies its part of the tile with ldmatrix + mma.sync m16n8k16, accumulating in float32.
+// - Each warp multiplies its part of the tile with ldmatrix + mma.sync, accumulating in float32: m16n8k16 for 16-bit
+//   elements; m16n8k8 for TF32, whose fragments ldmatrix loads just the same when each 32-bit element is read as a
+//   pair of 16-bit ones, rounded to TF32 (cvt.rna) once loaded. A stage row is 64 bytes of k either way (32 16-bit or
+//   16 float32 elements), and one mma step 32 bytes.
 // Layout: x with channel stride 1 and 16-byte aligned vectors (channel_vectors in conv_params.h); y any strides.
 // Index math from geometry.h; the tile shape is chosen by pipelined_tile() (cuda/problems.h) from the problem's size.
 #pragma once
@@ -23,14 +27,38 @@
 namespace fastpad::cuda {
 
 constexpr int kPipelineStages = 4;
-constexpr int kPipelineTileK = 32;  // k per stage
-constexpr int kPipelineVectorsPerRow = kPipelineTileK / kPipelineVector;
-constexpr int kPipelinePitch = kPipelineTileK + kPipelineVector;  // 80-byte rows: the 8 rows of an ldmatrix hit
-                                                                  // 8 different groups of 4 banks
+constexpr int kPipelineRowBytes = 64;   // k per stage, in bytes
+constexpr int kPipelineStepBytes = 32;  // k per mma step: m16n8k16 (16-bit) or m16n8k8 (TF32)
+constexpr int kPipelineVectorsPerRow = kPipelineRowBytes / kVectorBytes;
+constexpr int kPipelinePitchBytes = kPipelineRowBytes + kVectorBytes;  // 80-byte rows: the 8 rows of an ldmatrix
+                                                                       // hit 8 different groups of 4 banks
 
-// Shared memory of one block: every stage holds a tile_m x kPipelineTileK tile of A and tile_n x kPipelineTileK of B.
+// The element types the pipelined GEMM multiplies: bfloat16 and float16, and float32 as TF32.
+template <typename scalar_t>
+constexpr bool kPipelinedType = is_16_bit<scalar_t> || std::is_same_v<scalar_t, float>;
+
+// Shared memory of one block: every stage holds tile_m rows of A and tile_n rows of B, kPipelineRowBytes of k each.
 constexpr size_t pipelined_shared_bytes(int tile_m, int tile_n) {
-  return size_t(kPipelineStages) * (tile_m + tile_n) * kPipelinePitch * sizeof(uint16_t);
+  return size_t(kPipelineStages) * (tile_m + tile_n) * kPipelinePitchBytes;
+}
+
+// What the tensor cores take of a fragment ldmatrix loaded: 16-bit elements as they are, float32 rounded to TF32.
+template <typename scalar_t, int kRegisters>
+__device__ __forceinline__ void tensor_core_operands(uint32_t (&fragment)[kRegisters]) {
+  if constexpr (std::is_same_v<scalar_t, float>) {
+#pragma unroll
+    for (int r = 0; r < kRegisters; ++r) round_to_tf32(fragment[r]);
+  }
+}
+
+// One mma step (kPipelineStepBytes of k) of a 16 x 8 tile of C.
+template <typename scalar_t>
+__device__ __forceinline__ void mma_step(float (&acc)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  if constexpr (std::is_same_v<scalar_t, float>) {
+    mma_m16n8k8_tf32(acc, a, b);
+  } else {
+    mma_m16n8k16<std::is_same_v<scalar_t, c10::BFloat16>>(acc, a, b);
+  }
 }
 
 // Where one thread's 16-byte vector of the current k-tile lies: channel c of tap (r[0], r[1], r[2]) and its k.
@@ -63,11 +91,15 @@ __global__ void __launch_bounds__(kThreads, 1)  // the 128 x 128 tile holds 64 a
   constexpr int kRowsPerPass = kThreads / kPipelineVectorsPerRow;      // rows one pass of copies covers
   constexpr int kARows = kTileM / kRowsPerPass, kBRows = kTileN / kRowsPerPass;  // rows each thread copies
   static_assert(kFragmentsN % 2 == 0 && kARows >= 1 && kBRows >= 1, "a tile shape the loops do not cover");
-  constexpr bool kBFloat16 = std::is_same_v<scalar_t, c10::BFloat16>;
+  static_assert(kPipelinedType<scalar_t>, "bfloat16, float16 or float32 (TF32)");
+  constexpr int kVector = kVectorBytes / sizeof(scalar_t);        // elements per 16-byte copy
+  constexpr int kTileK = kPipelineRowBytes / sizeof(scalar_t);    // k per stage
+  constexpr int kStepK = kPipelineStepBytes / sizeof(scalar_t);   // k per mma step
+  constexpr int kPitch = kPipelinePitchBytes / sizeof(scalar_t);  // elements per shared row
 
-  auto* shared = reinterpret_cast<uint16_t*>(dynamic_shared_memory());
-  constexpr int kStageElements = (kTileM + kTileN) * kPipelinePitch;
-  const auto a_tile = [&](int stage, int row) { return shared + stage * kStageElements + row * kPipelinePitch; };
+  auto* shared = reinterpret_cast<scalar_t*>(dynamic_shared_memory());
+  constexpr int kStageElements = (kTileM + kTileN) * kPitch;
+  const auto a_tile = [&](int stage, int row) { return shared + stage * kStageElements + row * kPitch; };
   const auto b_tile = [&](int stage, int row) { return a_tile(stage, kTileM + row); };
 
   const int64_t m_size = g.batch * g.conv_out_volume();
@@ -75,7 +107,7 @@ __global__ void __launch_bounds__(kThreads, 1)  // the 128 x 128 tile holds 64 a
   const int64_t k_size = channels * g.kernel_volume();
   const int64_t tiles_m = (m_size + kTileM - 1) / kTileM, tiles_n = (n_size + kTileN - 1) / kTileN;
   const int64_t items = tiles_m * tiles_n * g.groups;
-  const int64_t k_tiles = (k_size + kPipelineTileK - 1) / kPipelineTileK;
+  const int64_t k_tiles = (k_size + kTileK - 1) / kTileK;
   const int vector = threadIdx.x % kPipelineVectorsPerRow, copy_row = threadIdx.x / kPipelineVectorsPerRow;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warp_row = warp % kWarpsM * kWarpM, warp_col = warp / kWarpsM * kWarpN;
@@ -102,7 +134,7 @@ __global__ void __launch_bounds__(kThreads, 1)  // the 128 x 128 tile holds 64 a
     }
 
     TapCursor cursor{0, 0, {0, 0, 0}};
-    cursor.advance(g, channels, vector * kPipelineVector);
+    cursor.advance(g, channels, vector * kVector);
     // Issues the copies of the k-tile the cursor is at into `stage`, then moves the cursor to the next k-tile.
     const auto copy_stage = [&](int stage) {
       const bool k_valid = cursor.k < k_size;
@@ -115,15 +147,15 @@ __global__ void __launch_bounds__(kThreads, 1)  // the 128 x 128 tile holds 64 a
           valid = valid && source >= 0;
           offset += source * xs.spatial[d];
         }
-        cp_async_zfill_16(a_tile(stage, copy_row + i * kRowsPerPass) + vector * kPipelineVector,
+        cp_async_zfill_16(a_tile(stage, copy_row + i * kRowsPerPass) + vector * kVector,
                           valid ? x + offset : x, valid);
       }
       for (int i = 0; i < kBRows; ++i) {
         const bool valid = b_rows[i] != nullptr && k_valid;
-        cp_async_zfill_16(b_tile(stage, copy_row + i * kRowsPerPass) + vector * kPipelineVector,
+        cp_async_zfill_16(b_tile(stage, copy_row + i * kRowsPerPass) + vector * kVector,
                           valid ? b_rows[i] + cursor.k : w, valid);
       }
-      cursor.advance(g, channels, kPipelineTileK);
+      cursor.advance(g, channels, kTileK);
     };
 
     float acc[kFragmentsM][kFragmentsN][4] = {};
@@ -138,16 +170,18 @@ __global__ void __launch_bounds__(kThreads, 1)  // the 128 x 128 tile holds 64 a
       cp_async_commit();
       const int stage = int(kt % kPipelineStages);
 #pragma unroll
-      for (int kk = 0; kk < kPipelineTileK; kk += 16) {
+      for (int kk = 0; kk < kTileK; kk += kStepK) {
         uint32_t a[kFragmentsM][4], b[kFragmentsN][2];
 #pragma unroll
-        for (int f = 0; f < kFragmentsM; ++f) {  // rows 0-15 at kk (lanes 0-15) and kk + 8 (lanes 16-31)
-          ldmatrix_x4(a[f], a_tile(stage, warp_row + f * 16 + lane % 16) + kk + lane / 16 * 8);
+        for (int f = 0; f < kFragmentsM; ++f) {  // rows 0-15 at kk (lanes 0-15) and 16 bytes on (lanes 16-31)
+          ldmatrix_x4(a[f], a_tile(stage, warp_row + f * 16 + lane % 16) + kk + lane / 16 * kVector);
+          tensor_core_operands<scalar_t>(a[f]);
         }
 #pragma unroll
-        for (int f = 0; f < kFragmentsN; f += 2) {  // columns f*8 .. f*8 + 15: k 0-7, k 8-15 of each eight
+        for (int f = 0; f < kFragmentsN; f += 2) {  // columns f*8 .. f*8 + 15: the step's first 16 bytes, then its last
           uint32_t r[4];
-          ldmatrix_x4(r, b_tile(stage, warp_col + f * 8 + lane % 8 + lane / 16 * 8) + kk + lane / 8 % 2 * 8);
+          ldmatrix_x4(r, b_tile(stage, warp_col + f * 8 + lane % 8 + lane / 16 * 8) + kk + lane / 8 % 2 * kVector);
+          tensor_core_operands<scalar_t>(r);
           b[f][0] = r[0];
           b[f][1] = r[1];
           b[f + 1][0] = r[2];
@@ -156,7 +190,7 @@ __global__ void __launch_bounds__(kThreads, 1)  // the 128 x 128 tile holds 64 a
 #pragma unroll
         for (int i = 0; i < kFragmentsM; ++i) {
 #pragma unroll
-          for (int j = 0; j < kFragmentsN; ++j) mma_m16n8k16<kBFloat16>(acc[i][j], a[i], b[j]);
+          for (int j = 0; j < kFragmentsN; ++j) mma_step<scalar_t>(acc[i][j], a[i], b[j]);
         }
       }
     }
@@ -175,8 +209,8 @@ __global__ void __launch_bounds__(kThreads, 1)  // the 128 x 128 tile holds 64 a
         const int64_t row_offset = image * ys.batch + ys.position(pos);
 #pragma unroll
         for (int j = 0; j < kFragmentsN; ++j) {
-          // This lane's two adjacent columns: one 4-byte store where both exist and y's channels are contiguous and
-          // the pair 4-byte aligned, else element by element.
+          // This lane's two adjacent columns: one store (4 or 8 bytes) where both exist and y's channels are
+          // contiguous and the pair aligned, else element by element.
           const int64_t n = n0 + warp_col + j * 8 + lane % 4 * 2, channel = group * n_size + n;
           if (n >= n_size) continue;
           scalar_t pair[2];
@@ -186,9 +220,9 @@ __global__ void __launch_bounds__(kThreads, 1)  // the 128 x 128 tile holds 64 a
           }
           scalar_t* out = y + row_offset + channel * ys.channel;
           if (n + 1 < n_size && ys.channel == 1 && reinterpret_cast<uintptr_t>(out) % sizeof(pair) == 0) {
-            uint32_t bits;
+            std::conditional_t<sizeof(pair) == 4, uint32_t, uint64_t> bits;
             memcpy(&bits, pair, sizeof(bits));
-            *reinterpret_cast<uint32_t*>(out) = bits;
+            *reinterpret_cast<decltype(bits)*>(out) = bits;
           } else {
             out[0] = pair[0];
             if (n + 1 < n_size) out[ys.channel] = pair[1];

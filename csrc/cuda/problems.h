@@ -18,8 +18,9 @@ constexpr int kTileN = 64;
 constexpr int kFmaTileK = 16;
 constexpr int kTensorCoreTileK = 32;
 
-// The pipelined GEMM (cuda/pipelined_gemm.cuh) copies 16-bit elements this many (16 bytes) at a time.
-constexpr int kPipelineVector = 8;
+// Bytes of one vector load or store of the pipelined GEMM and the channel-vector kernels (16: ld.global.v4,
+// cp.async 16).
+constexpr int kVectorBytes = 16;
 // Blocks a pipelined launch should have to fill an H100 (132 SMs, two blocks each) before the larger tile rows are
 // taken. Not measured on a GPU: a starting point.
 constexpr int64_t kPipelineTargetBlocks = 264;
@@ -649,9 +650,6 @@ C10_HOST_DEVICE void transpose_gather_element(const ConvGeometry& g, const scala
   const acc_t sum = transpose_gather_sum(g, x, xs, w, e, /*fold_only=*/true, folds);
   if (folds) y[offset] = static_cast<scalar_t>(load<acc_t>(y, offset) + sum);
 }
-
-// Bytes of one vector load or store of the channel-vector kernels (16: ld.global.v4, cp.async 16).
-constexpr int kVectorBytes = 16;
 
 // The channels one such load holds: 8 bfloat16/float16, 4 float32 or 2 float64.
 template <typename scalar_t>

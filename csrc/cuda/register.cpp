@@ -10,7 +10,7 @@
 namespace fastpad::cuda {
 namespace {
 
-// Whether the current device has cp.async and bfloat16 mma.sync: compute capability 8.0 or later.
+// Whether the current device has cp.async and the bfloat16 and TF32 mma.sync: compute capability 8.0 or later.
 bool current_device_is_sm80() {
   int device = 0, major = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));

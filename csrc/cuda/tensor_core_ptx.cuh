@@ -1,6 +1,6 @@
 // The PTX the CUDA kernels write by hand: for the pipelined implicit GEMM (cuda/pipelined_gemm.cuh) and the depthwise
-// channel-vector kernel (conv.cu), sm_80 and later, cp.async with zero-fill, ldmatrix and mma.sync m16n8k16; and a
-// 16-byte global store. Under the CUDA execution shim (FASTPAD_CUDA_SIM) each is its emulation from the PTX ISA's
+// channel-vector kernel (conv.cu), sm_80 and later, cp.async with zero-fill, ldmatrix, mma.sync m16n8k16 (bfloat16,
+// float16) and m16n8k8 (TF32) with cvt.rna.tf32.f32; and a 16-byte global store. Under the CUDA execution shim (FASTPAD_CUDA_SIM) each is its emulation from the PTX ISA's
 // semantics (tests/cuda_sim/cuda_sim.h); this header and launch.cuh are where the two builds differ. Compiled for an
 // older architecture, the sm_80 instructions trap: the binding never picks those paths there.
 #pragma once
@@ -92,6 +92,37 @@ __device__ __forceinline__ void mma_m16n8k16(float (&acc)[4], const uint32_t (&a
         : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
+#endif
+}
+
+// cvt.rna.tf32.f32 in place: a float32 operand of the TF32 mma rounded to TF32 (10 mantissa bits, to nearest, ties
+// away from zero), as its 32-bit pattern with the low 13 bits zero.
+__device__ __forceinline__ void round_to_tf32(uint32_t& bits) {
+#if defined(FASTPAD_CUDA_SIM)
+  bits = ::cuda_sim::cvt_rna_tf32(bits);
+#elif defined(FASTPAD_NO_SM80_PTX)
+  __trap();
+#else
+  float value;
+  memcpy(&value, &bits, sizeof(value));
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(bits) : "f"(value));
+#endif
+}
+
+// acc += A B on the TF32 tensor cores, for one 16x8 tile of C with K = 8 (float32 accumulation): a holds this lane's
+// A fragment (16x8, row-major), b its B fragment (8x8, "col"), as the PTX ISA lays out mma.m16n8k8 for .tf32; every
+// operand already rounded by round_to_tf32.
+__device__ __forceinline__ void mma_m16n8k8_tf32(float (&acc)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(FASTPAD_CUDA_SIM)
+  ::cuda_sim::mma_m16n8k8_tf32(acc, a, b, acc, std::source_location::current());
+#elif defined(FASTPAD_NO_SM80_PTX)
+  __trap();
+#else
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
 }
 

@@ -525,6 +525,46 @@ void ldmatrix_x4(uint32_t* registers, const void* row, const std::source_locatio
   warp_collective(call);
 }
 
+uint32_t cvt_rna_tf32(uint32_t bits) {
+  constexpr uint32_t kExponent = 0x7F800000u, kMantissa = 0x007FFFFFu, kDropped = 0x1FFFu;
+  if ((bits & kExponent) == kExponent && (bits & kMantissa) != 0) return (bits | 0x7FC00000u) & ~kDropped;  // NaN
+  // Sign and magnitude: half a TF32 unit added to the magnitude carries into the kept bits from the halfway point
+  // up, which is nearest with ties away from zero (and overflows into the exponent, up to infinity, where it should).
+  return (bits + (kDropped + 1) / 2) & ~kDropped;
+}
+
+namespace {
+float float_of_bits(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+// D = A B + C for mma.m16n8k8 .tf32 over the warp's fragments (layout in cuda_sim.h).
+void execute_mma_m16n8k8_tf32(WarpCall* const* lanes) {
+  float a[16][8], b[8][8];
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, t = lane % 4;
+    const auto* a_registers = static_cast<const uint32_t*>(lanes[lane]->fragment);
+    const auto* b_registers = static_cast<const uint32_t*>(lanes[lane]->second);
+    for (int r = 0; r < 4; ++r) a[g + 8 * (r % 2)][t + 4 * (r / 2)] = float_of_bits(a_registers[r]);
+    for (int r = 0; r < 2; ++r) b[t + 4 * r][g] = float_of_bits(b_registers[r]);
+  }
+  detail::multiply_accumulate(lanes, a, b);
+}
+}  // namespace
+
+void mma_m16n8k8_tf32(float* d, const uint32_t* a, const uint32_t* b, const float* c,
+                      const std::source_location& where) {
+  for (const uint32_t operand : {a[0], a[1], a[2], a[3], b[0], b[1]}) {
+    if (operand != cvt_rna_tf32(operand)) {
+      fail_thread("mma.sync.m16n8k8.tf32", where, "an operand that is not TF32 (no cvt.rna.tf32.f32)");
+      return;
+    }
+  }
+  mma_collective(&execute_mma_m16n8k8_tf32, d, a, b, c, where);
+}
+
 void run_grid(unsigned int blocks, unsigned int threads, size_t shared_bytes, const std::function<void()>& body) {
   std::lock_guard<std::mutex> lock(launch_mutex);
   Launch l;

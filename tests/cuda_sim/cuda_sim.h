@@ -21,8 +21,10 @@
 //     data in the one, a stage overwritten while other threads still read it shows in the other, and the schedules
 //     must agree bit for bit.
 //   - ldmatrix .x4 (.b16): a warp collective in which each lane gives the address of one 16-byte row.
-//   - mma.sync m16n8k16 .row.col with float16 or bfloat16 inputs and float accumulation: a warp collective over the
-//     fragments as the PTX ISA lays them out, computed once per warp in float.
+//   - mma.sync m16n8k16 .row.col with float16 or bfloat16 inputs and float accumulation, and m16n8k8 with TF32
+//     inputs: warp collectives over the fragments as the PTX ISA lays them out, computed once per warp in float (a
+//     product of two TF32 values is exact in float). A TF32 operand with any of its 13 low bits set fails: the kernel
+//     must round it with cvt.rna.tf32.f32, which is emulated too.
 // The real cuda_fp16.h / cuda_bf16.h give the 16-bit types and their host conversions; cuda_runtime_api.h gives types
 // only (no CUDA runtime call is made).
 #pragma once
@@ -127,17 +129,36 @@ inline float half_bits_to_float(uint16_t bits, bool bfloat16) {
   return __half2float(__half(raw));
 }
 
-// D = A B + C for mma.m16n8k16 over the warp's fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16"): with
-// g = lane / 4 and t = lane % 4, A register r of a lane holds row g + 8 (r % 2), columns 2 t + 8 (r / 2) and the next;
-// B register r holds rows 2 t + 8 r and the next of column g; C and D hold row g + 8 (i / 2), column 2 t + i % 2.
+// The part every mma shares: gathers C from the lanes (C and D hold row g + 8 (i / 2), column 2 t + i % 2, with
+// g = lane / 4 and t = lane % 4), computes D = A B + C in float, k ascending, and gives each lane its D.
+template <int kK>
+void multiply_accumulate(WarpCall* const* lanes, const float (&a)[16][kK], const float (&b)[kK][8]) {
+  float c[16][8];
+  for (int lane = 0; lane < 32; ++lane) {
+    const auto* c_values = static_cast<const float*>(lanes[lane]->third);
+    for (int i = 0; i < 4; ++i) c[lane / 4 + 8 * (i / 2)][2 * (lane % 4) + i % 2] = c_values[i];
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    auto* d = static_cast<float*>(lanes[lane]->result);
+    for (int i = 0; i < 4; ++i) {
+      const int row = lane / 4 + 8 * (i / 2), col = 2 * (lane % 4) + i % 2;
+      float sum = c[row][col];
+      for (int k = 0; k < kK; ++k) sum += a[row][k] * b[k][col];
+      d[i] = sum;
+    }
+  }
+}
+
+// D = A B + C for mma.m16n8k16 over the warp's fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16"): A register
+// r of a lane holds row g + 8 (r % 2), columns 2 t + 8 (r / 2) and the next; B register r holds rows 2 t + 8 r and
+// the next of column g.
 template <bool kBFloat16>
 void execute_mma_m16n8k16(WarpCall* const* lanes) {
-  float a[16][16], b[16][8], c[16][8];
+  float a[16][16], b[16][8];
   for (int lane = 0; lane < 32; ++lane) {
     const int g = lane / 4, t = lane % 4;
     const auto* a_registers = static_cast<const uint32_t*>(lanes[lane]->fragment);
     const auto* b_registers = static_cast<const uint32_t*>(lanes[lane]->second);
-    const auto* c_values = static_cast<const float*>(lanes[lane]->third);
     for (int r = 0; r < 4; ++r) {
       for (int half = 0; half < 2; ++half) {
         a[g + 8 * (r % 2)][2 * t + 8 * (r / 2) + half] =
@@ -150,27 +171,16 @@ void execute_mma_m16n8k16(WarpCall* const* lanes) {
                                                         kBFloat16);
       }
     }
-    for (int i = 0; i < 4; ++i) c[g + 8 * (i / 2)][2 * t + i % 2] = c_values[i];
   }
-  for (int lane = 0; lane < 32; ++lane) {
-    const int g = lane / 4, t = lane % 4;
-    auto* d = static_cast<float*>(lanes[lane]->result);
-    for (int i = 0; i < 4; ++i) {
-      const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
-      float sum = c[row][col];
-      for (int k = 0; k < 16; ++k) sum += a[row][k] * b[k][col];
-      d[i] = sum;
-    }
-  }
+  multiply_accumulate(lanes, a, b);
 }
 }  // namespace detail
 
-// mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32 d, a, b, c (d may alias c).
-template <bool kBFloat16>
-void mma_m16n8k16(float* d, const uint32_t* a, const uint32_t* b, const float* c,
-                  std::source_location where = std::source_location::current()) {
+// One mma.sync as a warp collective that `execute` computes once all 32 lanes have called it (d may alias c).
+inline void mma_collective(void (*execute)(WarpCall* const* lanes), float* d, const uint32_t* a, const uint32_t* b,
+                           const float* c, const std::source_location& where) {
   WarpCall call{};
-  call.execute = &detail::execute_mma_m16n8k16<kBFloat16>;
+  call.execute = execute;
   call.fragment = a;
   call.second = b;
   call.third = c;
@@ -179,6 +189,23 @@ void mma_m16n8k16(float* d, const uint32_t* a, const uint32_t* b, const float* c
   call.line = where.line();
   warp_collective(call);
 }
+
+// mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32 d, a, b, c (d may alias c).
+template <bool kBFloat16>
+void mma_m16n8k16(float* d, const uint32_t* a, const uint32_t* b, const float* c,
+                  std::source_location where = std::source_location::current()) {
+  mma_collective(&detail::execute_mma_m16n8k16<kBFloat16>, d, a, b, c, where);
+}
+
+// cvt.rna.tf32.f32 on the bits of a float32: rounded to nearest on the 10 mantissa bits TF32 keeps, ties away from
+// zero, the 13 low bits cleared; a NaN stays a NaN, and a value past the largest TF32 one becomes an infinity.
+uint32_t cvt_rna_tf32(uint32_t bits);
+
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 d, a, b, c (d may alias c): A register r of lane l holds row
+// l / 4 + 8 (r % 2), column l % 4 + 4 (r / 2); B register r holds row l % 4 + 4 r of column l / 4; C and D as for
+// m16n8k16. Every operand must be TF32 (see cvt_rna_tf32).
+void mma_m16n8k8_tf32(float* d, const uint32_t* a, const uint32_t* b, const float* c,
+                      const std::source_location& where);
 
 }  // namespace cuda_sim
 
