@@ -330,16 +330,24 @@ bool channel_vectors(const at::Tensor& t) {
 
 bool tf32_allowed() { return at::globalContext().allowTF32CuDNN(at::Float32Op::CONV); }
 
-at::Tensor stride_one_transpose_weight(const ConvGeometry& g, const at::Tensor& weight) {
+at::Tensor transpose_phase_weight(const ConvGeometry& g, const at::Tensor& weight, int64_t phase) {
+  const TransposePhase t = transpose_phase_as_conv(g, phase);
   const int64_t spatial_dims = weight.dim() - 2;
-  std::vector<int64_t> grouped{g.groups, g.conv_out_channels_per_group(), g.conv_in_channels_per_group()};
-  std::vector<int64_t> flipped, conv_shape{g.conv_in_channels, g.conv_out_channels_per_group()};
+  at::Tensor taps = weight;  // [C_x, C_y / groups, *k], then the phase's taps of each dim
+  std::vector<int64_t> flipped;
   for (int64_t d = 0; d < spatial_dims; ++d) {
-    grouped.push_back(weight.size(2 + d));
-    conv_shape.push_back(weight.size(2 + d));
+    const int64_t dim = kMaxSpatial - spatial_dims + d;
+    taps = taps.slice(2 + d, t.tap_first[dim], t.tap_first[dim] + t.conv.kernel[dim] * t.tap_step[dim],
+                      t.tap_step[dim]);
     flipped.push_back(3 + d);
   }
-  return weight.reshape(grouped).transpose(1, 2).flip(flipped).reshape(conv_shape);
+  std::vector<int64_t> grouped{g.groups, g.conv_out_channels_per_group(), g.conv_in_channels_per_group()};
+  std::vector<int64_t> conv_shape{g.conv_in_channels, g.conv_out_channels_per_group()};
+  for (int64_t d = 0; d < spatial_dims; ++d) {
+    grouped.push_back(taps.size(2 + d));
+    conv_shape.push_back(taps.size(2 + d));
+  }
+  return taps.reshape(grouped).transpose(1, 2).flip(flipped).reshape(conv_shape);
 }
 
 at::MemoryFormat output_memory_format(const at::Tensor& input) {

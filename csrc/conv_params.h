@@ -51,10 +51,10 @@ bool channel_vectors(const at::Tensor& t);
 // torch.backends.cudnn.conv.fp32_precision), which torch's own CUDA convolutions follow.
 bool tf32_allowed();
 
-// The weight of the conv a stride-1 transposed conv is (stride_one_transpose_as_conv in geometry.h): the transposed
-// weight [C_x, C_y / groups, *k] as [C_y, C_x / groups, *k], each group's two channel dims swapped and the kernel
-// flipped. A view where possible.
-at::Tensor stride_one_transpose_weight(const ConvGeometry& g, const at::Tensor& weight);
+// The weight of the conv one stride phase of a transposed conv is (transpose_phase_as_conv in geometry.h): of the
+// transposed weight [C_x, C_y / groups, *k], the phase's taps, flipped, each group's two channel dims swapped, as
+// [C_y, C_x / groups, *taps]. A view where possible; at stride 1 (one phase) every tap.
+at::Tensor transpose_phase_weight(const ConvGeometry& g, const at::Tensor& weight, int64_t phase);
 
 // The shape [batch, channels, *sizes] of a tensor with `spatial_dims` spatial dims, where `sizes` is one of a
 // geometry's padded-to-3-d size arrays (its last `spatial_dims` entries are the real ones).

@@ -205,20 +205,51 @@ struct ConvGeometry {
   }
 };
 
-// The convolution a transposed convolution with stride 1 and zero padding is (g: the transposed problem's geometry,
-// named after the conv it is the adjoint of). y[p] = sum_r x[p + pad_lo - r*d] * w[r] reads x at p - pad_lo' + r'*d
-// with r' = k-1-r and pad_lo' = (k-1)*d - pad_lo (negative where the crop exceeds the kernel's extent): the weight
-// flipped and each group's two channel dims swapped, the two sides' sizes and channels exchanged.
-inline ConvGeometry stride_one_transpose_as_conv(const ConvGeometry& g) {
-  ConvGeometry c = g;
+// One stride phase of a transposed convolution as the convolution it is (g: the transposed problem's geometry, named
+// after the conv it is the adjoint of), zero padding only: the folds of another padding mode are a separate pass.
+// Along each dim the y positions p = y_first + j * stride share their taps (transposed_taps): r = first + t * step for
+// t in [0, count), and tap t of output j reads x at source_first + j - t * source_step. That is a stride-1 conv over
+// x whose tap u is r = first + (count - 1 - u) * step (the taps flipped), with dilation source_step and
+// pad_lo = (count - 1) * source_step - source_first (negative where the crop exceeds the kernel's extent), and whose
+// outputs are the phase's y positions; the two sides' sizes and channels are exchanged and each group's two channel
+// dims swapped in the weight (transpose_phase_weight in conv_params.h). A dim whose phase no tap reaches (kernel
+// below the stride) has count 0: those outputs are the bias. At stride 1 there is one phase: y itself, every tap.
+struct TransposePhase {
+  ConvGeometry conv;
+  int64_t y_first[kMaxSpatial] = {0, 0, 0};  // the phase's first y position; its next ones are a stride apart
+  int64_t tap_first[kMaxSpatial] = {0, 0, 0};
+  int64_t tap_step[kMaxSpatial] = {1, 1, 1};
+};
+
+// The phases of g: one per combination of residues (p + pad_lo) mod stride.
+C10_HOST_DEVICE inline int64_t transpose_phase_count(const ConvGeometry& g) {
+  return g.stride[0] * g.stride[1] * g.stride[2];
+}
+
+// Phase `phase` in [0, transpose_phase_count(g)), the last dim's residue fastest.
+C10_HOST_DEVICE inline TransposePhase transpose_phase_as_conv(const ConvGeometry& g, int64_t phase) {
+  TransposePhase t;
+  ConvGeometry& c = t.conv;
+  c = g;
+  c.mode = PaddingMode::Zeros;
   c.conv_in_channels = g.conv_out_channels;
   c.conv_out_channels = g.conv_in_channels;
-  for (int d = 0; d < kMaxSpatial; ++d) {
+  for (int d = kMaxSpatial - 1; d >= 0; --d) {
+    const int64_t residue = phase % g.stride[d];
+    phase /= g.stride[d];
+    const int64_t y_first = residue - floor_div(residue - g.pad_lo[d], g.stride[d]) * g.stride[d] - g.pad_lo[d];
+    const TransposedTaps taps = transposed_taps(y_first + g.pad_lo[d], g.kernel[d], g.stride[d], g.dilation[d]);
+    t.y_first[d] = y_first;
+    t.tap_first[d] = taps.first;
+    t.tap_step[d] = taps.step;
     c.conv_in_sizes[d] = g.conv_out_sizes[d];
-    c.conv_out_sizes[d] = g.conv_in_sizes[d];
-    c.pad_lo[d] = (g.kernel[d] - 1) * g.dilation[d] - g.pad_lo[d];
+    c.conv_out_sizes[d] = y_first < g.conv_in_sizes[d] ? ceil_div(g.conv_in_sizes[d] - y_first, g.stride[d]) : 0;
+    c.kernel[d] = taps.count;
+    c.stride[d] = 1;
+    c.dilation[d] = taps.source_step;
+    c.pad_lo[d] = (taps.count - 1) * taps.source_step - taps.source_first;
   }
-  return c;
+  return t;
 }
 
 }  // namespace fastpad

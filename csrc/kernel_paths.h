@@ -40,12 +40,12 @@ enum class ConvPath {
 
 enum class ConvTransposePath {
   CpuTorch,           // torch's own transposed convolution (cpu/torch_conv.h): a crop it expresses itself
-  CpuBlockedAvx2,     // stride 1, zeros: the conv it is (stride_one_transpose_as_conv) on the blocked kernel, AVX2
+  CpuBlockedAvx2,     // stride 1, zeros: the conv it is (transpose_phase_as_conv) on the blocked kernel, AVX2
   CpuBlockedAvx512,   // the same, AVX-512
   CpuDepthwise,       // cpu/depthwise.cpp
   CpuPhasePlanes,     // NCHW: the adjoint of conv's tap GEMMs
   CpuGemmCol2im,      // a GEMM per tile of x positions, then col2im
-  CudaPipelinedGemm,  // stride 1, zeros: the conv it is (stride_one_transpose_as_conv) on cuda/pipelined_gemm.cuh
+  CudaPipelinedGemm,  // the conv each stride phase is (transpose_phase_as_conv) on cuda/pipelined_gemm.cuh
   CudaDepthwiseVectors,  // depthwise channels-last, zeros: 16-byte channel vectors, an x patch in shared memory
   CudaDirectGather,   // few channels per group: one thread per output gathers every tap
   CudaPhaseGemm,      // one implicit GEMM per stride phase (zeros padding)
@@ -208,10 +208,11 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
                                              WeightFinite&& weight_finite, const CudaInputs& cuda = {}) {
   const bool strided = g.stride[0] * g.stride[1] * g.stride[2] > 1;
   if (backend == Backend::Cuda) {
-    // Like the phase GEMMs, the conv multiplies weights by the zeros around x: the kernels' gather pass recomputes
-    // the outputs that involves when the weight holds an inf or NaN (a device flag, so the choice reads no values).
-    if (!strided && g.mode == PaddingMode::Zeros &&
-        cuda_pipelined_gemm(stride_one_transpose_as_conv(g), element_bytes, reduced_precision, cuda)) {
+    // Each stride phase is a conv (transpose_phase_as_conv), run on the pipelined GEMM when conv would take it (the
+    // phases differ only in their taps and sizes). Like the phase GEMMs, the convs multiply weights by the zeros
+    // around x, and add no padding mode's folds: the kernels' gather pass then folds padded positions back and
+    // recomputes the outputs where an inf or NaN weight met a zero (a device flag: the choice reads no values).
+    if (cuda_pipelined_gemm(transpose_phase_as_conv(g, 0).conv, element_bytes, reduced_precision, cuda)) {
       return ConvTransposePath::CudaPipelinedGemm;
     }
     if (g.mode == PaddingMode::Zeros &&
@@ -233,10 +234,10 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
     return ConvTransposePath::CpuTorch;
   }
   if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;
-  // Stride 1 with zeros is a conv (stride_one_transpose_as_conv), whose reduction runs over x's channels. Like the
+  // Stride 1 with zeros is a conv (transpose_phase_as_conv, one phase), whose reduction runs over x's channels. Like the
   // phase planes, that conv multiplies weights by the zeros around x, so it takes only finite weights.
   if (!strided && g.mode == PaddingMode::Zeros &&
-      cpu_blocked_direct(stride_one_transpose_as_conv(g), isa, element_bytes) && weight_finite()) {
+      cpu_blocked_direct(transpose_phase_as_conv(g, 0).conv, isa, element_bytes) && weight_finite()) {
     return isa == CpuIsa::Avx512 ? ConvTransposePath::CpuBlockedAvx512 : ConvTransposePath::CpuBlockedAvx2;
   }
   return phase_plane_shape && weight_finite() ? ConvTransposePath::CpuPhasePlanes : ConvTransposePath::CpuGemmCol2im;

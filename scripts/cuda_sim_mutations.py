@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEMM_CASES = "gemm_tiles_crossed and zeros and contiguous and (float32 or bfloat16)"
 HALO_CASES = "depthwise_halo_2d and zeros and contiguous and float32"
 PIPELINED_CASES = "pipelined_taps_straddle_k_tiles and zeros and channels_last and bfloat16"
+PHASE_CASES = "pipelined_strided_phases and zeros and channels_last and bfloat16"
 TF32_CASES = "tf32_pipelined_gemm and pipelined_taps_straddle_k_tiles"
 VECTOR_CASES = "depthwise_vectors_2d and zeros and channels_last and (bfloat16 or float64)"
 
@@ -52,6 +53,9 @@ MUTATIONS = [
     ("B fragments of two column tiles swapped (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
      "          b[f][1] = r[1];\n          b[f + 1][0] = r[2];",
      "          b[f][1] = r[2];\n          b[f + 1][0] = r[1];", PIPELINED_CASES, False),
+    ("every stride phase given the first phase's weight (pipelined transposed conv)", "csrc/cuda/conv_transpose.cu",
+     "          phase_weight += t.conv.conv_out_channels", "          phase_weight += 0 * t.conv.conv_out_channels",
+     PHASE_CASES, False),
     ("float32 operands not rounded to TF32 (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
      "for (int r = 0; r < kRegisters; ++r) round_to_tf32(fragment[r]);",
      "for (int r = 0; r < kRegisters; ++r) (void)fragment[r];", TF32_CASES, False),

@@ -440,6 +440,8 @@ PATHS = {
                           "channels_last"),
     "pipelined_bfloat16": (conv_case((12, 10), 32, 32, 3, groups=2, batch=3, pads=((0, 1), (2, 1))), "zeros",
                            torch.bfloat16, "channels_last"),
+    "pipelined_phases": (conv_case((12, 10), 16, 32, 4, stride=2, pads=((1, 2), (1, 2))), "reflect", torch.bfloat16,
+                         "channels_last"),
     "gemm_bfloat16": (conv_case((6, 5, 7), 18, 20, 3, groups=2, pads=((1, 1), (0, 2), (2, 0))), "replicate",
                       torch.bfloat16, "contiguous"),
     "gemm_fold_reflect": (conv_case((8, 9), 6, 8, 3, stride=2, pads=((2, 1), (1, 2))), "reflect", torch.float32,
@@ -470,6 +472,7 @@ CUDA_KERNELS = {
     "gemm_float16": (GEMM, FOLD, SPLIT_K),  # 20 input channels: not whole 16-byte vectors
     "pipelined_float16": (PIPELINED, FOLD, SPLIT_K),
     "pipelined_bfloat16": (PIPELINED, PIPELINED, SPLIT_K),
+    "pipelined_phases": (PIPELINED, PIPELINED, SPLIT_K),  # conv_transpose: 4 stride phases, then reflect's folds
     "gemm_bfloat16": (GEMM, FOLD, SPLIT_K),
     "gemm_fold_reflect": (GEMM, FOLD, SPLIT_K),
     "gather_circular": (GEMM, GATHER, SPLIT_K),
@@ -502,25 +505,28 @@ def test_kernel_paths_small(path):
 @pytest.mark.parametrize("mode", ["zeros", "reflect"])
 def test_tf32_pipelined_gemm(tf32, mode):
     """float32 channels_last with torch.backends.cudnn.allow_tf32 (torch's default for its own CUDA convs): conv,
-    and its stride-1 input gradient in zeros mode, run the pipelined GEMM on TF32 tensor cores. Their result is the
-    float64 reference on the inputs rounded to TF32 (cvt.rna) to float32 accumulation, not the float32 result."""
-    g = conv_case((12, 10), 32, 48, 3, batch=3, pads=((0, 1), (2, 1)))
+    and its input gradient (the stride phases, then the padding mode's folds), run the pipelined GEMM on TF32 tensor
+    cores. Their result is the float64 reference on the inputs rounded to TF32 (cvt.rna) to float32 accumulation (the
+    folds of reflect's padding are added in float32), not the float32 result."""
+    g = conv_case((12, 10), 32, 48, 3, batch=3, stride=(1, 2), pads=((0, 1), (2, 1)))
     x, w, b = conv_make_inputs(g, torch.float32, "channels_last")
     gy = random_like_layout(output_shape(g), torch.float32, x)
     stride, pad_lo, pad_hi, dilation = op_geometry(g)
-    transposed_path = PIPELINED if mode == "zeros" else FOLD  # a folding mode is no conv: the phase GEMMs (FMA)
     assert ops._conv_path(x, w, b, stride, pad_lo, pad_hi, dilation, g.groups, mode, "cuda") == PIPELINED
     assert ops._conv_transpose_path(gy, w, None, stride, pad_lo, list(x.shape[2:]), dilation, g.groups, mode,
-                                    "cuda") == transposed_path
+                                    "cuda") == PIPELINED
     poison(output_shape(g), torch.float32, DEVICE, blocks=2)
     poison(tuple(x.shape), torch.float32, DEVICE, blocks=2)
     y, gx, _ = run_ops(g, mode, x, w, b, gy)
-    y_tf32, gx_tf32, _ = reference_ops(g, mode, tf32_rounded(x), tf32_rounded(w), b, tf32_rounded(gy))
+    y_tf32, _, _ = reference_ops(g, mode, tf32_rounded(x), tf32_rounded(w), b, tf32_rounded(gy))
     y_exact, gx_exact, _ = reference_ops(g, mode, x, w, b, gy)
+    # The input gradient's phases are TF32 GEMMs; a padding mode's folds are the gather pass's, in float32.
+    _, gx_phases_tf32, _ = reference_ops(g, "zeros", tf32_rounded(x), tf32_rounded(w), b, tf32_rounded(gy))
+    gx_tf32 = gx_phases_tf32 + gx_exact - reference_ops(g, "zeros", x, w, b, gy)[1]
     assert_close_to_reference(y, y_tf32, torch.float32, "conv")
     assert relative_error(y.to(y_exact.device), y_exact) > 10 * tolerance(torch.float32)  # TF32 ran
-    assert_close_to_reference(gx, gx_tf32 if transposed_path == PIPELINED else gx_exact, torch.float32,
-                              "conv_transpose")
+    assert_close_to_reference(gx, gx_tf32, torch.float32, "conv_transpose")
+    assert relative_error(gx.to(gx_exact.device), gx_exact) > 10 * tolerance(torch.float32)
 
 
 def path_inputs(path):

@@ -295,6 +295,13 @@ PATH_CASES = {
                               (PIPELINED, PHASE, SPLIT_K)),
     "pipelined_taps_straddle_k_tiles": (base_case(in_channels=24, out_channels=8, size=(7, 13), dilation=(2, 1),
                                                   padding=((2, 2), (0, 2)), batch=3), (PIPELINED, PIPELINED, SPLIT_K)),
+    # The transposed conv's stride phases on the pipelined GEMM (8k x channels per group): 6 phases with 1-2 x 1-2 taps
+    # (dilation 2 over stride 2 gives one tap class per row phase); then a kernel of 1 row at stride 2, whose odd
+    # rows no tap reaches (those phases are the bias alone).
+    "pipelined_strided_phases": (base_case(in_channels=8, out_channels=16, size=(9, 11), kernel=(3, 4), stride=(2, 3),
+                                           dilation=(2, 1), padding=((1, 2), (2, 1))), (PIPELINED, PIPELINED, SPLIT_K)),
+    "pipelined_phases_without_taps": (base_case(in_channels=16, out_channels=8, size=(7, 10), kernel=(1, 3),
+                                                stride=(2, 2), padding=((0, 0), (1, 1))), (PIPELINED, PIPELINED, SPLIT_K)),
     # Depthwise, one output channel per input channel: channels_last inputs take the channel-vector kernels (16 channels
     # are 2 bfloat16, 4 float32 and 8 float64 vectors, so one or two blocks of 4 vectors), conv_transpose in zeros mode;
     # the others the halo tiles and the gather.
@@ -323,8 +330,8 @@ def expected_paths(case, paths):
         conv = HALO  # channel vectors need the channels contiguous
     if transpose == VECTORS and not (case.layout == "channels_last" and case.dims > 1 and case.padding_mode == "zeros"):
         transpose = GATHER  # and the transposed kernel folds no padding back
-    if transpose == PIPELINED and (not vectors or case.padding_mode != "zeros"):
-        transpose = PHASE  # as a conv, the stride-1 transposed conv needs zero padding
+    if transpose == PIPELINED and not vectors:
+        transpose = PHASE  # the phase convs copy 16-bit channels 8 at a time, too
     if case.layout == "channels_last" and case.dims > 1 and conv == HALO:
         conv = DIRECT  # channels_last depthwise runs the direct kernel along C
     if case.padding_mode != "zeros" and transpose == PHASE:
@@ -385,12 +392,13 @@ def test_pipelined_large_tiles(sim, tile):
 @pytest.mark.parametrize("mode", ["zeros", "reflect"])
 @pytest.mark.parametrize("name", sorted(name for name in PATH_CASES if name.startswith("pipelined")))
 def test_tf32_pipelined_gemm(sim, tf32, name, mode):
-    """float32 channels_last with TF32 allowed (torch's default for its cuDNN convs): conv, and the stride-1 zeros
-    conv_transpose, run the pipelined GEMM on TF32 tensor cores under every schedule. Their result is the float64 op
-    on the inputs rounded to TF32 (cvt.rna) to float32 accumulation, and not the float32 one: TF32 ran. With TF32 off
+    """float32 channels_last with TF32 allowed (torch's default for its cuDNN convs): conv, and conv_transpose's
+    stride phases where x has 4k channels per group, run the pipelined GEMM on TF32 tensor cores under every schedule. Their result is the float64 op
+    on the inputs rounded to TF32 (cvt.rna) to float32 accumulation (conv_transpose: plus its padding mode's folds,
+    which the gather pass adds in float32), and not the float32 one: TF32 ran. With TF32 off
     the same problems take the FMA GEMMs and give the float32 result."""
     case, _ = path_case(name, mode, "channels_last", torch.float32)
-    transposed_on_pipeline = PATH_CASES[name][1][1] == PIPELINED and mode == "zeros"
+    transposed_on_pipeline = PATH_CASES[name][1][1] == PIPELINED
     x, w, b, gy, bt = tensors(case, seed=len(name))
     f64 = lambda t: None if t is None else t.double()  # noqa: E731
     tf32_64 = lambda t: tf32_rounded(t).double()  # noqa: E731
@@ -407,11 +415,14 @@ def test_tf32_pipelined_gemm(sim, tf32, name, mode):
     exact_gx = torch.ops.fastpad.conv_transpose(f64(gy), f64(w), f64(bt), *transpose_args)
     if transposed_on_pipeline:
         assert path == PIPELINED
-        compare(gx, torch.ops.fastpad.conv_transpose(tf32_64(gy), tf32_64(w), f64(bt), *transpose_args),
+        # The phases are TF32 GEMMs; a padding mode's folds are the gather pass's, in float32.
+        zeros_args = (*transpose_args[:-1], "zeros")
+        folds = exact_gx - torch.ops.fastpad.conv_transpose(f64(gy), f64(w), f64(bt), *zeros_args)
+        compare(gx, torch.ops.fastpad.conv_transpose(tf32_64(gy), tf32_64(w), f64(bt), *zeros_args) + folds,
                 torch.float32, "conv_transpose", case)
         assert relative_error(gx, exact_gx) > 10 * tolerance(torch.float32)
     else:
-        assert path == (PHASE if mode == "zeros" else FOLD)  # strided or folding: the phase GEMMs, exact float32
+        assert path == (PHASE if mode == "zeros" else FOLD)  # x's channels not whole vectors: exact float32
         compare(gx, exact_gx, torch.float32, "conv_transpose", case)
 
     torch.backends.cudnn.allow_tf32 = False
@@ -473,20 +484,23 @@ def test_transposed_gemm_with_non_finite_weights(sim, mode, layout_kind):
     torch.testing.assert_close(gx, expected, equal_nan=True, rtol=1e-12, atol=1e-12)
 
 
-NON_FINITE_CASES = {
-    PIPELINED: base_case(in_channels=8, out_channels=16, padding=((1, 2), (2, 1)), layout="channels_last",
-                         dtype="bfloat16"),
-    VECTORS: base_case(in_channels=16, out_channels=16, groups=16, stride=2, padding=((1, 2), (2, 1)),
-                       layout="channels_last", dtype="bfloat16"),
+NON_FINITE_CASES = {  # id: (case, the path it takes)
+    PIPELINED: (base_case(in_channels=8, out_channels=16, padding=((1, 2), (2, 1)), layout="channels_last",
+                          dtype="bfloat16"), PIPELINED),
+    f"{PIPELINED}_strided_reflect": (base_case(in_channels=8, out_channels=16, stride=2, kernel=(3, 4),
+                                               padding=((1, 2), (2, 1)), padding_mode="reflect",
+                                               layout="channels_last", dtype="bfloat16"), PIPELINED),
+    VECTORS: (base_case(in_channels=16, out_channels=16, groups=16, stride=2, padding=((1, 2), (2, 1)),
+                        layout="channels_last", dtype="bfloat16"), VECTORS),
 }
 
 
-@pytest.mark.parametrize("path", sorted(NON_FINITE_CASES))
-def test_vector_transposed_convs_with_non_finite_weights(sim, path):
-    """The stride-1 transposed conv on the pipelined GEMM multiplies weights by the zeros around x, and its gather pass
-    recomputes those outputs; the depthwise vector kernel skips taps outside x. Either way an inf or NaN weight gives
-    infs and NaNs where torch's do."""
-    case = NON_FINITE_CASES[path]
+@pytest.mark.parametrize("name", sorted(NON_FINITE_CASES))
+def test_vector_transposed_convs_with_non_finite_weights(sim, name):
+    """The transposed conv's stride phases on the pipelined GEMM multiply weights by the zeros around x, and the
+    gather pass recomputes those outputs (and folds reflect's padding back); the depthwise vector kernel skips taps
+    outside x. Either way an inf or NaN weight gives infs and NaNs where torch's do."""
+    case, path = NON_FINITE_CASES[name]
     x, w, _, gy, bt = tensors(case, seed=11)
     w[2, 0, 0, 0], w[3, 0, 2, 1], w[5, 0, 1, 2] = float("inf"), float("nan"), float("-inf")
     stride, pad_lo, _, dilation, groups, mode = case.conv_op_arguments()

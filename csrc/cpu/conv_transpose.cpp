@@ -220,9 +220,9 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     return torch_convolution(g, x, weight, b, /*transposed=*/true, y);
   }
   if (path == ConvTransposePath::CpuBlockedAvx2 || path == ConvTransposePath::CpuBlockedAvx512) {
-    const at::Tensor w_conv = stride_one_transpose_weight(g, weight);  // the conv it is
+    const at::Tensor w_conv = transpose_phase_weight(g, weight, 0);  // stride 1: one phase, the conv it is
     const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
-    blocked_conv(stride_one_transpose_as_conv(g), x, w_conv, b, y, channels_last,
+    blocked_conv(transpose_phase_as_conv(g, 0).conv, x, w_conv, b, y, channels_last,
                  path == ConvTransposePath::CpuBlockedAvx512);
     return y;
   }

@@ -4,6 +4,7 @@
 
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/ops/all.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/isfinite.h>
 #include <ATen/ops/zeros.h>
@@ -39,6 +40,16 @@ const void* data_or_null(const at::Tensor& t) { return t.defined() ? t.const_dat
 
 at::Tensor contiguous_bias(const std::optional<at::Tensor>& bias) {
   return bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
+}
+
+// The weights of the convs the stride phases of a transposed conv are (transpose_phase_weight in conv_params.h), each
+// tap-major as the pipelined GEMM reads it ([C_y][taps][C_x / groups]), one after the other in phase order.
+at::Tensor pipelined_phase_weights(const ConvGeometry& g, const at::Tensor& weight) {
+  std::vector<at::Tensor> phases;
+  for (int64_t phase = 0; phase < transpose_phase_count(g); ++phase) {
+    phases.push_back(transpose_phase_weight(g, weight, phase).movedim(1, -1).flatten());
+  }
+  return at::cat(phases);
 }
 
 }  // namespace
@@ -92,10 +103,10 @@ std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
   if (path != ConvTransposePath::CudaDirectGather && path != ConvTransposePath::CudaDepthwiseVectors) {
     weight_finite = at::isfinite(w).all();  // stays on the device: no sync, CUDA graphs capture it
   }
-  // The pipelined GEMM runs the conv this is, reading that conv's weight tap-major (see conv_binding); the depthwise
-  // vector kernel reads [taps][C].
+  // The pipelined GEMM runs the convs the stride phases are, reading their weights tap-major (see conv_binding); the
+  // depthwise vector kernel reads [taps][C].
   const auto kernel_weight = path == ConvTransposePath::CudaPipelinedGemm
-                                 ? stride_one_transpose_weight(g, w).movedim(1, -1).contiguous()
+                                 ? pipelined_phase_weights(g, w)
                              : path == ConvTransposePath::CudaDepthwiseVectors ? w.flatten(1).t().contiguous()
                                                                                 : at::Tensor();
   launch_conv_transpose({g, path, scalar_type_of(input), input.const_data_ptr(), strides_of(input),

@@ -4,12 +4,13 @@
 // Phase decomposition: the outputs p = phase + j*s of one stride phase are reached by one fixed residue class of taps,
 // so each phase is an implicit GEMM over exactly those taps (cuda/implicit_gemm.cuh), never over inserted zeros.
 // Fewer than kPhaseGemmMinChannels input channels per group (depthwise, and narrow grouped layers) run a direct
-// gather instead, which also folds padded positions back. Stride 1 in zeros mode is a conv
-// (stride_one_transpose_as_conv in geometry.h), which 16-bit channels-last inputs on sm_80+ run on the pipelined
-// tensor-core GEMM (cuda/pipelined_gemm.cuh) with the weight the binding reorders. Depthwise layers in zeros mode whose
+// gather instead, which also folds padded positions back. Each stride phase is itself a conv
+// (transpose_phase_as_conv in geometry.h), which channels-last inputs in 16-bit (or float32 with TF32) on sm_80+ run
+// on the pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh), one launch per phase, with the weights the binding
+// reorders. Depthwise layers in zeros mode whose
 // channels come in 16-byte vectors (channels_last, sm_80+) gather through an x patch in shared memory, 16 bytes at a
 // time (cuda/depthwise_vectors.cuh).
-// After the phase GEMMs (or the pipelined conv), a gather pass folds padded positions back (modes other than zeros)
+// After the phase GEMMs (or the pipelined phases), a gather pass folds padded positions back (modes other than zeros)
 // and, for a weight with an inf or NaN, recomputes the outputs where a GEMM multiplied it by a zero loaded outside x.
 // Torch-free: the binding (cuda/bindings.cpp) picks the path and computes the weight_finite flag.
 #include "cuda/depthwise_vectors.cuh"
@@ -119,9 +120,22 @@ void launch_conv_transpose_typed(const ConvTransposeLaunch& a) {
           throw std::invalid_argument(
               "fastpad conv_transpose: the pipelined GEMM needs weight_finite and kernel_weight");
         }
-        run_pipelined_conv(a.stream, stride_one_transpose_as_conv(g), x, a.xs,
-                           static_cast<const scalar_t*>(a.kernel_weight), bias, y, a.ys);
-        gather(GatherPass::AfterPhaseGemm, a.weight_finite);  // outputs where an inf or NaN met a padding zero
+        // One conv per stride phase, writing the phase's y positions (a stride apart) with its own weight.
+        const auto* phase_weight = static_cast<const scalar_t*>(a.kernel_weight);
+        for (int64_t phase = 0; phase < transpose_phase_count(g); ++phase) {
+          const TransposePhase t = transpose_phase_as_conv(g, phase);
+          Strides phase_ys = a.ys;
+          int64_t y_offset = 0;
+          for (int d = 0; d < kMaxSpatial; ++d) {
+            y_offset += t.y_first[d] * a.ys.spatial[d];
+            phase_ys.spatial[d] *= g.stride[d];
+          }
+          if (t.conv.conv_out_volume() > 0) {
+            run_pipelined_conv(a.stream, t.conv, x, a.xs, phase_weight, bias, y + y_offset, phase_ys);
+          }
+          phase_weight += t.conv.conv_out_channels * t.conv.conv_in_channels_per_group() * t.conv.kernel_volume();
+        }
+        gather(GatherPass::AfterPhaseGemm, a.weight_finite);  // padding folds; outputs where inf or NaN met a zero
         return;
       }
       break;

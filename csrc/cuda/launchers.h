@@ -34,9 +34,9 @@ struct ConvLaunch {
 
 // conv_transpose, in conv_transpose_geometry's terms. weight_finite: a device flag saying whether w holds no inf or
 // NaN, read by the kernels without a host sync (the GEMM paths need it; nullptr otherwise). kernel_weight: the weight
-// as the path's kernel reads it, contiguous: for the pipelined GEMM the weight of the conv a stride-1 transposed conv
-// is, [C_y, *kernel, C_x / groups] (stride_one_transpose_weight, tap-major); for the depthwise vector kernel
-// [taps, C]; nullptr otherwise.
+// as the path's kernel reads it, contiguous: for the pipelined GEMM the weights of the convs the stride phases are,
+// each [C_y, *its taps, C_x / groups] (transpose_phase_weight, tap-major), one after the other in phase order; for the
+// depthwise vector kernel [taps, C]; nullptr otherwise.
 struct ConvTransposeLaunch {
   ConvGeometry g;
   ConvTransposePath path;
