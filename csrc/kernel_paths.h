@@ -56,6 +56,7 @@ enum class WeightGradPath {
   CpuDepthwise,            // cpu/depthwise.cpp
   CpuPhasePlanes,          // NCHW: chunked GEMM reductions over phase-plane columns
   CpuChannelsLastGemm,     // channels-last: chunked GEMM reductions over im2col columns
+  CudaPipelinedGemm,       // 16-bit, channels contiguous: cuda/pipelined_gemm.cuh split along the reduction
   CudaDepthwiseReduction,  // one block per (channel, tap), a tree over its threads
   CudaSplitKGemm,          // the implicit GEMM split along the reduction, partial sums added in order
 };
@@ -243,8 +244,21 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
   return phase_plane_shape && weight_finite() ? ConvTransposePath::CpuPhasePlanes : ConvTransposePath::CpuGemmCol2im;
 }
 
-inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend backend, bool channels_last) {
+// Whether conv_weight_grad runs the pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh): bfloat16/float16 on sm_80
+// or later, x and grad_output with their channels in aligned 16-byte vectors (cuda.channel_vectors says both), and
+// whole vectors of input and output channels in every group. (float32 keeps the FMA GEMM: ldmatrix.trans, which
+// serves operands stored position-major, moves 16-bit elements only.)
+inline bool cuda_pipelined_weight_grad(const ConvGeometry& g, bool reduced_precision, const CudaInputs& cuda) {
+  constexpr int64_t lanes = cuda::kVectorBytes / 2;
+  return cuda.sm80 && reduced_precision && cuda.channel_vectors && g.conv_in_channels_per_group() % lanes == 0 &&
+         g.conv_out_channels_per_group() % lanes == 0;
+}
+
+// conv_weight_grad. reduced_precision and cuda as for conv (cuda.channel_vectors: of x and grad_output both).
+inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend backend, bool channels_last,
+                                              bool reduced_precision = false, const CudaInputs& cuda = {}) {
   if (backend == Backend::Cuda) {
+    if (cuda_pipelined_weight_grad(g, reduced_precision, cuda)) return WeightGradPath::CudaPipelinedGemm;
     return g.conv_in_channels_per_group() == 1 ? WeightGradPath::CudaDepthwiseReduction
                                                : WeightGradPath::CudaSplitKGemm;
   }
@@ -294,6 +308,7 @@ inline const char* path_name(WeightGradPath path) {
     case WeightGradPath::CpuDepthwise: return "cpu_depthwise";
     case WeightGradPath::CpuPhasePlanes: return "cpu_phase_planes";
     case WeightGradPath::CpuChannelsLastGemm: return "cpu_channels_last_gemm";
+    case WeightGradPath::CudaPipelinedGemm: return "cuda_pipelined_gemm";
     case WeightGradPath::CudaDepthwiseReduction: return "cuda_depthwise_reduction";
     case WeightGradPath::CudaSplitKGemm: return "cuda_split_k_gemm";
   }

@@ -37,8 +37,8 @@ gencode=()
 for arch in "${archs[@]}"; do gencode+=(-gencode "arch=compute_${arch},code=sm_${arch}"); done
 
 # One nvcc per source, all at once (each is mostly single-threaded); logs are printed in order afterwards. ptxas
-# reports every kernel's registers and spills (-Xptxas -v), and the PTX of conv.cu and conv_transpose.cu is kept for
-# the checks below.
+# reports every kernel's registers and spills (-Xptxas -v), and the PTX of conv.cu, conv_transpose.cu and
+# conv_weight_grad.cu is kept for the checks below.
 sources=(csrc/cuda/*.cu csrc/cuda/*.cpp)
 common=(-std=c++20 -O3 -I"$work/stand_in" -Icsrc "${torch_flags[@]}" -DTORCH_API_INCLUDE_EXTENSION_H
         -DTORCH_EXTENSION_NAME=_C --expt-relaxed-constexpr)
@@ -49,7 +49,7 @@ for source in "${sources[@]}"; do
     pids+=("$!")
 done
 ptx_arch="${archs[${#archs[@]}-1]}"
-ptx_sources=(csrc/cuda/conv.cu csrc/cuda/conv_transpose.cu)
+ptx_sources=(csrc/cuda/conv.cu csrc/cuda/conv_transpose.cu csrc/cuda/conv_weight_grad.cu)
 ptx_pids=()
 for source in "${ptx_sources[@]}"; do
     "$NVCC" "${common[@]}" -ptx "$source" -o "$work/$(basename "$source").ptx" -arch="compute_${ptx_arch}" \
@@ -78,4 +78,5 @@ done
 # ldmatrix and mma.sync (scripts/cuda_kernel_report.py).
 logs=()
 for source in csrc/cuda/*.cu; do logs+=("$work/$(basename "$source").log"); done
-"$PYTHON" scripts/cuda_kernel_report.py --ptx "$work/conv.cu.ptx" --ptx "$work/conv_transpose.cu.ptx" "${logs[@]}"
+"$PYTHON" scripts/cuda_kernel_report.py --ptx "$work/conv.cu.ptx" --ptx "$work/conv_transpose.cu.ptx" \
+    --ptx "$work/conv_weight_grad.cu.ptx" "${logs[@]}"

@@ -1,16 +1,16 @@
 """What the compiler says about each CUDA kernel, and the checks CI makes on it (scripts/cuda_compile_check.sh).
 
 From nvcc's `-Xptxas -v` logs: registers, spill bytes, stack frame and static shared memory of every kernel per
-architecture. From the PTX of conv.cu and conv_transpose.cu: that each kernel of the pipelined GEMM
+architecture. From the PTX of conv.cu, conv_transpose.cu and conv_weight_grad.cu: that each kernel of the pipelined GEMM
 (csrc/cuda/pipelined_gemm.cuh) copies with 16-byte zero-fill cp.async, waits on its groups, loads fragments with
 ldmatrix and multiplies with mma.sync (m16n8k16 for 16-bit elements; m16n8k8 for float32, after cvt.rna.tf32.f32
-rounds its operands), and that each depthwise channel-vector kernel (conv and
+rounds its operands; the weight gradient's with ldmatrix.trans), and that each depthwise channel-vector kernel (conv and
 conv_transpose) copies its patch with 16-byte cp.async and loads and stores 16 bytes at a time.
 
 It fails (exit 1) when any kernel spills or one of those kernels lacks one of its instructions, and prints a markdown
 table either way.
 
-Usage: python scripts/cuda_kernel_report.py --ptx conv.ptx [--ptx conv_transpose.ptx] LOG [LOG ...]
+Usage: python scripts/cuda_kernel_report.py --ptx conv.ptx [--ptx conv_transpose.ptx ...] LOG [LOG ...]
 """
 import argparse
 import re
@@ -44,6 +44,13 @@ REQUIRED_INSTRUCTIONS = {
         "mma.sync (m16n8k16 16-bit, m16n8k8 TF32)": re.compile(
             r"mma\.sync\.aligned\.(m16n8k16\.row\.col\.f32\.(bf16\.bf16|f16\.f16)|m16n8k8\.row\.col\.f32\.tf32\.tf32)"
             r"\.f32"),
+    },
+    # The weight gradient on the same pipeline: both operands stored position-major, loaded with ldmatrix.trans.
+    "pipelined_weight_grad_kernel": {
+        "cp.async 16 bytes, zero-fill": ZERO_FILL_COPY,
+        "cp.async.wait_group": WAIT_GROUP,
+        "ldmatrix .x4.trans": re.compile(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.shared\.b16"),
+        "mma.sync m16n8k16": re.compile(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.(bf16\.bf16|f16\.f16)\.f32"),
     },
     # Its float32 instances (mangled `...IfLi...`) multiply on the TF32 tensor cores, operands rounded first.
     "pipelined_conv_kernelIf": {
@@ -139,7 +146,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("logs", nargs="+", help="nvcc -Xptxas -v logs")
     parser.add_argument("--ptx", required=True, action="append",
-                        help="the PTX of csrc/cuda/conv.cu, and of conv_transpose.cu (repeat the option)")
+                        help="the PTX of csrc/cuda/conv.cu, conv_transpose.cu and conv_weight_grad.cu (repeat "
+                             "the option)")
     args = parser.parse_args(argv)
     kernels = [kernel for path in args.logs for kernel in parse_ptxas(open(path).read())]
     print(table(kernels))

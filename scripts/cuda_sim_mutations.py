@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEMM_CASES = "gemm_tiles_crossed and zeros and contiguous and (float32 or bfloat16)"
 HALO_CASES = "depthwise_halo_2d and zeros and contiguous and float32"
 PIPELINED_CASES = "pipelined_taps_straddle_k_tiles and zeros and channels_last and bfloat16"
+WEIGHT_GRAD_CASES = "pipelined_weight_grad_splits and zeros and channels_last and bfloat16"
 PHASE_CASES = "pipelined_strided_phases and zeros and channels_last and bfloat16"
 TF32_CASES = "tf32_pipelined_gemm and pipelined_taps_straddle_k_tiles"
 VECTOR_CASES = "depthwise_vectors_2d and zeros and channels_last and (bfloat16 or float64)"
@@ -40,14 +41,16 @@ MUTATIONS = [
     ("shared array one element short (depthwise weight gradient)", "csrc/cuda/conv_weight_grad.cu",
      "__shared__ acc_t partial[kThreads];", "__shared__ acc_t partial[kThreads - 1];", HALO_CASES, True),
     ("k-tile read before its cp.async group is waited for (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
-     "      cp_async_wait<kPipelineStages - 2>();  // this", "      // this", PIPELINED_CASES, False),
+     "    cp_async_wait<kPipelineStages - 2>();  // this", "    // this", PIPELINED_CASES, False),
     ("next stage copied before the barrier (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
-     "      __syncthreads();                       // ... and everyone's; everyone is done with k-tile kt - 1's stage\n"
-     "      if (kt + kPipelineStages - 1 < k_tiles) copy_stage(int((kt + kPipelineStages - 1) % kPipelineStages));",
-     "      if (kt + kPipelineStages - 1 < k_tiles) copy_stage(int((kt + kPipelineStages - 1) % kPipelineStages));\n"
-     "      __syncthreads();", PIPELINED_CASES, False),
+     "    __syncthreads();                       // ... and everyone's; everyone is done with k-tile kt - 1's stage\n"
+     "    const int64_t next = kt + kPipelineStages - 1;\n"
+     "    if (next < k_tiles) copy(int(next % kPipelineStages), next);",
+     "    const int64_t next = kt + kPipelineStages - 1;\n"
+     "    if (next < k_tiles) copy(int(next % kPipelineStages), next);\n"
+     "    __syncthreads();", PIPELINED_CASES, False),
     ("trailing barrier removed (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
-     "    cp_async_wait<0>();\n    __syncthreads();", "    cp_async_wait<0>();", PIPELINED_CASES, False),
+     "  cp_async_wait<0>();\n  __syncthreads();", "  cp_async_wait<0>();", PIPELINED_CASES, False),
     ("padding copied instead of zero-filled (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
      "valid ? x + offset : x, valid);", "x, true);", PIPELINED_CASES, False),
     ("B fragments of two column tiles swapped (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
@@ -56,6 +59,8 @@ MUTATIONS = [
     ("every stride phase given the first phase's weight (pipelined transposed conv)", "csrc/cuda/conv_transpose.cu",
      "          phase_weight += t.conv.conv_out_channels", "          phase_weight += 0 * t.conv.conv_out_channels",
      PHASE_CASES, False),
+    ("B fragments loaded without .trans (pipelined weight gradient)", "csrc/cuda/pipelined_gemm.cuh",
+     "        ldmatrix_x4_trans(columns,", "        ldmatrix_x4(columns,", WEIGHT_GRAD_CASES, False),
     ("float32 operands not rounded to TF32 (pipelined GEMM)", "csrc/cuda/pipelined_gemm.cuh",
      "for (int r = 0; r < kRegisters; ++r) round_to_tf32(fragment[r]);",
      "for (int r = 0; r < kRegisters; ++r) (void)fragment[r];", TF32_CASES, False),

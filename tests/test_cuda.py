@@ -471,8 +471,8 @@ CUDA_KERNELS = {
     "gemm_float32": (GEMM, PHASE, SPLIT_K),
     "gemm_float16": (GEMM, FOLD, SPLIT_K),  # 20 input channels: not whole 16-byte vectors
     "pipelined_float16": (PIPELINED, FOLD, SPLIT_K),
-    "pipelined_bfloat16": (PIPELINED, PIPELINED, SPLIT_K),
-    "pipelined_phases": (PIPELINED, PIPELINED, SPLIT_K),  # conv_transpose: 4 stride phases, then reflect's folds
+    "pipelined_bfloat16": (PIPELINED, PIPELINED, PIPELINED),
+    "pipelined_phases": (PIPELINED, PIPELINED, PIPELINED),  # conv_transpose: 4 stride phases, then reflect's folds
     "gemm_bfloat16": (GEMM, FOLD, SPLIT_K),
     "gemm_fold_reflect": (GEMM, FOLD, SPLIT_K),
     "gather_circular": (GEMM, GATHER, SPLIT_K),

@@ -294,14 +294,18 @@ PATH_CASES = {
     "pipelined_odd_columns": (base_case(in_channels=24, out_channels=15, groups=3, size=(6, 7)),
                               (PIPELINED, PHASE, SPLIT_K)),
     "pipelined_taps_straddle_k_tiles": (base_case(in_channels=24, out_channels=8, size=(7, 13), dilation=(2, 1),
-                                                  padding=((2, 2), (0, 2)), batch=3), (PIPELINED, PIPELINED, SPLIT_K)),
+                                                  padding=((2, 2), (0, 2)), batch=3), (PIPELINED, PIPELINED, PIPELINED)),
     # The transposed conv's stride phases on the pipelined GEMM (8k x channels per group): 6 phases with 1-2 x 1-2 taps
     # (dilation 2 over stride 2 gives one tap class per row phase); then a kernel of 1 row at stride 2, whose odd
     # rows no tap reaches (those phases are the bias alone).
     "pipelined_strided_phases": (base_case(in_channels=8, out_channels=16, size=(9, 11), kernel=(3, 4), stride=(2, 3),
-                                           dilation=(2, 1), padding=((1, 2), (2, 1))), (PIPELINED, PIPELINED, SPLIT_K)),
+                                           dilation=(2, 1), padding=((1, 2), (2, 1))), (PIPELINED, PIPELINED, PIPELINED)),
     "pipelined_phases_without_taps": (base_case(in_channels=16, out_channels=8, size=(7, 10), kernel=(1, 3),
-                                                stride=(2, 2), padding=((0, 0), (1, 1))), (PIPELINED, PIPELINED, SPLIT_K)),
+                                                stride=(2, 2), padding=((0, 0), (1, 1))), (PIPELINED, PIPELINED, PIPELINED)),
+    # The weight gradient on the pipelined GEMM (8k input and output channels per group): 72 output channels and
+    # 8 x 9 columns cross its 64 x 64 tiles, and 1152 positions make 2 splits of the reduction.
+    "pipelined_weight_grad_splits": (base_case(in_channels=8, out_channels=72, size=(24, 24), batch=2),
+                                     (PIPELINED, PIPELINED, PIPELINED)),
     # Depthwise, one output channel per input channel: channels_last inputs take the channel-vector kernels (16 channels
     # are 2 bfloat16, 4 float32 and 8 float64 vectors, so one or two blocks of 4 vectors), conv_transpose in zeros mode;
     # the others the halo tiles and the gather.
@@ -332,6 +336,8 @@ def expected_paths(case, paths):
         transpose = GATHER  # and the transposed kernel folds no padding back
     if transpose == PIPELINED and not vectors:
         transpose = PHASE  # the phase convs copy 16-bit channels 8 at a time, too
+    if grad == PIPELINED and not vectors:
+        grad = SPLIT_K  # and so does the weight gradient
     if case.layout == "channels_last" and case.dims > 1 and conv == HALO:
         conv = DIRECT  # channels_last depthwise runs the direct kernel along C
     if case.padding_mode != "zeros" and transpose == PHASE:
@@ -452,7 +458,7 @@ def test_random_problems(sim, seed, capsys):
         # This draw reaches every path of every op; a random seed may miss a rare one.
         assert seen["conv"] == {PIPELINED, VECTORS, GEMM, HALO, DIRECT}, seen
         assert seen["conv_transpose"] == {PIPELINED, VECTORS, GATHER, PHASE, FOLD}, seen
-        assert seen["conv_weight_grad"] == {REDUCTION, SPLIT_K}, seen
+        assert seen["conv_weight_grad"] == {PIPELINED, REDUCTION, SPLIT_K}, seen
 
 
 def test_shim_catches_a_wrong_index(sim):

@@ -121,12 +121,14 @@ std::pair<at::Tensor, WeightGradPath> conv_weight_grad_binding(const at::Tensor&
                                                                 at::IntArrayRef weight_shape, at::IntArrayRef stride,
                                                                 at::IntArrayRef pad_lo, at::IntArrayRef dilation,
                                                                 int64_t groups, c10::string_view padding_mode,
-                                                                cudaStream_t stream) {
+                                                                bool sm80, cudaStream_t stream) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   const ConvGeometry g = conv_weight_grad_geometry(input, grad_output, weight_shape, stride, pad_lo, dilation, groups,
                                                    padding_mode);
   const bool channels_last = output_memory_format(input) != at::MemoryFormat::Contiguous;
-  const WeightGradPath path = choose_weight_grad_path(g, Backend::Cuda, channels_last);
+  const WeightGradPath path =
+      choose_weight_grad_path(g, Backend::Cuda, channels_last, is_reduced_precision(input),
+                              {channel_vectors(input) && channel_vectors(grad_output), sm80, tf32_allowed()});
   if (g.batch == 0) return {at::zeros(weight_shape, input.options()), path};
   auto grad = at::empty(weight_shape, input.options());  // contiguous: [C_out, C_in / groups * taps]
   WeightGradLaunch launch{g,       path, scalar_type_of(input), input.const_data_ptr(), strides_of(input),

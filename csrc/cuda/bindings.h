@@ -33,6 +33,6 @@ std::pair<at::Tensor, WeightGradPath> conv_weight_grad_binding(const at::Tensor&
                                                                 at::IntArrayRef weight_shape, at::IntArrayRef stride,
                                                                 at::IntArrayRef pad_lo, at::IntArrayRef dilation,
                                                                 int64_t groups, c10::string_view padding_mode,
-                                                                cudaStream_t stream);
+                                                                bool sm80, cudaStream_t stream);
 
 }  // namespace fastpad::cuda

@@ -2,10 +2,12 @@
 // Layout: any strides for input and grad_output, read in place; the result is a contiguous weight_shape tensor.
 // Padding is never materialised: each tap reads the padded input through source_index. The reduction order is fixed
 // (no atomics), so results are deterministic: depthwise layers reduce per (channel, tap) in one block; the others run
-// a split-K implicit GEMM (cuda/implicit_gemm.cuh) whose per-split partial sums, in the caller's workspace, are then
-// added in a fixed order. Torch-free: the binding (cuda/bindings.cpp) picks the path and allocates the workspace.
+// a split-K GEMM whose per-split partial sums, in the caller's workspace, are then added in a fixed order: the
+// pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh) for 16-bit channels-last tensors with whole 16-byte channel
+// vectors on sm_80+, else the implicit GEMM (cuda/implicit_gemm.cuh). Torch-free: the binding (cuda/bindings.cpp) picks the path and allocates the workspace.
 #include "cuda/implicit_gemm.cuh"
 #include "cuda/launchers.h"
+#include "cuda/pipelined_gemm.cuh"
 
 namespace fastpad::cuda {
 namespace {
@@ -61,23 +63,33 @@ void launch_conv_weight_grad_typed(const WeightGradLaunch& a) {
       launch(a.stream, depthwise_weight_grad_kernel<scalar_t>, grid_for(grad_elements), 0, g, x, a.xs, gy, a.gys,
              grad);
       return;
-    case WeightGradPath::CudaSplitKGemm: {
-      auto problem = make_weight_grad_problem(g, x, a.xs, gy, a.gys);
+    case WeightGradPath::CudaSplitKGemm:
+    case WeightGradPath::CudaPipelinedGemm: {
+      auto problem = make_weight_grad_problem(g, x, a.xs, gy, a.gys);  // the tiles and splits of both GEMMs
       problem.partial = static_cast<acc_t*>(a.workspace);
-      run_implicit_gemm(a.stream, problem);
+      if (a.path == WeightGradPath::CudaSplitKGemm) {
+        run_implicit_gemm(a.stream, problem);
+      } else if constexpr (is_16_bit<scalar_t>) {
+        launch(a.stream, pipelined_weight_grad_kernel<scalar_t>, grid_for(problem.items()), kWeightGradSharedBytes,
+               g, x, a.xs, gy, a.gys, problem.partial, problem.splits, problem.split_size);
+      } else {
+        break;
+      }
       launch(a.stream, sum_splits_kernel<scalar_t>, grid_for(grad_elements, kThreads), 0,
              static_cast<const acc_t*>(a.workspace), problem.splits, grad_elements, grad);
       return;
     }
     default:
-      throw std::invalid_argument(std::string("fastpad conv_weight_grad: no CUDA kernel for path ") + path_name(a.path));
+      break;
   }
+  throw std::invalid_argument(std::string("fastpad conv_weight_grad: no CUDA kernel for path ") + path_name(a.path) +
+                              " in this dtype");
 }
 
 }  // namespace
 
 int64_t weight_grad_workspace_elements(const WeightGradLaunch& a) {
-  if (a.path != WeightGradPath::CudaSplitKGemm) return 0;
+  if (a.path != WeightGradPath::CudaSplitKGemm && a.path != WeightGradPath::CudaPipelinedGemm) return 0;
   const auto problem = make_weight_grad_problem<float>(a.g, nullptr, a.xs, nullptr, a.gys);
   return problem.splits * a.g.conv_out_channels * a.g.conv_in_channels_per_group() * a.g.kernel_volume();
 }

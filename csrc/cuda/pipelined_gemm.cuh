@@ -61,6 +61,27 @@ __device__ __forceinline__ void mma_step(float (&acc)[4], const uint32_t (&a)[4]
   }
 }
 
+// The multistage main loop of the pipelined kernels, every cp.async wait and barrier of it: while k-tile kt is
+// multiplied (multiply(stage)), the copies of k-tile kt + kPipelineStages - 1 are in flight (copy(stage, k_tile)
+// issues them). Ends with every copy landed and every warp done with every stage.
+template <typename Copy, typename Multiply>
+__device__ __forceinline__ void run_pipeline(int64_t k_tiles, Copy&& copy, Multiply&& multiply) {
+  for (int stage = 0; stage < kPipelineStages - 1; ++stage) {
+    if (stage < k_tiles) copy(stage, int64_t{stage});
+    cp_async_commit();  // one group per stage, empty ones included, so the wait below counts k-tiles
+  }
+  for (int64_t kt = 0; kt < k_tiles; ++kt) {
+    cp_async_wait<kPipelineStages - 2>();  // this thread's copies of k-tile kt have landed ...
+    __syncthreads();                       // ... and everyone's; everyone is done with k-tile kt - 1's stage
+    const int64_t next = kt + kPipelineStages - 1;
+    if (next < k_tiles) copy(int(next % kPipelineStages), next);
+    cp_async_commit();
+    multiply(int(kt % kPipelineStages));
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the next item's first copies overwrite stages other warps may still read
+}
+
 // Where one thread's 16-byte vector of the current k-tile lies: channel c of tap (r[0], r[1], r[2]) and its k.
 struct TapCursor {
   int64_t k;
@@ -135,8 +156,9 @@ __global__ void __launch_bounds__(kThreads, 1)  // the 128 x 128 tile holds 64 a
 
     TapCursor cursor{0, 0, {0, 0, 0}};
     cursor.advance(g, channels, vector * kVector);
-    // Issues the copies of the k-tile the cursor is at into `stage`, then moves the cursor to the next k-tile.
-    const auto copy_stage = [&](int stage) {
+    // Issues the copies of the k-tile the cursor is at (the next one: k-tiles are copied in order) into `stage`, then
+    // moves the cursor on.
+    const auto copy_stage = [&](int stage, int64_t) {
       const bool k_valid = cursor.k < k_size;
       for (int i = 0; i < kARows; ++i) {
         bool valid = a_valid[i] && k_valid;
@@ -159,16 +181,7 @@ __global__ void __launch_bounds__(kThreads, 1)  // the 128 x 128 tile holds 64 a
     };
 
     float acc[kFragmentsM][kFragmentsN][4] = {};
-    for (int stage = 0; stage < kPipelineStages - 1; ++stage) {
-      if (stage < k_tiles) copy_stage(stage);
-      cp_async_commit();  // one group per stage, empty ones included, so the wait below counts k-tiles
-    }
-    for (int64_t kt = 0; kt < k_tiles; ++kt) {
-      cp_async_wait<kPipelineStages - 2>();  // this thread's copies of k-tile kt have landed ...
-      __syncthreads();                       // ... and everyone's; everyone is done with k-tile kt - 1's stage
-      if (kt + kPipelineStages - 1 < k_tiles) copy_stage(int((kt + kPipelineStages - 1) % kPipelineStages));
-      cp_async_commit();
-      const int stage = int(kt % kPipelineStages);
+    run_pipeline(k_tiles, copy_stage, [&](int stage) {
 #pragma unroll
       for (int kk = 0; kk < kTileK; kk += kStepK) {
         uint32_t a[kFragmentsM][4], b[kFragmentsN][2];
@@ -193,9 +206,7 @@ __global__ void __launch_bounds__(kThreads, 1)  // the 128 x 128 tile holds 64 a
           for (int j = 0; j < kFragmentsN; ++j) mma_step<scalar_t>(acc[i][j], a[i], b[j]);
         }
       }
-    }
-    cp_async_wait<0>();
-    __syncthreads();  // the next item's first copies overwrite stages other warps may still read
+    });
 
     // acc[i][j][e] is C at row warp_row + 16 i + lane / 4 + 8 (e / 2), column warp_col + 8 j + 2 (lane % 4) + e % 2.
 #pragma unroll
@@ -257,6 +268,117 @@ void run_pipelined_conv(cudaStream_t stream, const ConvGeometry& g, const scalar
     launch_pipelined_conv<scalar_t, 64, 128, 2>(stream, g, x, xs, w, bias, y, ys);
   } else {
     launch_pipelined_conv<scalar_t, 64, 64, 2>(stream, g, x, xs, w, bias, y, ys);
+  }
+}
+
+// conv_weight_grad on the same pipeline, for 16-bit x and gy whose channels are aligned 16-byte vectors: per split of
+// the reduction (make_weight_grad_problem's plan in cuda/problems.h: kTileM x kTileN tiles, the same splits as the
+// FMA GEMM), C[m, n] = sum_k A[m, k] B[k, n] with M = Cg_out, N = taps * Cg_in tap-major (8 consecutive n are 8
+// channels of one tap: one 16-byte cp.async) and K = the split's share of images x output positions. A is gy, B the
+// implicitly padded x under tap n / Cg_in (zero-fill for padding; reflect/replicate/circular copy from the resolved
+// position). In memory both have a position's channels contiguous, so shared memory holds them k-major (one row per
+// position) and ldmatrix.trans hands out the row-major A and column-major B fragments mma.sync m16n8k16 wants.
+// The float sums go to the split's slice of the workspace in the FMA GEMM's layout ([split][C_out][Cg_in][taps]),
+// which sum_splits_kernel (conv_weight_grad.cu) adds in a fixed order.
+constexpr int kWeightGradTileK = 32;                                     // positions per stage
+constexpr int kWeightGradPitch = kTileM + kVectorBytes / 2;              // 144-byte rows: ldmatrix.trans's 8 rows
+                                                                         // hit 8 different groups of 4 banks
+constexpr size_t kWeightGradSharedBytes =  // A and B, 16-bit
+    size_t(kPipelineStages) * 2 * kWeightGradTileK * kWeightGradPitch * sizeof(uint16_t);
+
+template <typename scalar_t>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
+    pipelined_weight_grad_kernel(const ConvGeometry g, const scalar_t* x, const Strides xs, const scalar_t* gy,
+                                 const Strides gys, float* partial, int64_t splits, int64_t split_size) {
+  static_assert(is_16_bit<scalar_t> && kTileM == kTileN && kTileM == 64, "16-bit elements, 64 x 64 tiles");
+  constexpr int kVector = kVectorBytes / sizeof(scalar_t);
+  constexpr int kVectorsPerRow = kTileM / kVector;
+  static_assert(kThreads == kWeightGradTileK * kVectorsPerRow, "one A and one B vector per thread and stage");
+  constexpr int kStageElements = 2 * kWeightGradTileK * kWeightGradPitch;
+  auto* shared = reinterpret_cast<scalar_t*>(dynamic_shared_memory());
+  const auto a_tile = [&](int stage, int k) { return shared + stage * kStageElements + k * kWeightGradPitch; };
+  const auto b_tile = [&](int stage, int k) { return a_tile(stage, kWeightGradTileK + k); };
+
+  const int64_t m_size = g.conv_out_channels_per_group(), channels = g.conv_in_channels_per_group();
+  const int64_t taps = g.kernel_volume(), n_size = channels * taps, reduce = g.batch * g.conv_out_volume();
+  const int64_t tiles_m = (m_size + kTileM - 1) / kTileM, tiles_n = (n_size + kTileN - 1) / kTileN;
+  const int64_t items = tiles_m * tiles_n * g.groups * splits;
+  const int vector = threadIdx.x % kVectorsPerRow, copy_row = threadIdx.x / kVectorsPerRow;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp_row = warp % 2 * 32, warp_col = warp / 2 * 16;  // 2 x 4 warps of 32 x 16: 2 x 2 mma tiles each
+
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const int64_t m0 = item % tiles_m * kTileM, n0 = item / tiles_m % tiles_n * kTileN;
+    const int64_t group = item / (tiles_m * tiles_n) % g.groups, split = item / (tiles_m * tiles_n * g.groups);
+    const int64_t k_begin = split * split_size, k_end = k_begin + split_size < reduce ? k_begin + split_size : reduce;
+
+    // This thread's vectors: output channels m .. m + 7 of gy, input channels c .. c + 7 of x under tap r.
+    const int64_t m = m0 + vector * kVector, n = n0 + vector * kVector;
+    const bool m_valid = m < m_size, n_valid = n < n_size;
+    int64_t r[kMaxSpatial];
+    unflatten(n_valid ? n / channels : 0, g.kernel, r);  // the tap
+    const int64_t c = n_valid ? n % channels : 0;
+    const int64_t gy_channel = group * m_size + m, x_channel = group * channels + c;  // channel strides 1
+    // Issues the copies of k-tile k_tile into `stage`: row copy_row of A and of B.
+    const auto copy_stage = [&](int stage, int64_t k_tile) {
+      const int64_t k = k_begin + k_tile * kWeightGradTileK + copy_row;
+      const bool k_valid = k < k_end;
+      int64_t o[kMaxSpatial];
+      const int64_t image = unflatten(k_valid ? k : k_begin, g.conv_out_sizes, o);
+      const bool a_valid = k_valid && m_valid;
+      cp_async_zfill_16(a_tile(stage, copy_row) + vector * kVector,
+                        a_valid ? gy + image * gys.batch + gys.position(o) + gy_channel : gy, a_valid);
+      bool b_valid = k_valid && n_valid;
+      int64_t offset = image * xs.batch + x_channel;
+      for (int d = 0; d < kMaxSpatial; ++d) {
+        const int64_t source = g.tap_source(d, o[d], r[d]);
+        b_valid = b_valid && source >= 0;
+        offset += source * xs.spatial[d];
+      }
+      cp_async_zfill_16(b_tile(stage, copy_row) + vector * kVector, b_valid ? x + offset : x, b_valid);
+    };
+
+    const int64_t k_tiles = (k_end - k_begin + kWeightGradTileK - 1) / kWeightGradTileK;
+    float acc[2][2][4] = {};
+    run_pipeline(k_tiles, copy_stage, [&](int stage) {
+#pragma unroll
+      for (int kk = 0; kk < kWeightGradTileK; kk += 16) {
+        uint32_t a[2][4], b[2][2];
+#pragma unroll
+        for (int f = 0; f < 2; ++f) {  // matrices (k 0-7, m 0-7), (k 0-7, m 8-15), (k 8-15, m 0-7), (k 8-15, m 8-15)
+          ldmatrix_x4_trans(a[f], a_tile(stage, kk + lane % 8 + lane / 16 * 8) + warp_row + f * 16 + lane / 8 % 2 * 8);
+        }
+        uint32_t columns[4];  // matrices (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15)
+        ldmatrix_x4_trans(columns, b_tile(stage, kk + lane % 8 + lane / 8 % 2 * 8) + warp_col + lane / 16 * 8);
+        b[0][0] = columns[0];
+        b[0][1] = columns[1];
+        b[1][0] = columns[2];
+        b[1][1] = columns[3];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+#pragma unroll
+          for (int j = 0; j < 2; ++j) mma_step<scalar_t>(acc[i][j], a[i], b[j]);
+        }
+      }
+    });
+
+    // acc[i][j][e] is C at row warp_row + 16 i + lane / 4 + 8 (e / 2), column warp_col + 8 j + 2 (lane % 4) + e % 2;
+    // column n is tap n / Cg_in of channel n % Cg_in, stored channel-major as the weight is.
+    float* split_partial = partial + ((split * g.groups + group) * m_size) * n_size;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int64_t row = m0 + warp_row + i * 16 + lane / 4 + e / 2 * 8;
+          const int64_t column = n0 + warp_col + j * 8 + lane % 4 * 2 + e % 2;
+          if (row < m_size && column < n_size) {
+            split_partial[row * n_size + column % channels * taps + column / channels] = acc[i][j][e];
+          }
+        }
+      }
+    }
   }
 }
 

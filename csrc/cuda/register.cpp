@@ -43,7 +43,7 @@ at::Tensor conv_weight_grad_cuda(const at::Tensor& input, const at::Tensor& grad
                                  int64_t groups, c10::string_view padding_mode) {
   const c10::cuda::CUDAGuard device_guard(input.device());
   return conv_weight_grad_binding(input, grad_output, weight_shape, stride, pad_lo, dilation, groups, padding_mode,
-                                  c10::cuda::getCurrentCUDAStream())
+                                  current_device_is_sm80(), c10::cuda::getCurrentCUDAStream())
       .first;
 }
 

@@ -69,6 +69,21 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&registers)[4], const void
 #endif
 }
 
+// ldmatrix_x4 with .trans: each 8x8 matrix transposed as it loads, so register i of lane l receives the elements at
+// rows 2 (l % 4) and 2 (l % 4) + 1 of column l / 4 of matrix i: fragments of operands stored k-major.
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&registers)[4], const void* row) {
+#if defined(FASTPAD_CUDA_SIM)
+  ::cuda_sim::ldmatrix_x4_trans(registers, row, std::source_location::current());
+#elif defined(FASTPAD_NO_SM80_PTX)
+  __trap();
+#else
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(registers[0]), "=r"(registers[1]), "=r"(registers[2]), "=r"(registers[3])
+               : "r"(address));
+#endif
+}
+
 // acc += A B on the tensor cores, for one 16x8 tile of C with K = 16 (float32 accumulation): a holds this lane's A
 // fragment (16x16, row-major), b its B fragment (16x8, "col": each column contiguous in K), as the PTX ISA lays out
 // mma.m16n8k16. kBFloat16 picks bfloat16 or float16 inputs.

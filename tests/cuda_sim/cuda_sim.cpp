@@ -509,20 +509,45 @@ void execute_ldmatrix_x4(WarpCall* const* lanes) {
     }
   }
 }
-}  // namespace
 
-void ldmatrix_x4(uint32_t* registers, const void* row, const std::source_location& where) {
+// .trans: lane l's register i holds the 2 bytes at 2 (l / 4) of rows 2 (l % 4) (low half) and 2 (l % 4) + 1 of
+// matrix i, whose addresses lanes 8 i + 2 (l % 4) and the next gave.
+void execute_ldmatrix_x4_trans(WarpCall* const* lanes) {
+  for (int lane = 0; lane < 32; ++lane) {
+    auto* registers = static_cast<uint32_t*>(const_cast<void*>(lanes[lane]->fragment));
+    for (int i = 0; i < 4; ++i) {
+      uint16_t halves[2];
+      for (int half = 0; half < 2; ++half) {
+        const auto* row = static_cast<const unsigned char*>(lanes[8 * i + 2 * (lane % 4) + half]->second);
+        std::memcpy(&halves[half], row + 2 * (lane / 4), sizeof(uint16_t));
+      }
+      registers[i] = uint32_t{halves[0]} | uint32_t{halves[1]} << 16;
+    }
+  }
+}
+
+void ldmatrix_collective(void (*execute)(WarpCall* const* lanes), uint32_t* registers, const void* row,
+                         const std::source_location& where) {
   if (!aligned(row, 16)) {
     fail_thread("ldmatrix", where, "a row address that is not 16-byte aligned");
     return;
   }
   WarpCall call{};
-  call.execute = &execute_ldmatrix_x4;
+  call.execute = execute;
   call.fragment = registers;
   call.second = row;
   call.file = where.file_name();
   call.line = where.line();
   warp_collective(call);
+}
+}  // namespace
+
+void ldmatrix_x4(uint32_t* registers, const void* row, const std::source_location& where) {
+  ldmatrix_collective(&execute_ldmatrix_x4, registers, row, where);
+}
+
+void ldmatrix_x4_trans(uint32_t* registers, const void* row, const std::source_location& where) {
+  ldmatrix_collective(&execute_ldmatrix_x4_trans, registers, row, where);
 }
 
 uint32_t cvt_rna_tf32(uint32_t bits) {

@@ -20,7 +20,8 @@
 //     wait_group releases its group, the latest moment PTX allows. A stage read before its wait reads poison or stale
 //     data in the one, a stage overwritten while other threads still read it shows in the other, and the schedules
 //     must agree bit for bit.
-//   - ldmatrix .x4 (.b16): a warp collective in which each lane gives the address of one 16-byte row.
+//   - ldmatrix .x4 (.b16), plain and .trans: a warp collective in which each lane gives the address of one 16-byte
+//     row.
 //   - mma.sync m16n8k16 .row.col with float16 or bfloat16 inputs and float accumulation, and m16n8k8 with TF32
 //     inputs: warp collectives over the fragments as the PTX ISA lays them out, computed once per warp in float (a
 //     product of two TF32 values is exact in float). A TF32 operand with any of its 13 low bits set fails: the kernel
@@ -115,6 +116,9 @@ void async_wait(int pending);
 // ldmatrix.sync.aligned.m8n8.x4.shared.b16: lane l gives `row`, the address of row l % 8 of matrix l / 8 (16 bytes,
 // 16-byte aligned); register i of lane l receives elements 2 (l % 4) and 2 (l % 4) + 1 of row l / 4 of matrix i.
 void ldmatrix_x4(uint32_t* registers, const void* row, const std::source_location& where);
+// ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16: the same rows, each matrix transposed: register i of lane l receives
+// the elements at rows 2 (l % 4) and 2 (l % 4) + 1 (low half first) of column l / 4 of matrix i.
+void ldmatrix_x4_trans(uint32_t* registers, const void* row, const std::source_location& where);
 
 namespace detail {
 inline float half_bits_to_float(uint16_t bits, bool bfloat16) {

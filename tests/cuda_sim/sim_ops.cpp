@@ -36,7 +36,7 @@ std::tuple<at::Tensor, std::string> sim_conv_weight_grad(const at::Tensor& input
                                                          at::IntArrayRef pad_lo, at::IntArrayRef dilation,
                                                          int64_t groups, c10::string_view padding_mode) {
   auto [grad, path] = conv_weight_grad_binding(input, grad_output, weight_shape, stride, pad_lo, dilation, groups,
-                                               padding_mode, nullptr);
+                                               padding_mode, true, nullptr);
   return {grad, path_name(path)};
 }
 
