@@ -7,6 +7,8 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -36,6 +38,27 @@ __device__ __forceinline__ unsigned char* dynamic_shared_memory() {
 // The dynamic shared memory a kernel may use without opting in.
 constexpr size_t kDefaultDynamicSharedBytes = 48 * 1024;
 
+#ifndef FASTPAD_CUDA_SIM
+inline void check_cuda(cudaError_t error, const char* what) {
+  if (error != cudaSuccess) throw std::runtime_error(std::string("fastpad: ") + what + ": " + cudaGetErrorString(error));
+}
+
+// Opts `kernel` into `bytes` of dynamic shared memory on the current device (sm_80: up to 163 KiB). The attribute
+// belongs to the kernel on its device, so the driver is called only when a kernel asks a device for more than before.
+inline void opt_into_shared_bytes(const void* kernel, size_t bytes) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, size_t> granted;  // (kernel, device) -> bytes
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  const std::lock_guard<std::mutex> lock(mutex);
+  size_t& current = granted[{kernel, device}];
+  if (bytes <= current) return;
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+             "CUDA kernel shared memory opt-in failed");
+  current = bytes;
+}
+#endif
+
 // Launches `kernel` with kThreads threads per block on `stream` and checks the launch; a failure throws.
 template <typename Kernel, typename... Args>
 void launch(cudaStream_t stream, Kernel kernel, unsigned int blocks, size_t shared_bytes, Args&&... args) {
@@ -43,19 +66,11 @@ void launch(cudaStream_t stream, Kernel kernel, unsigned int blocks, size_t shar
   (void)stream;
   ::cuda_sim::launch(kernel, blocks, kThreads, shared_bytes, std::forward<Args>(args)...);
 #else
-  if (shared_bytes > kDefaultDynamicSharedBytes) {  // more needs the kernel's opt-in (sm_80: up to 163 KiB)
-    const cudaError_t error =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
-    if (error != cudaSuccess) {
-      throw std::runtime_error(std::string("fastpad: CUDA kernel shared memory opt-in failed: ") +
-                               cudaGetErrorString(error));
-    }
+  if (shared_bytes > kDefaultDynamicSharedBytes) {
+    opt_into_shared_bytes(reinterpret_cast<const void*>(kernel), shared_bytes);
   }
   kernel<<<blocks, kThreads, shared_bytes, stream>>>(std::forward<Args>(args)...);
-  const cudaError_t error = cudaGetLastError();
-  if (error != cudaSuccess) {
-    throw std::runtime_error(std::string("fastpad: CUDA kernel launch failed: ") + cudaGetErrorString(error));
-  }
+  check_cuda(cudaGetLastError(), "CUDA kernel launch failed");
 #endif
 }
 

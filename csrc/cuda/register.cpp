@@ -5,17 +5,26 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
+#include <array>
+#include <atomic>
+
 #include "cuda/bindings.h"
 
 namespace fastpad::cuda {
 namespace {
 
-// Whether the current device has cp.async and the bfloat16 and TF32 mma.sync: compute capability 8.0 or later.
+// Whether the current device has cp.async and the bfloat16 and TF32 mma.sync: compute capability 8.0 or later. The
+// runtime is asked once per device; the answer is kept for the process.
 bool current_device_is_sm80() {
-  int device = 0, major = 0;
-  C10_CUDA_CHECK(cudaGetDevice(&device));
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  return major >= 8;
+  static std::array<std::atomic<int8_t>, C10_COMPILE_TIME_MAX_GPUS> answers{};  // 0: not asked yet, 1: no, 2: yes
+  const c10::DeviceIndex device = c10::cuda::current_device();
+  std::atomic<int8_t>& answer = answers.at(device);
+  if (answer.load(std::memory_order_relaxed) == 0) {
+    int major = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    answer.store(major >= 8 ? 2 : 1, std::memory_order_relaxed);
+  }
+  return answer.load(std::memory_order_relaxed) == 2;
 }
 
 at::Tensor conv_cuda(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
