@@ -437,6 +437,36 @@ def test_tf32_pipelined_gemm(sim, tf32, name, mode):
     compare(y, exact_y, torch.float32, "conv", case)
 
 
+def channels_contiguous_1d(t):
+    """A 1-d tensor [N, C, L] with the same values, its channels contiguous: an NLC tensor viewed as NCL, the layout
+    in which 1-d layers reach the channel-vector paths (torch has no channels_last format for 3-d tensors)."""
+    return t.transpose(1, 2).contiguous().transpose(1, 2)
+
+
+@pytest.mark.parametrize("mode", ["zeros", "reflect"])
+def test_pipelined_1d_with_channels_contiguous(sim, mode):
+    """A 1-d layer whose tensors are NLC viewed as NCL takes the pipelined GEMM in all three ops (here 2 stride
+    phases for the transposed conv), every schedule, against the CPU ops in float64."""
+    case = base_case(size=(40,), kernel=5, stride=2, padding=((2, 1),), in_channels=16, out_channels=24, batch=2,
+                     padding_mode=mode, dtype="bfloat16")
+    x, w, b, gy, bt = tensors(case, seed=13)
+    x, gy = channels_contiguous_1d(x), channels_contiguous_1d(gy)
+    assert x.stride(1) == 1 and gy.stride(1) == 1
+    f64 = lambda t: t.double()  # noqa: E731
+    stride, pad_lo, _, dilation, groups, _ = conv_args = case.conv_op_arguments()
+    transpose_args = (stride, pad_lo, list(case.size), dilation, groups, mode)
+    grad_args = (list(w.shape), stride, pad_lo, dilation, groups, mode)
+    for op, args, expected in [
+        ("conv", (x, w, b, *conv_args), torch.ops.fastpad.conv(f64(x), f64(w), f64(b), *conv_args)),
+        ("conv_transpose", (gy, w, bt, *transpose_args),
+         torch.ops.fastpad.conv_transpose(f64(gy), f64(w), f64(bt), *transpose_args)),
+        ("conv_weight_grad", (x, gy, *grad_args), torch.ops.fastpad.conv_weight_grad(f64(x), f64(gy), *grad_args)),
+    ]:
+        result, path = run_op(sim, op, args, tuple(SCHEDULES))
+        assert path == PIPELINED, (op, path)
+        compare(result, expected, torch.bfloat16, op, case)
+
+
 FIXED_SEED = 20261122
 
 
