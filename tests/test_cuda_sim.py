@@ -296,10 +296,11 @@ PATH_CASES = {
     "pipelined_taps_straddle_k_tiles": (base_case(in_channels=24, out_channels=8, size=(7, 13), dilation=(2, 1),
                                                   padding=((2, 2), (0, 2)), batch=3), (PIPELINED, PIPELINED, PIPELINED)),
     # The transposed conv's stride phases on the pipelined GEMM (8k x channels per group): 6 phases with 1-2 x 1-2 taps
-    # (dilation 2 over stride 2 gives one tap class per row phase); then a kernel of 1 row at stride 2, whose odd
-    # rows no tap reaches (those phases are the bias alone).
-    "pipelined_strided_phases": (base_case(in_channels=8, out_channels=16, size=(9, 11), kernel=(3, 4), stride=(2, 3),
-                                           dilation=(2, 1), padding=((1, 2), (2, 1))), (PIPELINED, PIPELINED, PIPELINED)),
+    # (dilation 2 over stride 2 gives one tap class per row phase), 2 groups; then a kernel of 1 row at stride 2,
+    # whose odd rows no tap reaches (those phases are the bias alone).
+    "pipelined_strided_phases": (base_case(in_channels=16, out_channels=32, groups=2, size=(9, 11), kernel=(3, 4),
+                                           stride=(2, 3), dilation=(2, 1), padding=((1, 2), (2, 1))),
+                                 (PIPELINED, PIPELINED, PIPELINED)),
     "pipelined_phases_without_taps": (base_case(in_channels=16, out_channels=8, size=(7, 10), kernel=(1, 3),
                                                 stride=(2, 2), padding=((0, 0), (1, 1))), (PIPELINED, PIPELINED, PIPELINED)),
     # The weight gradient on the pipelined GEMM (8k input and output channels per group): 72 output channels and

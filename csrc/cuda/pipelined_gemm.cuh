@@ -14,6 +14,8 @@
 //   16 float32 elements), and one mma step 32 bytes.
 // Layout: x with channel stride 1 and 16-byte aligned vectors (channel_vectors in conv_params.h); y any strides.
 // Index math from geometry.h; the tile shape is chosen by pipelined_tile() (cuda/problems.h) from the problem's size.
+// conv_transpose runs each stride phase as such a conv (conv_transpose.cu); conv_weight_grad has its own kernel on
+// the same pipeline, at the end of this header.
 #pragma once
 
 #include <cstdint>
