@@ -1,5 +1,7 @@
 # The strided conv_transpose: blocked stride phases (FASTPAD_CPU_ISA=avx2) against the previous kernels (baseline ISA:
 # phase planes for NCHW, GEMM + col2im for channels_last), interleaved call by call in one process, medians.
+# Run against an uncommitted patch that was then reverted (benchmarks/RESULTS.md); on main both settings run main's
+# kernels. Usage: python phase_bench.py [rounds]
 import os, statistics, sys, time, torch, fastpad
 torch.set_num_threads(2)
 ops = torch.ops.fastpad
