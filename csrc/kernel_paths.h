@@ -56,7 +56,7 @@ enum class WeightGradPath {
   CpuDepthwise,            // cpu/depthwise.cpp
   CpuPhasePlanes,          // NCHW: chunked GEMM reductions over phase-plane columns
   CpuChannelsLastGemm,     // channels-last: chunked GEMM reductions over im2col columns
-  CudaPipelinedGemm,       // 16-bit, channels contiguous: cuda/pipelined_gemm.cuh split along the reduction
+  CudaPipelinedGemm,       // 16-bit or TF32, channels contiguous: cuda/pipelined_gemm.cuh split along the reduction
   CudaDepthwiseReduction,  // one block per (channel, tap), a tree over its threads
   CudaSplitKGemm,          // the implicit GEMM split along the reduction, partial sums added in order
 };
@@ -244,21 +244,24 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
   return phase_plane_shape && weight_finite() ? ConvTransposePath::CpuPhasePlanes : ConvTransposePath::CpuGemmCol2im;
 }
 
-// Whether conv_weight_grad runs the pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh): bfloat16/float16 on sm_80
-// or later, x and grad_output with their channels in aligned 16-byte vectors (cuda.channel_vectors says both), and
-// whole vectors of input and output channels in every group. (float32 keeps the FMA GEMM: ldmatrix.trans, which
-// serves operands stored position-major, moves 16-bit elements only.)
-inline bool cuda_pipelined_weight_grad(const ConvGeometry& g, bool reduced_precision, const CudaInputs& cuda) {
-  constexpr int64_t lanes = cuda::kVectorBytes / 2;
-  return cuda.sm80 && reduced_precision && cuda.channel_vectors && g.conv_in_channels_per_group() % lanes == 0 &&
+// Whether conv_weight_grad runs the pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh) on sm_80 or later:
+// bfloat16/float16, or float32 on TF32 where allowed (as for conv); x and grad_output with their channels in aligned
+// 16-byte vectors (cuda.channel_vectors says both), and whole vectors of input and output channels in every group.
+inline bool cuda_pipelined_weight_grad(const ConvGeometry& g, int64_t element_bytes, bool reduced_precision,
+                                       const CudaInputs& cuda) {
+  const int64_t storage_bytes = reduced_precision ? 2 : element_bytes, lanes = cuda::kVectorBytes / storage_bytes;
+  const bool tensor_cores = reduced_precision || (storage_bytes == 4 && cuda.tf32);
+  return cuda.sm80 && tensor_cores && cuda.channel_vectors && g.conv_in_channels_per_group() % lanes == 0 &&
          g.conv_out_channels_per_group() % lanes == 0;
 }
 
-// conv_weight_grad. reduced_precision and cuda as for conv (cuda.channel_vectors: of x and grad_output both).
+// conv_weight_grad. element_bytes, reduced_precision and cuda as for conv (cuda.channel_vectors: of x and grad_output
+// both).
 inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend backend, bool channels_last,
-                                              bool reduced_precision = false, const CudaInputs& cuda = {}) {
+                                              int64_t element_bytes = 4, bool reduced_precision = false,
+                                              const CudaInputs& cuda = {}) {
   if (backend == Backend::Cuda) {
-    if (cuda_pipelined_weight_grad(g, reduced_precision, cuda)) return WeightGradPath::CudaPipelinedGemm;
+    if (cuda_pipelined_weight_grad(g, element_bytes, reduced_precision, cuda)) return WeightGradPath::CudaPipelinedGemm;
     return g.conv_in_channels_per_group() == 1 ? WeightGradPath::CudaDepthwiseReduction
                                                : WeightGradPath::CudaSplitKGemm;
   }

@@ -46,13 +46,19 @@ REQUIRED_INSTRUCTIONS = {
             r"\.f32"),
     },
     # The weight gradient on the same pipeline: both operands stored position-major, loaded with ldmatrix.trans.
-    "pipelined_weight_grad_kernel": {
+    "pipelined_weight_grad_kernelIN": {  # its 16-bit instances (mangled `...IN3c10...`)
         "cp.async 16 bytes, zero-fill": ZERO_FILL_COPY,
         "cp.async.wait_group": WAIT_GROUP,
         "ldmatrix .x4.trans": re.compile(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.shared\.b16"),
         "mma.sync m16n8k16": re.compile(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.(bf16\.bf16|f16\.f16)\.f32"),
     },
-    # Its float32 instances (mangled `...IfLi...`) multiply on the TF32 tensor cores, operands rounded first.
+    # The float32 instances of both (mangled `...If...`) multiply on the TF32 tensor cores, operands rounded first.
+    "pipelined_weight_grad_kernelIf": {
+        "cp.async 16 bytes, zero-fill": ZERO_FILL_COPY,
+        "cp.async.wait_group": WAIT_GROUP,
+        "cvt.rna.tf32.f32": re.compile(r"cvt\.rna\.tf32\.f32"),
+        "mma.sync m16n8k8 TF32": re.compile(r"mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32"),
+    },
     "pipelined_conv_kernelIf": {
         "cvt.rna.tf32.f32": re.compile(r"cvt\.rna\.tf32\.f32"),
         "mma.sync m16n8k8 TF32": re.compile(r"mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32"),

@@ -16,6 +16,7 @@ spec.loader.exec_module(report)
 PIPELINED = "_ZN7fastpad4cuda21pipelined_conv_kernelIN3c108BFloat16ELi64ELi64ELi2EEEvNS_12ConvGeometryE"
 PIPELINED_TF32 = PIPELINED.replace("IN3c108BFloat16E", "If")
 WEIGHT_GRAD = "_ZN7fastpad4cuda28pipelined_weight_grad_kernelIN3c104HalfEEEvNS_12ConvGeometryE"
+WEIGHT_GRAD_TF32 = WEIGHT_GRAD.replace("IN3c104HalfE", "If")
 GEMM = "_ZN7fastpad4cuda15fma_gemm_kernelINS0_11ConvProblemIfEEEEvT_"
 VECTORS = "_ZN7fastpad4cuda39_GLOBAL__N__c9f59437_7_conv_cu_2e618b3224depthwise_vectors_kernelIfEEvNS_12ConvGeometryE"
 TRANSPOSE_VECTORS = VECTORS.replace("24depthwise_vectors_kernel", "34depthwise_transpose_vectors_kernel")
@@ -59,6 +60,13 @@ FULL_PTX = f""".visible .entry {GEMM}(
   cp.async.wait_group 2;
   ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{%r62, %r63, %r64, %r65}}, [%r66];
   mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {{%f1, %f2, %f3, %f4}}, {{%r62, %r63, %r64, %r65}}, {{%r6, %r7}},
+    {{%f1, %f2, %f3, %f4}};
+}}
+.visible .entry {WEIGHT_GRAD_TF32}(
+  cp.async.cg.shared.global [%r70], [%rd70], 16, %r71;
+  cp.async.wait_group 2;
+  cvt.rna.tf32.f32 %r72, %f70;
+  mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {{%f1, %f2, %f3, %f4}}, {{%r72, %r2, %r3, %r4}}, {{%r6, %r7}},
     {{%f1, %f2, %f3, %f4}};
 }}
 .entry {VECTORS}(
@@ -106,7 +114,8 @@ def test_a_spill_fails(tmp_path, capsys, stores, loads):
                                          "mma.sync", "cp.async.cg.shared.global [%r20]", "cp.async.wait_group 0",
                                          "ld.shared.v4.f32", "ld.global.nc.v4", "st.global.v4.b32 [%rd32]",
                                          "[%r40]", "ld.shared.v4.u32", "ld.global.v4.u32", "[%rd52]",
-                                         "cvt.rna.tf32", "m16n8k8", "[%r60]", "x4.trans"])
+                                         "cvt.rna.tf32", "m16n8k8", "[%r60]", "x4.trans", "[%r70]",
+                                         "%r72, %f70"])
 def test_a_kernel_without_its_instructions_fails(tmp_path, capsys, instruction):
     ptx = "\n".join(line for line in FULL_PTX.splitlines() if instruction not in line)
     assert run(tmp_path, ptxas_log(), ptx) == 1
@@ -125,8 +134,8 @@ def test_a_copy_without_zero_fill_fails(tmp_path):
     assert run(tmp_path, ptxas_log(), ptx) == 1
 
 
-@pytest.mark.parametrize("family", ["pipelined_conv_kernel", "pipelined_conv_kernelIf", "pipelined_weight_grad_kernel",
-                                    "depthwise_vectors_kernel",
+@pytest.mark.parametrize("family", ["pipelined_conv_kernel", "pipelined_conv_kernelIf", "pipelined_weight_grad_kernelIN",
+                                    "pipelined_weight_grad_kernelIf", "depthwise_vectors_kernel",
                                     "depthwise_transpose_vectors_kernel"])
 def test_no_kernels_fails(tmp_path, family):
     assert run(tmp_path, "", FULL_PTX) == 1

@@ -399,8 +399,9 @@ def test_pipelined_large_tiles(sim, tile):
 @pytest.mark.parametrize("mode", ["zeros", "reflect"])
 @pytest.mark.parametrize("name", sorted(name for name in PATH_CASES if name.startswith("pipelined")))
 def test_tf32_pipelined_gemm(sim, tf32, name, mode):
-    """float32 channels_last with TF32 allowed (torch's default for its cuDNN convs): conv, and conv_transpose's
-    stride phases where x has 4k channels per group, run the pipelined GEMM on TF32 tensor cores under every schedule. Their result is the float64 op
+    """float32 channels_last with TF32 allowed (torch's default for its cuDNN convs): conv, conv_transpose's stride
+    phases where x has 4k channels per group, and conv_weight_grad where both sides do, run the pipelined GEMMs on
+    TF32 tensor cores under every schedule. Their result is the float64 op
     on the inputs rounded to TF32 (cvt.rna) to float32 accumulation (conv_transpose: plus its padding mode's folds,
     which the gather pass adds in float32), and not the float32 one: TF32 ran. With TF32 off
     the same problems take the FMA GEMMs and give the float32 result."""
@@ -431,6 +432,18 @@ def test_tf32_pipelined_gemm(sim, tf32, name, mode):
     else:
         assert path == (PHASE if mode == "zeros" else FOLD)  # x's channels not whole vectors: exact float32
         compare(gx, exact_gx, torch.float32, "conv_transpose", case)
+
+    grad_args = (list(w.shape), stride, pad_lo, dilation, groups, mode)
+    gw, path = run_op(sim, "conv_weight_grad", (x, gy, *grad_args), tuple(SCHEDULES))
+    exact_gw = torch.ops.fastpad.conv_weight_grad(f64(x), f64(gy), *grad_args)
+    if PATH_CASES[name][1][2] == PIPELINED and case.out_channels // case.groups % 4 == 0:
+        assert path == PIPELINED
+        compare(gw, torch.ops.fastpad.conv_weight_grad(tf32_64(x), tf32_64(gy), *grad_args), torch.float32,
+                "conv_weight_grad", case)
+        assert relative_error(gw, exact_gw) > 10 * tolerance(torch.float32)
+    else:
+        assert path == SPLIT_K  # output channels not whole 4-float vectors: exact float32
+        compare(gw, exact_gw, torch.float32, "conv_weight_grad", case)
 
     torch.backends.cudnn.allow_tf32 = False
     y, path = run_op(sim, "conv", (x, w, b, *conv_args), ("random",))

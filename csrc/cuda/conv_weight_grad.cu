@@ -3,8 +3,8 @@
 // Padding is never materialised: each tap reads the padded input through source_index. The reduction order is fixed
 // (no atomics), so results are deterministic: depthwise layers reduce per (channel, tap) in one block; the others run
 // a split-K GEMM whose per-split partial sums, in the caller's workspace, are then added in a fixed order: the
-// pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh) for 16-bit channels-last tensors with whole 16-byte channel
-// vectors on sm_80+, else the implicit GEMM (cuda/implicit_gemm.cuh). Torch-free: the binding (cuda/bindings.cpp) picks the path and allocates the workspace.
+// pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh) for 16-bit (or TF32) channels-last tensors with whole 16-byte
+// channel vectors on sm_80+, else the implicit GEMM (cuda/implicit_gemm.cuh). Torch-free: the binding (cuda/bindings.cpp) picks the path and allocates the workspace.
 #include "cuda/implicit_gemm.cuh"
 #include "cuda/launchers.h"
 #include "cuda/pipelined_gemm.cuh"
@@ -69,8 +69,9 @@ void launch_conv_weight_grad_typed(const WeightGradLaunch& a) {
       problem.partial = static_cast<acc_t*>(a.workspace);
       if (a.path == WeightGradPath::CudaSplitKGemm) {
         run_implicit_gemm(a.stream, problem);
-      } else if constexpr (is_16_bit<scalar_t>) {
-        launch(a.stream, pipelined_weight_grad_kernel<scalar_t>, grid_for(problem.items()), kWeightGradSharedBytes,
+      } else if constexpr (kPipelinedType<scalar_t>) {
+        launch(a.stream, pipelined_weight_grad_kernel<scalar_t>, grid_for(problem.items()),
+               weight_grad_shared_bytes<scalar_t>(),
                g, x, a.xs, gy, a.gys, problem.partial, problem.splits, problem.split_size);
       } else {
         break;

@@ -273,28 +273,40 @@ void run_pipelined_conv(cudaStream_t stream, const ConvGeometry& g, const scalar
   }
 }
 
-// conv_weight_grad on the same pipeline, for 16-bit x and gy whose channels are aligned 16-byte vectors: per split of
-// the reduction (make_weight_grad_problem's plan in cuda/problems.h: kTileM x kTileN tiles, the same splits as the
+// conv_weight_grad on the same pipeline, for 16-bit x and gy (or float32 ones on TF32) whose channels are aligned
+// 16-byte vectors: per split of the reduction (make_weight_grad_problem's plan in cuda/problems.h: kTileM x kTileN tiles, the same splits as the
 // FMA GEMM), C[m, n] = sum_k A[m, k] B[k, n] with M = Cg_out, N = taps * Cg_in tap-major (8 consecutive n are 8
 // channels of one tap: one 16-byte cp.async) and K = the split's share of images x output positions. A is gy, B the
 // implicitly padded x under tap n / Cg_in (zero-fill for padding; reflect/replicate/circular copy from the resolved
 // position). In memory both have a position's channels contiguous, so shared memory holds them k-major (one row per
 // position) and ldmatrix.trans hands out the row-major A and column-major B fragments mma.sync m16n8k16 wants.
+// ldmatrix.trans moves 16-bit elements only, so float32 reads its m16n8k8 TF32 fragments with one 4-byte shared load
+// per element (conflict-free: the 72-element rows put a fragment's 32 elements in 32 different banks) and rounds
+// them with cvt.rna. A stage holds 64 bytes of k per column either way: 32 positions of 16-bit elements, 16 of
+// float32.
 // The float sums go to the split's slice of the workspace in the FMA GEMM's layout ([split][C_out][Cg_in][taps]),
 // which sum_splits_kernel (conv_weight_grad.cu) adds in a fixed order.
-constexpr int kWeightGradTileK = 32;                                     // positions per stage
-constexpr int kWeightGradPitch = kTileM + kVectorBytes / 2;              // 144-byte rows: ldmatrix.trans's 8 rows
-                                                                         // hit 8 different groups of 4 banks
-constexpr size_t kWeightGradSharedBytes =  // A and B, 16-bit
-    size_t(kPipelineStages) * 2 * kWeightGradTileK * kWeightGradPitch * sizeof(uint16_t);
+constexpr int kWeightGradPitch = kTileM + 8;  // elements per row: 144-byte 16-bit rows, whose 8 rows of an
+                                               // ldmatrix.trans hit 8 different groups of 4 banks; 288-byte float rows
+constexpr int kWeightGradStageKBytes = 64;  // k per stage and column: 32 positions of 16-bit elements, 16 of float32
+
+// Shared memory of the kernel: every stage holds its positions' rows of A and of B.
+template <typename scalar_t>
+constexpr size_t weight_grad_shared_bytes() {
+  return size_t(kPipelineStages) * 2 * (kWeightGradStageKBytes / sizeof(scalar_t)) * kWeightGradPitch *
+         sizeof(scalar_t);
+}
 
 template <typename scalar_t>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     pipelined_weight_grad_kernel(const ConvGeometry g, const scalar_t* x, const Strides xs, const scalar_t* gy,
                                  const Strides gys, float* partial, int64_t splits, int64_t split_size) {
-  static_assert(is_16_bit<scalar_t> && kTileM == kTileN && kTileM == 64, "16-bit elements, 64 x 64 tiles");
+  static_assert(kPipelinedType<scalar_t> && kTileM == kTileN && kTileM == 64, "16-bit or TF32, 64 x 64 tiles");
+  constexpr bool kTf32 = std::is_same_v<scalar_t, float>;
   constexpr int kVector = kVectorBytes / sizeof(scalar_t);
   constexpr int kVectorsPerRow = kTileM / kVector;
+  constexpr int kWeightGradTileK = kWeightGradStageKBytes / sizeof(scalar_t);  // positions per stage
+  constexpr int kStepK = kPipelineStepBytes / sizeof(scalar_t);                   // positions per mma step
   static_assert(kThreads == kWeightGradTileK * kVectorsPerRow, "one A and one B vector per thread and stage");
   constexpr int kStageElements = 2 * kWeightGradTileK * kWeightGradPitch;
   auto* shared = reinterpret_cast<scalar_t*>(dynamic_shared_memory());
@@ -344,18 +356,39 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     float acc[2][2][4] = {};
     run_pipeline(k_tiles, copy_stage, [&](int stage) {
 #pragma unroll
-      for (int kk = 0; kk < kWeightGradTileK; kk += 16) {
+      for (int kk = 0; kk < kWeightGradTileK; kk += kStepK) {
         uint32_t a[2][4], b[2][2];
+        if constexpr (kTf32) {
+          // m16n8k8: A register r is row lane / 4 + 8 (r % 2), column lane % 4 + 4 (r / 2); B register r is row
+          // lane % 4 + 4 r of column lane / 4. Each a float of the k-major tiles, rounded to TF32.
+          const int g = lane / 4, t = lane % 4;
 #pragma unroll
-        for (int f = 0; f < 2; ++f) {  // matrices (k 0-7, m 0-7), (k 0-7, m 8-15), (k 8-15, m 0-7), (k 8-15, m 8-15)
-          ldmatrix_x4_trans(a[f], a_tile(stage, kk + lane % 8 + lane / 16 * 8) + warp_row + f * 16 + lane / 8 % 2 * 8);
+          for (int f = 0; f < 2; ++f) {
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+              memcpy(&a[f][r], a_tile(stage, kk + t + 4 * (r / 2)) + warp_row + f * 16 + g + 8 * (r % 2), 4);
+            }
+            tensor_core_operands<scalar_t>(a[f]);
+          }
+#pragma unroll
+          for (int f = 0; f < 2; ++f) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r) memcpy(&b[f][r], b_tile(stage, kk + t + 4 * r) + warp_col + f * 8 + g, 4);
+            tensor_core_operands<scalar_t>(b[f]);
+          }
+        } else {
+#pragma unroll
+          for (int f = 0; f < 2; ++f) {  // matrices (k 0-7, m 0-7), (k 0-7, m 8-15), (k 8-15, m 0-7), (k 8-15, m 8-15)
+            ldmatrix_x4_trans(a[f],
+                              a_tile(stage, kk + lane % 8 + lane / 16 * 8) + warp_row + f * 16 + lane / 8 % 2 * 8);
+          }
+          uint32_t columns[4];  // matrices (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15)
+          ldmatrix_x4_trans(columns, b_tile(stage, kk + lane % 8 + lane / 8 % 2 * 8) + warp_col + lane / 16 * 8);
+          b[0][0] = columns[0];
+          b[0][1] = columns[1];
+          b[1][0] = columns[2];
+          b[1][1] = columns[3];
         }
-        uint32_t columns[4];  // matrices (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15)
-        ldmatrix_x4_trans(columns, b_tile(stage, kk + lane % 8 + lane / 8 % 2 * 8) + warp_col + lane / 16 * 8);
-        b[0][0] = columns[0];
-        b[0][1] = columns[1];
-        b[1][0] = columns[2];
-        b[1][1] = columns[3];
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
 #pragma unroll
