@@ -505,8 +505,8 @@ def test_kernel_paths_small(path):
 @pytest.mark.parametrize("mode", ["zeros", "reflect"])
 def test_tf32_pipelined_gemm(tf32, mode):
     """float32 channels_last with torch.backends.cudnn.allow_tf32 (torch's default for its own CUDA convs): conv,
-    and its input gradient (the stride phases, then the padding mode's folds), run the pipelined GEMM on TF32 tensor
-    cores. Their result is the float64 reference on the inputs rounded to TF32 (cvt.rna) to float32 accumulation (the
+    its input gradient (the stride phases, then the padding mode's folds) and its weight gradient run the pipelined
+    GEMMs on TF32 tensor cores. Their result is the float64 reference on the inputs rounded to TF32 (cvt.rna) to float32 accumulation (the
     folds of reflect's padding are added in float32), not the float32 result."""
     g = conv_case((12, 10), 32, 48, 3, batch=3, stride=(1, 2), pads=((0, 1), (2, 1)))
     x, w, b = conv_make_inputs(g, torch.float32, "channels_last")
@@ -517,15 +517,19 @@ def test_tf32_pipelined_gemm(tf32, mode):
                                     "cuda") == PIPELINED
     poison(output_shape(g), torch.float32, DEVICE, blocks=2)
     poison(tuple(x.shape), torch.float32, DEVICE, blocks=2)
-    y, gx, _ = run_ops(g, mode, x, w, b, gy)
-    y_tf32, _, _ = reference_ops(g, mode, tf32_rounded(x), tf32_rounded(w), b, tf32_rounded(gy))
-    y_exact, gx_exact, _ = reference_ops(g, mode, x, w, b, gy)
+    assert ops._conv_weight_grad_path(x, gy, list(w.shape), stride, pad_lo, dilation, g.groups, mode,
+                                      "cuda") == PIPELINED
+    y, gx, gw = run_ops(g, mode, x, w, b, gy)
+    y_tf32, _, gw_tf32 = reference_ops(g, mode, tf32_rounded(x), tf32_rounded(w), b, tf32_rounded(gy))
+    y_exact, gx_exact, gw_exact = reference_ops(g, mode, x, w, b, gy)
     # The input gradient's phases are TF32 GEMMs; a padding mode's folds are the gather pass's, in float32.
     _, gx_phases_tf32, _ = reference_ops(g, "zeros", tf32_rounded(x), tf32_rounded(w), b, tf32_rounded(gy))
     gx_tf32 = gx_phases_tf32 + gx_exact - reference_ops(g, "zeros", x, w, b, gy)[1]
     assert_close_to_reference(y, y_tf32, torch.float32, "conv")
     assert relative_error(y.to(y_exact.device), y_exact) > 10 * tolerance(torch.float32)  # TF32 ran
     assert_close_to_reference(gx, gx_tf32, torch.float32, "conv_transpose")
+    assert_close_to_reference(gw, gw_tf32, torch.float32, "conv_weight_grad")
+    assert relative_error(gw.to(gw_exact.device), gw_exact) > 10 * tolerance(torch.float32)
     assert relative_error(gx.to(gx_exact.device), gx_exact) > 10 * tolerance(torch.float32)
 
 
