@@ -54,8 +54,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   constexpr int kLanes = ChannelVector<scalar_t>::kLanes;
   auto* patch = reinterpret_cast<ChannelVector<scalar_t>*>(dynamic_shared_memory());
   const int64_t channels = g.conv_out_channels;
-  const int vector = threadIdx.x % kDepthwiseVectorsPerBlock, position = threadIdx.x / kDepthwiseVectorsPerBlock;
-  const int ty = position / plan.tile_w, tx = position % plan.tile_w;
+  const auto [vector, ty, tx] = vector_thread(plan);
   for (int64_t item = blockIdx.x; item < plan.tiles; item += gridDim.x) {
     const DepthwiseVectorItem it = depthwise_vector_item(g.conv_out_sizes, plan, item);
     const int64_t c0 = (it.channel_block * kDepthwiseVectorsPerBlock + vector) * kLanes;  // this thread's channels

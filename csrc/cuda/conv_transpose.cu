@@ -52,8 +52,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   constexpr int kLanes = ChannelVector<scalar_t>::kLanes;
   auto* patch = reinterpret_cast<ChannelVector<scalar_t>*>(dynamic_shared_memory());
   const int64_t channels = g.conv_in_channels;
-  const int vector = threadIdx.x % kDepthwiseVectorsPerBlock, position = threadIdx.x / kDepthwiseVectorsPerBlock;
-  const int ty = position / plan.tile_w, tx = position % plan.tile_w;
+  const auto [vector, ty, tx] = vector_thread(plan);
   // x position i along dim d, or -1 outside x.
   const auto inside_x = [&](int d, int64_t i) -> int64_t { return i >= 0 && i < g.conv_out_sizes[d] ? i : -1; };
   // The x position tap r of y position p reads along dim d, or -1 when it reads none (not exact, or outside x).

@@ -12,6 +12,19 @@
 
 namespace fastpad::cuda {
 
+// This thread's part of a block: channel vector `vector` of the block's kDepthwiseVectorsPerBlock (consecutive threads
+// take consecutive vectors, as copy_vector_patch lays the patch out) at position (ty, tx) of the output tile.
+struct VectorThread {
+  int vector;
+  int ty;
+  int tx;
+};
+
+__device__ __forceinline__ VectorThread vector_thread(const PatchTile& plan) {
+  const int position = threadIdx.x / kDepthwiseVectorsPerBlock;
+  return {static_cast<int>(threadIdx.x % kDepthwiseVectorsPerBlock), position / plan.tile_w, position % plan.tile_w};
+}
+
 // The sum of channels c0 .. c0 + lanes, started at their bias (zero without one, or past the channels).
 template <typename acc_t, typename scalar_t, int kLanes>
 __device__ __forceinline__ void start_vector_sum(acc_t (&sum)[kLanes], const scalar_t* bias, int64_t c0,
