@@ -4,7 +4,6 @@
 
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/ops/all.h>
-#include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/isfinite.h>
 #include <ATen/ops/zeros.h>
@@ -43,13 +42,22 @@ at::Tensor contiguous_bias(const std::optional<at::Tensor>& bias) {
 }
 
 // The weights of the convs the stride phases of a transposed conv are (transpose_phase_weight in conv_params.h), each
-// tap-major as the pipelined GEMM reads it ([C_y][taps][C_x / groups]), one after the other in phase order.
+// tap-major as the pipelined GEMM reads it ([C_y][taps][C_x / groups]), one after the other in phase order: each
+// written straight into its place, with no concatenation afterwards.
 at::Tensor pipelined_phase_weights(const ConvGeometry& g, const at::Tensor& weight) {
   std::vector<at::Tensor> phases;
+  int64_t elements = 0;
   for (int64_t phase = 0; phase < transpose_phase_count(g); ++phase) {
-    phases.push_back(transpose_phase_weight(g, weight, phase).movedim(1, -1).flatten());
+    phases.push_back(transpose_phase_weight(g, weight, phase).movedim(1, -1));
+    elements += phases.back().numel();
   }
-  return at::cat(phases);
+  at::Tensor packed = at::empty({elements}, weight.options());
+  int64_t offset = 0;
+  for (const at::Tensor& phase : phases) {
+    packed.narrow(0, offset, phase.numel()).view(phase.sizes()).copy_(phase);
+    offset += phase.numel();
+  }
+  return packed;
 }
 
 }  // namespace
