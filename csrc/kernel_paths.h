@@ -135,10 +135,23 @@ inline bool cpu_leaves_to_torch(const ConvGeometry& g, bool channels_last, bool 
          multiply_adds >= kTorchMinMultiplyAdds && !strided_1x1 && g.conv_in_channels > 0 && g.conv_out_channels > 0;
 }
 
-// Whether the register-blocked direct kernel takes a CPU conv: float accumulation (float32, bfloat16, float16), a
-// vector ISA it is built for, and enough input channels per group for its reduction (stems keep their own kernels).
-inline bool cpu_blocked_direct(const ConvGeometry& g, CpuIsa isa, int64_t element_bytes) {
-  return isa != CpuIsa::Baseline && element_bytes == 4 && g.conv_in_channels_per_group() >= kTapGemmMinChannels;
+// The shortest reduction (input channels per group x taps) of a channels-last conv with few channels per group that
+// the blocked kernel takes: below, a tile's loop over the reduction is too short to pay for the tile (random layers,
+// float32, against cpu_channels_last_direct: 1 x 1 taps 1.35x slower, 1 x 3 1.24x; 1 x 9 0.52x, 3 x 9 0.95x).
+constexpr int64_t kBlockedMinReduction = 8;
+
+// Whether the register-blocked direct kernel takes a CPU conv: float accumulation (float32, bfloat16, float16) and a
+// vector ISA it is built for; then any conv with kTapGemmMinChannels input channels per group, and below that
+// - channels-last: a reduction of kBlockedMinReduction or more (random layers with 1-15 channels per group, float32,
+//   2 cores, forward: 0.41-0.82x cpu_channels_last_direct's time on 13 of 15, 1.00x and 1.04x on two; stems 0.78-0.95x);
+// - NCHW: grouped convs only. Stems (one group) keep cpu_column_gemm, one GEMM over all output channels, which the
+//   transposing gather into channels-last planes does not beat (tf_efficientnet_b4's stem: 1.84x its time); each
+//   group's GEMM of a grouped conv is narrow (5 random layers with 3-13 channels per group: 0.09-0.89x its time).
+inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
+  if (isa == CpuIsa::Baseline || element_bytes != 4) return false;
+  const int64_t c_in = g.conv_in_channels_per_group();
+  if (c_in >= kTapGemmMinChannels) return true;
+  return channels_last ? c_in * g.kernel_volume() >= kBlockedMinReduction : g.groups > 1 && c_in > 0;
 }
 
 // What the CUDA choice needs beyond the geometry: whether the input's channels load as aligned 16-byte vectors
@@ -188,7 +201,7 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   }
   if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g), reduced_precision)) return ConvPath::CpuTorch;
   if (cpu_depthwise(g, channels_last)) return ConvPath::CpuDepthwise;
-  if (cpu_blocked_direct(g, isa, element_bytes)) {
+  if (cpu_blocked_direct(g, channels_last, isa, element_bytes)) {
     return isa == CpuIsa::Avx512 ? ConvPath::CpuBlockedAvx512 : ConvPath::CpuBlockedAvx2;
   }
   if (!channels_last) {
@@ -238,7 +251,7 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
   // Stride 1 with zeros is a conv (transpose_phase_as_conv, one phase), whose reduction runs over x's channels. Like the
   // phase planes, that conv multiplies weights by the zeros around x, so it takes only finite weights.
   if (!strided && g.mode == PaddingMode::Zeros &&
-      cpu_blocked_direct(transpose_phase_as_conv(g, 0).conv, isa, element_bytes) && weight_finite()) {
+      cpu_blocked_direct(transpose_phase_as_conv(g, 0).conv, channels_last, isa, element_bytes) && weight_finite()) {
     return isa == CpuIsa::Avx512 ? ConvTransposePath::CpuBlockedAvx512 : ConvTransposePath::CpuBlockedAvx2;
   }
   return phase_plane_shape && weight_finite() ? ConvTransposePath::CpuPhasePlanes : ConvTransposePath::CpuGemmCol2im;

@@ -160,7 +160,7 @@ CODE_PATHS = {
     "3d_transposed": _path(True, (4, 5, 6), 4, 6, 3, stride=2,
                            kernels=_kernels("cpu_column_gemm", "cpu_gemm_col2im", "cpu_phase_planes")),
 }
-# The register-blocked kernels (float accumulation, >= 16 input channels per group) at each ISA: NCHW with 'same'
+# The register-blocked kernels (float accumulation; kernel_paths.h's cpu_blocked_direct) at each ISA: NCHW with 'same'
 # stride-2 pads (0, 1), channels-last grouped reflect with a partial last block of output channels (40 per group),
 # 3-d, a transposed conv whose input gradient is the blocked conv, and a conv whose input gradient (stride 1, zeros)
 # is one too.
@@ -180,6 +180,17 @@ for _isa in ("avx2", "avx512"):
         # k4 'same' pads (1, 2): the input gradient, a stride-1 transposed conv with zeros, is the blocked conv too.
         f"2d_dense_k4_same_{_isa}": _path(False, (12, 13), 16, 24, 4, isa=_isa,
                                           kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),
+        # Fewer than 16 input channels per group: channels-last with a reduction of 8 or more (4 x 9 here; the
+        # depthwise x3 conv's 1 x 9, its input gradient's 3 x 9, one channel per position of the planes), and NCHW
+        # grouped (4 and, for the input gradient, 2 channels per group).
+        f"2d_grouped_few_channels_channels_last_reflect_{_isa}": _path(
+            False, (13, 14), 16, 20, 3, groups=4, padding_mode="reflect", channels_last=True, isa=_isa,
+            kernels=_kernels(_blocked, "cpu_gemm_col2im", "cpu_channels_last_gemm")),
+        f"2d_depthwise_x3_channels_last_{_isa}": _path(False, (12, 13), 8, 24, 3, groups=8, channels_last=True,
+                                                       isa=_isa,
+                                                       kernels=_kernels(_blocked, _blocked, "cpu_channels_last_gemm")),
+        f"1d_grouped_few_channels_causal_{_isa}": _path(False, (40,), 12, 6, 5, groups=3, padding="causal", isa=_isa,
+                                                        kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),
     })
 RESULT_NAMES = ("output", "input grad", "weight grad", "bias grad")
 # The integer type of each float type's width, to compare bit patterns.

@@ -102,14 +102,6 @@ def random_case(rng):
                     dtype=rng.choice(["float32", "float32", "bfloat16"]))
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_random_cases_at_every_isa_here(seed):
-    rng = random.Random(seed)
-    isas = isas_here()
-    if not isas:
-        pytest.skip("this CPU has neither AVX2 nor AVX-512")
-    for _ in range(25):
-        run_case(random_case(rng), rng.choice(isas))
 
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "reflect"])
@@ -152,6 +144,66 @@ def test_stride_one_transposed_convs_at_every_isa_here(seed):
         pytest.skip("this CPU has neither AVX2 nor AVX-512")
     for _ in range(20):
         run_case(random_transposed_case(rng), rng.choice(isas))
+
+
+def random_few_channels_case(rng):
+    """Fewer than 16 input channels per group (of the conv, or of the conv a stride-1 transposed conv is: x's), where
+    kernel_paths.h's cpu_blocked_direct still takes them: channels-last with a reduction (channels per group x taps) of
+    8 or more, including depthwise convs with a multiplier (one channel per position of the planes); NCHW grouped."""
+    while True:
+        dims = rng.choice([1, 2, 2, 3])
+        transposed = rng.random() < 0.3
+        layout = "channels_last" if dims > 1 and rng.random() < 0.6 else "contiguous"
+        groups = rng.choice([2, 3, 5]) if layout == "contiguous" else rng.choice([1, 2, 3, 5])
+        in_per_group, out_per_group = rng.choice([1, 1, 2, 3, 5, 8, 11, 15]), rng.choice([1, 2, 3, 9, 24])
+        kernel = tuple(rng.randint(1, 4) for _ in range(dims))
+        depthwise = (out_per_group if transposed else in_per_group) == 1 and (
+            layout == "contiguous" or (in_per_group if transposed else out_per_group) == 1)
+        taps = 1
+        for k in kernel:
+            taps *= k
+        if not depthwise and (layout == "contiguous" or in_per_group * taps >= 8):
+            break
+    dilation = tuple(rng.randint(1, 2) for _ in range(dims))
+    size = tuple(rng.randint((k - 1) * d + 1, 12 if dims < 3 else 7) for k, d in zip(kernel, dilation))
+    if transposed:
+        stride, padding, mode = 1, "same", "zeros"
+    else:
+        stride, mode = tuple(rng.randint(1, 3) for _ in range(dims)), rng.choice(["zeros", "reflect", "replicate"])
+        padding = tuple((rng.randint(0, min(2, s - 1)), rng.randint(0, min(2, s - 1))) for s in size)
+        if mode == "zeros":  # asymmetric, so torch's own conv never takes them
+            padding = tuple((lo, lo + 1) for lo, _ in padding)
+    return ConvCase(transposed, size, groups * in_per_group, groups * out_per_group, kernel, stride, padding,
+                    dilation=dilation, groups=groups, padding_mode=mode, batch=rng.randint(1, 3),
+                    bias=rng.random() < 0.7, layout=layout, dtype=rng.choice(["float32", "float32", "bfloat16"]))
+
+
+# (draw, seed): 25 cases each; random_case's seeds 0-3, random_few_channels_case's 200-202.
+RANDOM_RUNS = [(random_case, seed) for seed in range(4)] + [(random_few_channels_case, 200 + seed) for seed in range(3)]
+
+
+@pytest.mark.parametrize("draw, seed", RANDOM_RUNS, ids=[f"{draw.__name__}-{seed}" for draw, seed in RANDOM_RUNS])
+def test_random_cases_at_every_isa_here(draw, seed):
+    rng = random.Random(seed)
+    isas = isas_here()
+    if not isas:
+        pytest.skip("this CPU has neither AVX2 nor AVX-512")
+    for _ in range(25):
+        run_case(draw(rng), rng.choice(isas))
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_channels_last_depthwise_with_a_multiplier(isa):
+    """One input channel per group in channels-last: each position of the planes holds one channel, gathered from
+    pixels a whole channel count apart. 2-d strided and 3-d convs, and a transposed conv whose x has one channel per
+    group."""
+    if isa not in isas_here():
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    for case in [ConvCase(False, (9, 11), 6, 18, 3, 2, ((1, 2), (0, 1)), groups=6, padding_mode="replicate",
+                          layout="channels_last"),
+                 ConvCase(False, (4, 5, 6), 4, 8, 3, 1, "same", groups=4, layout="channels_last"),
+                 ConvCase(True, (7, 8), 5, 10, 3, 1, "same", groups=5, layout="channels_last")]:
+        run_case(case, isa)
 
 
 def test_an_inf_weight_keeps_stride_one_transposed_convs_off_the_blocked_kernel():

@@ -4,7 +4,8 @@ kernel_paths.h's choice: the same function the CPU ops and the CUDA bindings swi
 import pytest
 import torch
 
-from code_paths import CODE_PATHS, dense_kernel, kernels_reached, skip_unless_isa
+from code_paths import CODE_PATHS, cpu_isa_limit, dense_kernel, kernels_reached, machine_isa, skip_unless_isa
+from fastpad.cases import arrange
 import fastpad
 from reference import assert_matches, check_conv, conv_inputs, expected_conv
 from test_cuda import CUDA_KERNELS, PATHS, cuda_kernels_reached
@@ -38,6 +39,27 @@ def test_a_non_finite_weight_leaves_the_transposed_phase_planes():
     assert torch.ops.fastpad._conv_transpose_path(x, w, None, *args) == "cpu_phase_planes"
     w[3, 2, 1, 1] = float("inf")
     assert torch.ops.fastpad._conv_transpose_path(x, w, None, *args) == "cpu_gemm_col2im"
+
+
+# (layout, input shape, out channels, groups, kernel): few input channels per group that keep their own kernels on an
+# AVX2 CPU: a channels-last reduction (channels per group x taps) under 8, and NCHW stems (one group).
+FEW_CHANNELS_OFF_THE_BLOCKED_KERNEL = [("channels_last", (2, 7, 20, 20), 14, 7, (1, 1), "cpu_channels_last_direct"),
+                                       ("channels_last", (2, 12, 10, 9), 24, 6, (1, 3), "cpu_channels_last_direct"),
+                                       ("contiguous", (2, 3, 40, 40), 32, 1, (3, 3), "cpu_column_gemm")]
+
+
+@pytest.mark.parametrize("layout, shape, out_channels, groups, kernel, expected", FEW_CHANNELS_OFF_THE_BLOCKED_KERNEL)
+def test_few_channels_leave_the_blocked_kernel_where_it_is_slower(layout, shape, out_channels, groups, kernel,
+                                                                  expected):
+    if machine_isa() == "baseline":
+        pytest.skip("this CPU has no AVX2, so no blocked kernel")
+    x = arrange(torch.randn(shape), layout)
+    w = torch.randn(out_channels, shape[1] // groups, *kernel)
+    pads = [(k // 2, (k - 1) // 2) for k in kernel]
+    with cpu_isa_limit("avx2"):
+        assert torch.ops.fastpad._conv_path(x, w, None, [1, 1], [lo for lo, _ in pads], [hi for _, hi in pads],
+                                            [1, 1], groups, "replicate", "cpu") == expected
+        check_conv(x, w, None, groups=groups, padding=pads, padding_mode="replicate")
 
 
 # k3 s2 over `size` with pads (lo, hi): torch's symmetric padding lo gives the same output size exactly when the

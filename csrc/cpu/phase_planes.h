@@ -120,7 +120,9 @@ class PhasePlanes {
         return;
       }
       const scalar_t* src = slice + in_row * g_.conv_in_sizes[2] * pixel_stride;
-      if (lanes_ > 1) {  // each position takes `lanes` channels of one input pixel
+      // Each position takes `lanes` channels of one input pixel: also one lane from a channels-last slice, whose
+      // pixels are pixel_stride apart (the one-lane copy below reads consecutive pixels).
+      if (lanes_ > 1 || pixel_stride > 1) {
         // One pixel's channels into position t's lanes.
         const auto copy_pixel = [&](const scalar_t* pixel, acc_t* lanes) {
           if (lane_stride == 1) {
