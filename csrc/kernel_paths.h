@@ -42,6 +42,8 @@ enum class ConvTransposePath {
   CpuTorch,           // torch's own transposed convolution (cpu/torch_conv.h): a crop it expresses itself
   CpuBlockedAvx2,     // stride 1, zeros: the conv it is (transpose_phase_as_conv) on the blocked kernel, AVX2
   CpuBlockedAvx512,   // the same, AVX-512
+  CpuBlockedFoldedAvx2,    // stride 1, another mode: the full transposed conv on the blocked kernel, then folded, AVX2
+  CpuBlockedFoldedAvx512,  // the same, AVX-512
   CpuDepthwise,       // cpu/depthwise.cpp
   CpuPhasePlanes,     // NCHW: the adjoint of conv's tap GEMMs
   CpuGemmCol2im,      // a GEMM per tile of x positions, then col2im
@@ -154,6 +156,42 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa
   return channels_last ? c_in * g.kernel_volume() >= kBlockedMinReduction : g.groups > 1 && c_in > 0;
 }
 
+// Whether the blocked kernel takes the conv a stride-1 transposed conv is (transpose_phase_as_conv; its input channels
+// are x's): by the channels-last rule of cpu_blocked_direct in either layout, since the transposed op has no
+// column GEMM to keep its NCHW stems; its alternative there is the GEMM + col2im, which writes and scatters
+// C_y x taps columns per x position (input gradients of random layers, float32, 2 cores: 451 <- 3 channels NCHW
+// replicate k6x7 0.07x its time; five more, 3-12 x channels per group, 0.15-0.91x; against the phase planes 1.02x).
+inline bool cpu_blocked_transpose(const ConvGeometry& g, CpuIsa isa, int64_t element_bytes) {
+  return cpu_blocked_direct(transpose_phase_as_conv(g, 0).conv, /*channels_last=*/true, isa, element_bytes);
+}
+
+// The geometry of the full transposed conv of g (every position a tap reaches: transposed_full_size per dim, from the
+// first at crop 0) with zero padding: a stride-1 conv_transpose in another mode computes it, then folds the positions
+// outside y back onto those the mode reads them from (conv_transpose.cpp's fold_padding).
+inline ConvGeometry full_transpose_geometry(const ConvGeometry& g) {
+  ConvGeometry full = g;
+  full.mode = PaddingMode::Zeros;
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    full.conv_in_sizes[d] = transposed_full_size(g.conv_out_sizes[d], g.kernel[d], g.stride[d], g.dilation[d]);
+    full.pad_lo[d] = 0;
+  }
+  return full;
+}
+
+// The most elements of the full transposed conv's float32 buffer: an output-sized buffer beyond the output, which the
+// GEMM + col2im (tiled) does not need, so long rows keep it.
+constexpr int64_t kFoldedTransposeMaxElements = int64_t(1) << 24;
+
+// Whether the folded stride-1 transposed conv can run: y lies inside the full conv's positions along every dim (the
+// fold narrows to it), and the full buffer is at most kFoldedTransposeMaxElements.
+inline bool folded_transpose_fits(const ConvGeometry& g) {
+  const ConvGeometry full = full_transpose_geometry(g);
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    if (g.pad_lo[d] < 0 || g.pad_lo[d] + g.conv_in_sizes[d] > full.conv_in_sizes[d]) return false;
+  }
+  return g.batch * g.conv_in_channels * full.conv_in_volume() <= kFoldedTransposeMaxElements;
+}
+
 // What the CUDA choice needs beyond the geometry: whether the input's channels load as aligned 16-byte vectors
 // (channel_vectors(x) in conv_params.h), whether the GPU has cp.async and the tensor cores' mma.sync for bfloat16 and
 // TF32 (sm_80 or later), and whether float32 may run on TF32 tensor cores (tf32_allowed() in conv_params.h:
@@ -248,11 +286,14 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
     return ConvTransposePath::CpuTorch;
   }
   if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;
-  // Stride 1 with zeros is a conv (transpose_phase_as_conv, one phase), whose reduction runs over x's channels. Like the
-  // phase planes, that conv multiplies weights by the zeros around x, so it takes only finite weights.
-  if (!strided && g.mode == PaddingMode::Zeros &&
-      cpu_blocked_direct(transpose_phase_as_conv(g, 0).conv, channels_last, isa, element_bytes) && weight_finite()) {
-    return isa == CpuIsa::Avx512 ? ConvTransposePath::CpuBlockedAvx512 : ConvTransposePath::CpuBlockedAvx2;
+  // Stride 1 is a conv (transpose_phase_as_conv, one phase), whose reduction runs over x's channels. Like the phase
+  // planes, that conv multiplies weights by the zeros around x, so it takes only finite weights.
+  // Another padding mode runs the full transposed conv and folds (float32 only: the fold adds in the output's type).
+  const bool folded = g.mode != PaddingMode::Zeros;
+  if (!strided && cpu_blocked_transpose(g, isa, element_bytes) &&
+      (!folded || (!reduced_precision && folded_transpose_fits(g))) && weight_finite()) {
+    if (isa == CpuIsa::Avx512) return folded ? ConvTransposePath::CpuBlockedFoldedAvx512 : ConvTransposePath::CpuBlockedAvx512;
+    return folded ? ConvTransposePath::CpuBlockedFoldedAvx2 : ConvTransposePath::CpuBlockedAvx2;
   }
   return phase_plane_shape && weight_finite() ? ConvTransposePath::CpuPhasePlanes : ConvTransposePath::CpuGemmCol2im;
 }
@@ -307,6 +348,8 @@ inline const char* path_name(ConvTransposePath path) {
     case ConvTransposePath::CpuTorch: return "cpu_torch";
     case ConvTransposePath::CpuBlockedAvx2: return "cpu_blocked_avx2";
     case ConvTransposePath::CpuBlockedAvx512: return "cpu_blocked_avx512";
+    case ConvTransposePath::CpuBlockedFoldedAvx2: return "cpu_blocked_folded_avx2";
+    case ConvTransposePath::CpuBlockedFoldedAvx512: return "cpu_blocked_folded_avx512";
     case ConvTransposePath::CpuDepthwise: return "cpu_depthwise";
     case ConvTransposePath::CpuPhasePlanes: return "cpu_phase_planes";
     case ConvTransposePath::CpuGemmCol2im: return "cpu_gemm_col2im";

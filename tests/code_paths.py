@@ -163,18 +163,18 @@ CODE_PATHS = {
 # The register-blocked kernels (float accumulation; kernel_paths.h's cpu_blocked_direct) at each ISA: NCHW with 'same'
 # stride-2 pads (0, 1), channels-last grouped reflect with a partial last block of output channels (40 per group),
 # 3-d, a transposed conv whose input gradient is the blocked conv, and a conv whose input gradient (stride 1, zeros)
-# is one too.
+# is one too; the stride-1 reflect and circular convs' input gradients are the full transposed conv on the blocked
+# kernel, folded.
 for _isa in ("avx2", "avx512"):
-    _blocked = f"cpu_blocked_{_isa}"
+    _blocked, _folded = f"cpu_blocked_{_isa}", f"cpu_blocked_folded_{_isa}"
     CODE_PATHS.update({
         f"2d_dense_same_s2_{_isa}": _path(False, (21, 20), 32, 24, 3, stride=2, padding="same", isa=_isa,
                                           kernels=_kernels(_blocked, "cpu_gemm_col2im", "cpu_phase_planes")),
         f"2d_grouped_channels_last_reflect_{_isa}": _path(False, (13, 14), 32, 80, 3, groups=2, padding_mode="reflect",
                                                           channels_last=True, isa=_isa,
-                                                          kernels=_kernels(_blocked, "cpu_gemm_col2im",
-                                                                           "cpu_channels_last_gemm")),
+                                                          kernels=_kernels(_blocked, _folded, "cpu_channels_last_gemm")),
         f"3d_dense_circular_{_isa}": _path(False, (5, 6, 7), 16, 17, 3, padding_mode="circular", isa=_isa,
-                                           kernels=_kernels(_blocked, "cpu_gemm_col2im", "cpu_phase_planes")),
+                                           kernels=_kernels(_blocked, _folded, "cpu_phase_planes")),
         f"2d_transposed_{_isa}": _path(True, (16, 16), 16, 16, 5, stride=2, isa=_isa,
                                        kernels=_kernels(_blocked, "cpu_phase_planes", "cpu_phase_planes")),
         # k4 'same' pads (1, 2): the input gradient, a stride-1 transposed conv with zeros, is the blocked conv too.
@@ -185,7 +185,7 @@ for _isa in ("avx2", "avx512"):
         # grouped (4 and, for the input gradient, 2 channels per group).
         f"2d_grouped_few_channels_channels_last_reflect_{_isa}": _path(
             False, (13, 14), 16, 20, 3, groups=4, padding_mode="reflect", channels_last=True, isa=_isa,
-            kernels=_kernels(_blocked, "cpu_gemm_col2im", "cpu_channels_last_gemm")),
+            kernels=_kernels(_blocked, _folded, "cpu_channels_last_gemm")),
         f"2d_depthwise_x3_channels_last_{_isa}": _path(False, (12, 13), 8, 24, 3, groups=8, channels_last=True,
                                                        isa=_isa,
                                                        kernels=_kernels(_blocked, _blocked, "cpu_channels_last_gemm")),

@@ -10,7 +10,7 @@ import torch
 
 from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa
 from reference import assert_matches, poison
-from fastpad.cases import ConvCase
+from fastpad.cases import ConvCase, arrange
 
 # The widest block of output channels, the vector, the registers of each ISA (cpu/blocked_direct.h), and positions
 # per tile of U vectors (blocked_direct_kernel.h: min(16, (registers - U - 1) / U)).
@@ -148,8 +148,9 @@ def test_stride_one_transposed_convs_at_every_isa_here(seed):
 
 def random_few_channels_case(rng):
     """Fewer than 16 input channels per group (of the conv, or of the conv a stride-1 transposed conv is: x's), where
-    kernel_paths.h's cpu_blocked_direct still takes them: channels-last with a reduction (channels per group x taps) of
-    8 or more, including depthwise convs with a multiplier (one channel per position of the planes); NCHW grouped."""
+    kernel_paths.h still takes them to the blocked kernel: a reduction (channels per group x taps) of 8 or more
+    (channels-last, and transposed in either layout), including depthwise convs with a multiplier (one channel per
+    position of the planes); NCHW grouped convs."""
     while True:
         dims = rng.choice([1, 2, 2, 3])
         transposed = rng.random() < 0.3
@@ -162,7 +163,8 @@ def random_few_channels_case(rng):
         taps = 1
         for k in kernel:
             taps *= k
-        if not depthwise and (layout == "contiguous" or in_per_group * taps >= 8):
+        # A transposed conv's rule is the channels-last one in both layouts (it has no column GEMM to keep stems).
+        if not depthwise and ((layout == "contiguous" and not transposed) or in_per_group * taps >= 8):
             break
     dilation = tuple(rng.randint(1, 2) for _ in range(dims))
     size = tuple(rng.randint((k - 1) * d + 1, 12 if dims < 3 else 7) for k, d in zip(kernel, dilation))
@@ -204,6 +206,37 @@ def test_channels_last_depthwise_with_a_multiplier(isa):
                  ConvCase(False, (4, 5, 6), 4, 8, 3, 1, "same", groups=4, layout="channels_last"),
                  ConvCase(True, (7, 8), 5, 10, 3, 1, "same", groups=5, layout="channels_last")]:
         run_case(case, isa)
+
+
+# Stride-1 convs in another mode than zeros: their input gradient, a transposed conv in that mode, runs the full
+# transposed conv on the blocked kernel and folds the padded positions back. Reflect pads up to size - 1 (one bounce
+# folds onto every position but the edges), replicate pads longer than the size, few and many channels, 1-3 dims.
+FOLDED_CASES = [ConvCase(False, (9, 11), 16, 24, 3, 1, ((1, 2), (2, 0)), padding_mode="reflect"),
+                ConvCase(False, (6, 7), 5, 12, 3, 1, ((5, 5), (6, 1)), dilation=(1, 2), padding_mode="reflect",
+                         layout="channels_last"),
+                ConvCase(False, (5, 4), 6, 3, (4, 2), 1, ((7, 0), (1, 9)), padding_mode="replicate", groups=3),
+                ConvCase(False, (4, 5, 6), 8, 16, 3, 1, "same", padding_mode="circular", layout="channels_last"),
+                ConvCase(False, (40,), 3, 20, 7, 1, "causal", dilation=2, padding_mode="reflect", bias=False)]
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("case", FOLDED_CASES, ids=[case.describe() for case in FOLDED_CASES])
+def test_the_input_gradient_of_a_stride_one_conv_folds_its_padding_mode(isa, case):
+    if isa not in isas_here():
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    x, w, b = case.random_inputs()
+    stride, pad_lo, _, dilation, groups, mode = case.conv_op_arguments()
+    x64 = x.double().requires_grad_()
+    expected = case.reference_function()(x64, w.double(), None if b is None else b.double())
+    grad_y = arrange(torch.randn(expected.shape), case.layout)
+    (expected_grad,) = torch.autograd.grad(expected, x64, grad_y.double())
+    op_arguments = (stride, pad_lo, list(x.shape[2:]), dilation, groups, mode)
+    with cpu_isa_limit(isa):
+        path = torch.ops.fastpad._conv_transpose_path(grad_y, w, None, *op_arguments, "cpu")
+        assert path == f"cpu_blocked_folded_{isa}", case.describe()
+        poison(x.shape, x.dtype)
+        grad_x = torch.ops.fastpad.conv_transpose(grad_y, w, None, *op_arguments)
+    assert_matches(grad_x, expected_grad.to(grad_x.dtype), what=f"input grad of {case.describe()}")
 
 
 def test_an_inf_weight_keeps_stride_one_transposed_convs_off_the_blocked_kernel():

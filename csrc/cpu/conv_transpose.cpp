@@ -3,7 +3,8 @@
 // Layout: contiguous N,C,spatial or channels_last; the output keeps the input's memory format.
 // The crop is folded into col2im: positions outside the output are never written, no full-size output exists.
 // kernel_paths.h's choose_conv_transpose_path picks the kernel: torch's own where its crop expresses the problem; the
-// direct kernels of depthwise.cpp; at stride 1 with zeros, the conv it is on the blocked kernels (cpu/blocked_conv.h);
+// direct kernels of depthwise.cpp; at stride 1, the conv it is on the blocked kernels (cpu/blocked_conv.h), in another
+// mode than zeros over the full output, then folded (fold_padding);
 // for NCHW problems with enough channels and positions, the adjoint of conv's tap GEMMs over phase planes; else a
 // GEMM and col2im.
 #include <ATen/ATen.h>
@@ -197,6 +198,24 @@ void phase_plane_transpose_nchw(const ConvGeometry& g, const at::Tensor& x, cons
   }
 }
 
+// The positions of full_y (full_transpose_geometry(g), a full transposed conv with zeros) folded into y's: y[q] is
+// the sum of full_y over the positions p that g's padding mode reads from q (source_index of p - pad_lo). The map is
+// a product over dims, so the folds go one dim at a time: each position outside y adds onto its source inside (in
+// place: a source is never outside), then the dim narrows to y. Returns a view of full_y.
+at::Tensor fold_padding(const ConvGeometry& g, at::Tensor full_y, int64_t spatial) {
+  const ConvGeometry full = full_transpose_geometry(g);
+  for (int64_t dim = 0; dim < spatial; ++dim) {
+    const int d = static_cast<int>(kMaxSpatial - spatial + dim), tensor_dim = static_cast<int>(2 + dim);
+    const int64_t pad_lo = g.pad_lo[d], size = g.conv_in_sizes[d];
+    for (int64_t p = 0; p < full.conv_in_sizes[d]; ++p) {
+      if (p >= pad_lo && p < pad_lo + size) continue;
+      full_y.select(tensor_dim, pad_lo + source_index(p - pad_lo, size, g.mode)).add_(full_y.select(tensor_dim, p));
+    }
+    full_y = full_y.narrow(tensor_dim, pad_lo, size);
+  }
+  return full_y;
+}
+
 at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                               at::IntArrayRef stride, at::IntArrayRef crop_lo, at::IntArrayRef out_size,
                               at::IntArrayRef dilation, int64_t groups, c10::string_view padding_mode) {
@@ -224,6 +243,22 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
     blocked_conv(transpose_phase_as_conv(g, 0).conv, x, w_conv, b, y, channels_last,
                  path == ConvTransposePath::CpuBlockedAvx512);
+    return y;
+  }
+  if (path == ConvTransposePath::CpuBlockedFoldedAvx2 || path == ConvTransposePath::CpuBlockedFoldedAvx512) {
+    const ConvGeometry full = full_transpose_geometry(g);
+    at::Tensor full_y = at::empty(tensor_shape(g.batch, g.conv_in_channels, full.conv_in_sizes, spatial),
+                                  input.options().memory_format(format));
+    blocked_conv(transpose_phase_as_conv(full, 0).conv, x, transpose_phase_weight(full, weight, 0), at::Tensor(),
+                 full_y, channels_last, path == ConvTransposePath::CpuBlockedFoldedAvx512);
+    const at::Tensor folded = fold_padding(g, full_y, spatial);
+    if (bias.has_value() && bias->defined()) {
+      std::vector<int64_t> bias_shape(input.dim(), 1);
+      bias_shape[1] = g.conv_in_channels;
+      at::add_out(y, folded, bias->view(bias_shape));
+    } else {
+      y.copy_(folded);
+    }
     return y;
   }
 
