@@ -226,6 +226,20 @@ def test_conv_transpose_grads_vs_reference(padding, dtype, device):
                       lambda x, w, b: expected_conv_transpose(x, w, b, **kwargs), inputs)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_16_bit_bias_gradient_sums_in_float(dtype, device):
+    """The bias gradient over 508 x 508 positions is their sum rounded once (a fuzz case: torch's bfloat16 sum on CPU
+    gave 88 where the exact sum of these values is 86.68)."""
+    generator = torch.Generator().manual_seed(1114415155)
+    x, w, b = (torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype=dtype, device=device)
+               for shape in ((1, 1, 127, 127), (1, 1, 4, 4), (1,)))
+    b.requires_grad_()
+    y = fastpad.conv_transpose2d(x, w, b, stride=4, padding="valid")
+    grad = torch.randn(y.shape, generator=generator, dtype=torch.float64).to(dtype=dtype, device=device)
+    (grad_bias,) = torch.autograd.grad(y, [b], grad)
+    assert grad_bias.item() == grad.double().sum().to(dtype).item()
+
+
 @pytest.mark.parametrize("mode", PADDING_MODES)
 def test_batch_zero_grads(mode, device):
     """An empty batch gives empty input grads and exactly-zero weight and bias grads (not uninitialised memory)."""
