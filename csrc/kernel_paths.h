@@ -40,9 +40,9 @@ enum class ConvPath {
 
 enum class ConvTransposePath {
   CpuTorch,           // torch's own transposed convolution (cpu/torch_conv.h): a crop it expresses itself
-  CpuBlockedAvx2,     // stride 1, zeros: the conv it is (transpose_phase_as_conv) on the blocked kernel, AVX2
+  CpuBlockedAvx2,     // zeros: the convs its stride phases are (transpose_phase_as_conv) on the blocked kernel, AVX2
   CpuBlockedAvx512,   // the same, AVX-512
-  CpuBlockedFoldedAvx2,    // stride 1, another mode: the full transposed conv on the blocked kernel, then folded, AVX2
+  CpuBlockedFoldedAvx2,    // another mode: the full transposed conv on the blocked kernel, then folded, AVX2
   CpuBlockedFoldedAvx512,  // the same, AVX-512
   CpuDepthwise,       // cpu/depthwise.cpp
   CpuPhasePlanes,     // NCHW: the adjoint of conv's tap GEMMs
@@ -156,23 +156,38 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa
   return channels_last ? c_in * g.kernel_volume() >= kBlockedMinReduction : g.groups > 1 && c_in > 0;
 }
 
-// Whether the blocked kernel takes the conv a stride-1 transposed conv is (transpose_phase_as_conv; its input channels
-// are x's): by the channels-last rule of cpu_blocked_direct in either layout, since the transposed op has no
-// column GEMM to keep its NCHW stems; its alternative there is the GEMM + col2im, which writes and scatters
-// C_y x taps columns per x position (input gradients of random layers, float32, 2 cores: 451 <- 3 channels NCHW
-// replicate k6x7 0.07x its time; five more, 3-12 x channels per group, 0.15-0.91x; against the phase planes 1.02x).
+// Whether the blocked kernel takes the convs a transposed conv's stride phases are (transpose_phase_as_conv: one per
+// phase, one at stride 1; their input channels are x's, their taps about kernel_volume / phases). By the channels-last
+// rule of cpu_blocked_direct in either layout: the transposed op has no column GEMM to keep NCHW stems, and its
+// alternative is the GEMM + col2im, which writes and scatters C_y x taps values per x position (stride-1 input
+// gradients of random layers, float32, 2 cores: 451 <- 3 channels NCHW replicate k6x7 0.07x its time; five more, 2-99
+// x channels per group, 0.15-0.91x; 1.02x the phase planes). With a stride, only below kTapGemmMinChannels x channels
+// per group, where the col2im's scatter outweighs its GEMM: with more, the phase planes and the GEMM + col2im were as
+// fast or faster (benchmarks/RESULTS.md, the strided transposed conv as blocked stride phases: 1.00-1.27x).
+// The phase convs compute every y position over all its taps, zeros around x included, where the col2im adds only
+// x's products: so y may be at most kBlockedTransposeMaxGrowth times what the stride makes of x (a 'valid' k7 d2 3-d
+// transposed conv over 7^3, y 19^3, 20x: 1.57x slower; an input gradient whose y is 1.01x: 0.15x). And a kernel no wider than the stride leaves one tap per phase, whose col2im adds each product
+// once (k2 s2, 8 x channels per group: 1.61x slower), so a stride needs 2 taps per phase on average.
+constexpr int64_t kBlockedTransposeMaxGrowth = 4;
 inline bool cpu_blocked_transpose(const ConvGeometry& g, CpuIsa isa, int64_t element_bytes) {
-  return cpu_blocked_direct(transpose_phase_as_conv(g, 0).conv, /*channels_last=*/true, isa, element_bytes);
+  if (isa == CpuIsa::Baseline || element_bytes != 4) return false;
+  const int64_t c_in = g.conv_out_channels_per_group(), phases = transpose_phase_count(g);
+  if (g.conv_in_volume() > kBlockedTransposeMaxGrowth * phases * g.conv_out_volume()) return false;
+  if (c_in >= kTapGemmMinChannels) return phases == 1;
+  return c_in > 0 && (phases == 1 || g.kernel_volume() >= 2 * phases) &&
+         c_in * std::max<int64_t>(1, g.kernel_volume() / phases) >= kBlockedMinReduction;
 }
 
-// The geometry of the full transposed conv of g (every position a tap reaches: transposed_full_size per dim, from the
-// first at crop 0) with zero padding: a stride-1 conv_transpose in another mode computes it, then folds the positions
-// outside y back onto those the mode reads them from (conv_transpose.cpp's fold_padding).
+// The geometry of the full transposed conv of g with zero padding: every position a tap reaches (transposed_full_size
+// per dim, from the first at crop 0), and on to the end of y where the taps stop short of it (a stride leaves the
+// last rows unread). A conv_transpose in another mode computes it, then folds the positions outside y back onto
+// those the mode reads them from (conv_transpose.cpp's fold_padding).
 inline ConvGeometry full_transpose_geometry(const ConvGeometry& g) {
   ConvGeometry full = g;
   full.mode = PaddingMode::Zeros;
   for (int d = 0; d < kMaxSpatial; ++d) {
-    full.conv_in_sizes[d] = transposed_full_size(g.conv_out_sizes[d], g.kernel[d], g.stride[d], g.dilation[d]);
+    full.conv_in_sizes[d] = std::max(transposed_full_size(g.conv_out_sizes[d], g.kernel[d], g.stride[d], g.dilation[d]),
+                                     g.pad_lo[d] + g.conv_in_sizes[d]);
     full.pad_lo[d] = 0;
   }
   return full;
@@ -182,14 +197,13 @@ inline ConvGeometry full_transpose_geometry(const ConvGeometry& g) {
 // GEMM + col2im (tiled) does not need, so long rows keep it.
 constexpr int64_t kFoldedTransposeMaxElements = int64_t(1) << 24;
 
-// Whether the folded stride-1 transposed conv can run: y lies inside the full conv's positions along every dim (the
-// fold narrows to it), and the full buffer is at most kFoldedTransposeMaxElements.
+// Whether the folded transposed conv can run: y starts inside the full conv's positions along every dim (pad_lo >= 0;
+// the fold narrows to y), and the full buffer is at most kFoldedTransposeMaxElements.
 inline bool folded_transpose_fits(const ConvGeometry& g) {
-  const ConvGeometry full = full_transpose_geometry(g);
   for (int d = 0; d < kMaxSpatial; ++d) {
-    if (g.pad_lo[d] < 0 || g.pad_lo[d] + g.conv_in_sizes[d] > full.conv_in_sizes[d]) return false;
+    if (g.pad_lo[d] < 0) return false;
   }
-  return g.batch * g.conv_in_channels * full.conv_in_volume() <= kFoldedTransposeMaxElements;
+  return g.batch * g.conv_in_channels * full_transpose_geometry(g).conv_in_volume() <= kFoldedTransposeMaxElements;
 }
 
 // What the CUDA choice needs beyond the geometry: whether the input's channels load as aligned 16-byte vectors
@@ -286,11 +300,11 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
     return ConvTransposePath::CpuTorch;
   }
   if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;
-  // Stride 1 is a conv (transpose_phase_as_conv, one phase), whose reduction runs over x's channels. Like the phase
-  // planes, that conv multiplies weights by the zeros around x, so it takes only finite weights.
+  // Each stride phase is a conv (transpose_phase_as_conv), whose reduction runs over x's channels. Like the phase
+  // planes, those convs multiply weights by the zeros around x, so they take only finite weights.
   // Another padding mode runs the full transposed conv and folds (float32 only: the fold adds in the output's type).
   const bool folded = g.mode != PaddingMode::Zeros;
-  if (!strided && cpu_blocked_transpose(g, isa, element_bytes) &&
+  if (cpu_blocked_transpose(g, isa, element_bytes) &&
       (!folded || (!reduced_precision && folded_transpose_fits(g))) && weight_finite()) {
     if (isa == CpuIsa::Avx512) return folded ? ConvTransposePath::CpuBlockedFoldedAvx512 : ConvTransposePath::CpuBlockedAvx512;
     return folded ? ConvTransposePath::CpuBlockedFoldedAvx2 : ConvTransposePath::CpuBlockedAvx2;

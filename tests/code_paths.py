@@ -191,6 +191,13 @@ for _isa in ("avx2", "avx512"):
                                                        kernels=_kernels(_blocked, _blocked, "cpu_channels_last_gemm")),
         f"1d_grouped_few_channels_causal_{_isa}": _path(False, (40,), 12, 6, 5, groups=3, padding="causal", isa=_isa,
                                                         kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),
+        # Strided transposed convs with fewer than 16 x channels per group run one blocked conv per stride phase: in
+        # zeros (6 x channels, 4 phases of 4 taps), and in reflect for a stride-2 conv's input gradient (10 x 2).
+        f"2d_transposed_few_channels_s2_{_isa}": _path(True, (9, 10), 6, 20, 4, stride=2, isa=_isa,
+                                                       kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),
+        f"2d_reflect_s2_few_output_channels_{_isa}": _path(False, (11, 12), 16, 10, 3, stride=2,
+                                                           padding_mode="reflect", isa=_isa,
+                                                           kernels=_kernels(_blocked, _folded, "cpu_phase_planes")),
     })
 RESULT_NAMES = ("output", "input grad", "weight grad", "bias grad")
 # The integer type of each float type's width, to compare bit patterns.

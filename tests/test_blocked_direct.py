@@ -125,10 +125,15 @@ def random_transposed_case(rng):
     size = tuple(rng.randint(1, 11 if dims < 3 else 6) for _ in kernel)
     # TF 'same', or per-side crops that leave at least one output of the full (k-1)*d + s (crops past the kernel's
     # extent included, where the conv it is has negative pads).
-    crops = []
-    for k, d, s in zip(kernel, dilation, size):
-        lo = rng.randint(0, (k - 1) * d + s - 1)
-        crops.append((lo, rng.randint(0, (k - 1) * d + s - 1 - lo)))
+    # The output is at most 4x x's volume (kernel_paths.h's kBlockedTransposeMaxGrowth: larger, the col2im is faster).
+    while True:
+        crops, out_volume, x_volume = [], 1, 1
+        for k, d, s in zip(kernel, dilation, size):
+            lo = rng.randint(0, (k - 1) * d + s - 1)
+            crops.append((lo, rng.randint(0, (k - 1) * d + s - 1 - lo)))
+            out_volume, x_volume = out_volume * ((k - 1) * d + s - sum(crops[-1])), x_volume * s
+        if out_volume <= 4 * x_volume:
+            break
     padding = "same" if rng.random() < 0.4 else tuple(crops)
     layout = "channels_last" if dims > 1 and rng.random() < 0.5 else "contiguous"
     return ConvCase(True, size, groups * rng.choice([16, 19, 32]), groups * rng.choice([3, 8, 24, 41]), kernel, 1,
@@ -147,7 +152,7 @@ def test_stride_one_transposed_convs_at_every_isa_here(seed):
 
 
 def random_few_channels_case(rng):
-    """Fewer than 16 input channels per group (of the conv, or of the conv a stride-1 transposed conv is: x's), where
+    """Fewer than 16 input channels per group (of the conv, or of the convs a transposed conv's phases are: x's), where
     kernel_paths.h still takes them to the blocked kernel: a reduction (channels per group x taps) of 8 or more
     (channels-last, and transposed in either layout), including depthwise convs with a multiplier (one channel per
     position of the planes); NCHW grouped convs."""
@@ -158,18 +163,24 @@ def random_few_channels_case(rng):
         groups = rng.choice([2, 3, 5]) if layout == "contiguous" else rng.choice([1, 2, 3, 5])
         in_per_group, out_per_group = rng.choice([1, 1, 2, 3, 5, 8, 11, 15]), rng.choice([1, 2, 3, 9, 24])
         kernel = tuple(rng.randint(1, 4) for _ in range(dims))
+        # A transposed conv runs one blocked conv per stride phase, each with about taps / phases taps.
+        transposed_stride = tuple(rng.choice([1, 1, 2, 3]) for _ in range(dims))
+        # (A channels-last input with one channel is contiguous too, and runs as such.)
+        nchw = layout == "contiguous" or groups * in_per_group == 1
         depthwise = (out_per_group if transposed else in_per_group) == 1 and (
-            layout == "contiguous" or (in_per_group if transposed else out_per_group) == 1)
-        taps = 1
-        for k in kernel:
-            taps *= k
+            nchw or (in_per_group if transposed else out_per_group) == 1)
+        taps = phases = 1
+        for k, s in zip(kernel, transposed_stride):
+            taps, phases = taps * k, phases * (s if transposed else 1)
         # A transposed conv's rule is the channels-last one in both layouts (it has no column GEMM to keep stems).
-        if not depthwise and ((layout == "contiguous" and not transposed) or in_per_group * taps >= 8):
+        # With a stride, at least 2 taps per phase on average (with 'same', y is what the stride makes of x).
+        blocked_transposed = in_per_group * max(1, taps // phases) >= 8 and (phases == 1 or taps >= 2 * phases)
+        if not depthwise and ((nchw and not transposed and groups > 1) or blocked_transposed):
             break
     dilation = tuple(rng.randint(1, 2) for _ in range(dims))
     size = tuple(rng.randint((k - 1) * d + 1, 12 if dims < 3 else 7) for k, d in zip(kernel, dilation))
     if transposed:
-        stride, padding, mode = 1, "same", "zeros"
+        stride, padding, mode = transposed_stride, "same", "zeros"
     else:
         stride, mode = tuple(rng.randint(1, 3) for _ in range(dims)), rng.choice(["zeros", "reflect", "replicate"])
         padding = tuple((rng.randint(0, min(2, s - 1)), rng.randint(0, min(2, s - 1))) for s in size)
@@ -208,20 +219,26 @@ def test_channels_last_depthwise_with_a_multiplier(isa):
         run_case(case, isa)
 
 
-# Stride-1 convs in another mode than zeros: their input gradient, a transposed conv in that mode, runs the full
-# transposed conv on the blocked kernel and folds the padded positions back. Reflect pads up to size - 1 (one bounce
+# Convs in another mode than zeros: their input gradient, a transposed conv in that mode, runs the full transposed
+# conv on the blocked kernel (with a stride, one conv per phase) and folds the padded positions back. Reflect pads up to size - 1 (one bounce
 # folds onto every position but the edges), replicate pads longer than the size, few and many channels, 1-3 dims.
 FOLDED_CASES = [ConvCase(False, (9, 11), 16, 24, 3, 1, ((1, 2), (2, 0)), padding_mode="reflect"),
                 ConvCase(False, (6, 7), 5, 12, 3, 1, ((5, 5), (6, 1)), dilation=(1, 2), padding_mode="reflect",
                          layout="channels_last"),
                 ConvCase(False, (5, 4), 6, 3, (4, 2), 1, ((7, 0), (1, 9)), padding_mode="replicate", groups=3),
                 ConvCase(False, (4, 5, 6), 8, 16, 3, 1, "same", padding_mode="circular", layout="channels_last"),
-                ConvCase(False, (40,), 3, 20, 7, 1, "causal", dilation=2, padding_mode="reflect", bias=False)]
+                ConvCase(False, (40,), 3, 20, 7, 1, "causal", dilation=2, padding_mode="reflect", bias=False),
+                # Strided: 4 phases of about 2 taps over 10 x channels; the taps never reach the last row and column
+                # (pads 0, 10 = 2 * 4 + 2), a phase-less k2 s3 dim, and circular pads wider than the stride.
+                ConvCase(False, (10, 11), 6, 10, 3, 2, ((1, 0), (0, 0)), padding_mode="reflect"),
+                ConvCase(False, (10, 9), 8, 9, (2, 6), (3, 2), ((1, 0), (2, 3)), padding_mode="replicate",
+                         layout="channels_last"),
+                ConvCase(False, (5, 6, 7), 4, 12, 3, 2, ((1, 1), (2, 2), (3, 0)), padding_mode="circular")]
 
 
 @pytest.mark.parametrize("isa", ["avx2", "avx512"])
 @pytest.mark.parametrize("case", FOLDED_CASES, ids=[case.describe() for case in FOLDED_CASES])
-def test_the_input_gradient_of_a_stride_one_conv_folds_its_padding_mode(isa, case):
+def test_the_input_gradient_folds_the_padding_mode(isa, case):
     if isa not in isas_here():
         pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
     x, w, b = case.random_inputs()

@@ -3,8 +3,8 @@
 // Layout: contiguous N,C,spatial or channels_last; the output keeps the input's memory format.
 // The crop is folded into col2im: positions outside the output are never written, no full-size output exists.
 // kernel_paths.h's choose_conv_transpose_path picks the kernel: torch's own where its crop expresses the problem; the
-// direct kernels of depthwise.cpp; at stride 1, the conv it is on the blocked kernels (cpu/blocked_conv.h), in another
-// mode than zeros over the full output, then folded (fold_padding);
+// direct kernels of depthwise.cpp; the convs its stride phases are on the blocked kernels (cpu/blocked_conv.h), in
+// another mode than zeros over the full output, then folded (fold_padding);
 // for NCHW problems with enough channels and positions, the adjoint of conv's tap GEMMs over phase planes; else a
 // GEMM and col2im.
 #include <ATen/ATen.h>
@@ -198,6 +198,42 @@ void phase_plane_transpose_nchw(const ConvGeometry& g, const at::Tensor& x, cons
   }
 }
 
+// y = the transposed conv of g in zeros mode as the convs its stride phases are (transpose_phase_as_conv), each on the
+// blocked kernel (cpu/blocked_conv.h). At stride 1 the one phase writes y itself; with a stride, each phase writes a
+// buffer that is copied into its y positions a stride apart, and a phase no tap reaches is the bias (or zero).
+void blocked_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                    at::Tensor& y, at::MemoryFormat format, bool avx512) {
+  const bool channels_last = format != at::MemoryFormat::Contiguous;
+  const int64_t phases = transpose_phase_count(g), spatial = y.dim() - 2;
+  if (phases == 1) {
+    blocked_conv(transpose_phase_as_conv(g, 0).conv, x, transpose_phase_weight(g, weight, 0), bias, y, channels_last,
+                 avx512);
+    return;
+  }
+  for (int64_t phase = 0; phase < phases; ++phase) {
+    const TransposePhase t = transpose_phase_as_conv(g, phase);
+    if (t.conv.conv_out_volume() == 0) continue;  // no y position has this phase
+    at::Tensor y_phase = y;
+    for (int64_t dim = 0; dim < spatial; ++dim) {
+      const int d = static_cast<int>(kMaxSpatial - spatial + dim);
+      y_phase = y_phase.slice(2 + dim, t.y_first[d], g.conv_in_sizes[d], g.stride[d]);
+    }
+    if (t.conv.kernel_volume() == 0) {
+      if (bias.defined()) {
+        std::vector<int64_t> bias_shape(y.dim(), 1);
+        bias_shape[1] = g.conv_in_channels;
+        y_phase.copy_(bias.view(bias_shape).expand_as(y_phase));
+      } else {
+        y_phase.zero_();
+      }
+      continue;
+    }
+    at::Tensor phase_y = at::empty(y_phase.sizes(), y.options().memory_format(format));
+    blocked_conv(t.conv, x, transpose_phase_weight(g, weight, phase), bias, phase_y, channels_last, avx512);
+    y_phase.copy_(phase_y);
+  }
+}
+
 // The positions of full_y (full_transpose_geometry(g), a full transposed conv with zeros) folded into y's: y[q] is
 // the sum of full_y over the positions p that g's padding mode reads from q (source_index of p - pad_lo). The map is
 // a product over dims, so the folds go one dim at a time: each position outside y adds onto its source inside (in
@@ -239,18 +275,15 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     return torch_convolution(g, x, weight, b, /*transposed=*/true, y);
   }
   if (path == ConvTransposePath::CpuBlockedAvx2 || path == ConvTransposePath::CpuBlockedAvx512) {
-    const at::Tensor w_conv = transpose_phase_weight(g, weight, 0);  // stride 1: one phase, the conv it is
     const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
-    blocked_conv(transpose_phase_as_conv(g, 0).conv, x, w_conv, b, y, channels_last,
-                 path == ConvTransposePath::CpuBlockedAvx512);
+    blocked_phases(g, x, weight, b, y, format, path == ConvTransposePath::CpuBlockedAvx512);
     return y;
   }
   if (path == ConvTransposePath::CpuBlockedFoldedAvx2 || path == ConvTransposePath::CpuBlockedFoldedAvx512) {
     const ConvGeometry full = full_transpose_geometry(g);
     at::Tensor full_y = at::empty(tensor_shape(g.batch, g.conv_in_channels, full.conv_in_sizes, spatial),
                                   input.options().memory_format(format));
-    blocked_conv(transpose_phase_as_conv(full, 0).conv, x, transpose_phase_weight(full, weight, 0), at::Tensor(),
-                 full_y, channels_last, path == ConvTransposePath::CpuBlockedFoldedAvx512);
+    blocked_phases(full, x, weight, at::Tensor(), full_y, format, path == ConvTransposePath::CpuBlockedFoldedAvx512);
     const at::Tensor folded = fold_padding(g, full_y, spatial);
     if (bias.has_value() && bias->defined()) {
       std::vector<int64_t> bias_shape(input.dim(), 1);
