@@ -126,11 +126,15 @@ constexpr int64_t kTorchMinMultiplyAdds = int64_t(1) << 24;
 // Channels-last stays with fastpad: torch 2.13's CPU convolution backward in channels-last gave wrong weight
 // gradients (1x1 stride 3 over 15x18), NaN input gradients (3x3 stride 2 pads 1 over 57x57) and, for one random
 // shape, did not return.
+// The multiply-adds of g's convolution (and of its adjoint, the transposed conv).
+inline int64_t conv_multiply_adds(const ConvGeometry& g) {
+  return g.batch * g.conv_out_channels * g.conv_out_volume() * g.conv_in_channels_per_group() * g.kernel_volume();
+}
+
 inline bool cpu_leaves_to_torch(const ConvGeometry& g, bool channels_last, bool pads_match, bool reduced_precision) {
   const int64_t elements =
       g.batch * (g.conv_in_channels * g.conv_in_volume() + g.conv_out_channels * g.conv_out_volume());
-  const int64_t multiply_adds =
-      g.batch * g.conv_out_channels * g.conv_out_volume() * g.conv_in_channels_per_group() * g.kernel_volume();
+  const int64_t multiply_adds = conv_multiply_adds(g);
   const bool strided_1x1 = g.kernel_volume() == 1 && g.stride[0] * g.stride[1] * g.stride[2] > 1;
   return pads_match && !reduced_precision && !channels_last && !cpu_depthwise(g, channels_last) &&
          elements <= kTorchMaxElements &&
@@ -151,6 +155,9 @@ constexpr int64_t kBlockedMinReduction = 8;
 //   group's GEMM of a grouped conv is narrow (5 random layers with 3-13 channels per group: 0.09-0.89x its time).
 inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
   if (isa == CpuIsa::Baseline || element_bytes != 4) return false;
+  // An NCHW 1x1 conv is one GEMM straight off the input (cpu_tap_gemms, cpu_column_gemm), where the blocked kernel
+  // first transposes the input into planes (a 1x191x16^3 3-d conv to 76 channels: 2.19x the tap GEMM's time).
+  if (!channels_last && g.kernel_volume() == 1) return false;
   const int64_t c_in = g.conv_in_channels_per_group();
   if (c_in >= kTapGemmMinChannels) return true;
   return channels_last ? c_in * g.kernel_volume() >= kBlockedMinReduction : g.groups > 1 && c_in > 0;
@@ -168,11 +175,21 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa
 // x's products: so y may be at most kBlockedTransposeMaxGrowth times what the stride makes of x (a 'valid' k7 d2 3-d
 // transposed conv over 7^3, y 19^3, 20x: 1.57x slower; an input gradient whose y is 1.01x: 0.15x). And a kernel no wider than the stride leaves one tap per phase, whose col2im adds each product
 // once (k2 s2, 8 x channels per group: 1.61x slower), so a stride needs 2 taps per phase on average.
+// Each stride phase, and each fold of another mode, costs fixed work (weights repacked, buffers, a copy into y), which
+// small problems do not repay: with a stride, below kBlockedPhasesMinMultiplyAdds (7.5 M multiply-adds over 9 phases:
+// 1.32x the col2im's time; 77 M: 0.17x); folded at stride 1, below kBlockedFoldedMinMultiplyAdds (0.86 M: 1.65x;
+// 1.8 M: 0.28x). An NCHW 1x1 kernel keeps the phase planes, as conv keeps its GEMM (3.27x slower folded).
 constexpr int64_t kBlockedTransposeMaxGrowth = 4;
-inline bool cpu_blocked_transpose(const ConvGeometry& g, CpuIsa isa, int64_t element_bytes) {
-  if (isa == CpuIsa::Baseline || element_bytes != 4) return false;
+constexpr int64_t kBlockedPhasesMinMultiplyAdds = int64_t(1) << 24;
+constexpr int64_t kBlockedFoldedMinMultiplyAdds = int64_t(1) << 20;
+inline bool cpu_blocked_transpose(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
+  if (isa == CpuIsa::Baseline || element_bytes != 4 || (!channels_last && g.kernel_volume() == 1)) return false;
   const int64_t c_in = g.conv_out_channels_per_group(), phases = transpose_phase_count(g);
   if (g.conv_in_volume() > kBlockedTransposeMaxGrowth * phases * g.conv_out_volume()) return false;
+  const int64_t min_multiply_adds = phases > 1                        ? kBlockedPhasesMinMultiplyAdds
+                                    : g.mode != PaddingMode::Zeros ? kBlockedFoldedMinMultiplyAdds
+                                                                     : 0;
+  if (conv_multiply_adds(g) < min_multiply_adds) return false;
   if (c_in >= kTapGemmMinChannels) return phases == 1;
   return c_in > 0 && (phases == 1 || g.kernel_volume() >= 2 * phases) &&
          c_in * std::max<int64_t>(1, g.kernel_volume() / phases) >= kBlockedMinReduction;
@@ -304,7 +321,7 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
   // planes, those convs multiply weights by the zeros around x, so they take only finite weights.
   // Another padding mode runs the full transposed conv and folds (float32 only: the fold adds in the output's type).
   const bool folded = g.mode != PaddingMode::Zeros;
-  if (cpu_blocked_transpose(g, isa, element_bytes) &&
+  if (cpu_blocked_transpose(g, channels_last, isa, element_bytes) &&
       (!folded || (!reduced_precision && folded_transpose_fits(g))) && weight_finite()) {
     if (isa == CpuIsa::Avx512) return folded ? ConvTransposePath::CpuBlockedFoldedAvx512 : ConvTransposePath::CpuBlockedAvx512;
     return folded ? ConvTransposePath::CpuBlockedFoldedAvx2 : ConvTransposePath::CpuBlockedAvx2;

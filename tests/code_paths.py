@@ -180,22 +180,25 @@ for _isa in ("avx2", "avx512"):
         # k4 'same' pads (1, 2): the input gradient, a stride-1 transposed conv with zeros, is the blocked conv too.
         f"2d_dense_k4_same_{_isa}": _path(False, (12, 13), 16, 24, 4, isa=_isa,
                                           kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),
-        # Fewer than 16 input channels per group: channels-last with a reduction of 8 or more (4 x 9 here; the
+        # Fewer than 16 input channels per group: channels-last with a reduction of 8 or more (4 x 9 here, its input
+        # gradient folded, at 2^20 multiply-adds or more; the
         # depthwise x3 conv's 1 x 9, its input gradient's 3 x 9, one channel per position of the planes), and NCHW
         # grouped (4 and, for the input gradient, 2 channels per group).
         f"2d_grouped_few_channels_channels_last_reflect_{_isa}": _path(
-            False, (13, 14), 16, 20, 3, groups=4, padding_mode="reflect", channels_last=True, isa=_isa,
+            False, (28, 30), 16, 20, 3, groups=4, padding_mode="reflect", channels_last=True, isa=_isa,
             kernels=_kernels(_blocked, _folded, "cpu_channels_last_gemm")),
         f"2d_depthwise_x3_channels_last_{_isa}": _path(False, (12, 13), 8, 24, 3, groups=8, channels_last=True,
                                                        isa=_isa,
                                                        kernels=_kernels(_blocked, _blocked, "cpu_channels_last_gemm")),
         f"1d_grouped_few_channels_causal_{_isa}": _path(False, (40,), 12, 6, 5, groups=3, padding="causal", isa=_isa,
                                                         kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),
-        # Strided transposed convs with fewer than 16 x channels per group run one blocked conv per stride phase: in
-        # zeros (6 x channels, 4 phases of 4 taps), and in reflect for a stride-2 conv's input gradient (10 x 2).
-        f"2d_transposed_few_channels_s2_{_isa}": _path(True, (9, 10), 6, 20, 4, stride=2, isa=_isa,
+        # Strided transposed convs with fewer than 16 x channels per group and 2^24 multiply-adds run one blocked conv
+        # per stride phase: in zeros (6 x channels, 4 phases of 4 taps; crops torch's cannot express), and in reflect for a stride-2 conv's input
+        # gradient (10 x channels, 4 phases of about 2 taps).
+        f"2d_transposed_few_channels_s2_{_isa}": _path(True, (64, 70), 6, 20, 4, stride=2, padding=((1, 2), (1, 2)),
+                                                       isa=_isa,
                                                        kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),
-        f"2d_reflect_s2_few_output_channels_{_isa}": _path(False, (11, 12), 16, 10, 3, stride=2,
+        f"2d_reflect_s2_few_output_channels_{_isa}": _path(False, (120, 130), 32, 10, 3, stride=2,
                                                            padding_mode="reflect", isa=_isa,
                                                            kernels=_kernels(_blocked, _folded, "cpu_phase_planes")),
     })

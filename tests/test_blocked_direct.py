@@ -84,10 +84,16 @@ def test_every_tile_shape(isa):
         run_case(case, isa)
 
 
+def no_nchw_1x1(kernel, layout):
+    """kernel, or (2, ...) for an all-ones kernel in NCHW: NCHW 1x1 convs take the GEMMs (tests/test_kernel_paths.py)."""
+    return (2,) + kernel[1:] if layout == "contiguous" and all(k == 1 for k in kernel) else kernel
+
+
 def random_case(rng):
     dims = rng.choice([1, 2, 2, 3])
     groups = rng.choice([1, 1, 2, 3])
-    kernel = tuple(rng.randint(1, 4) for _ in range(dims))
+    layout = "channels_last" if dims > 1 and rng.random() < 0.5 else "contiguous"
+    kernel = no_nchw_1x1(tuple(rng.randint(1, 4) for _ in range(dims)), layout)
     dilation = tuple(rng.randint(1, 2) for _ in range(dims))
     size = tuple(rng.randint((k - 1) * d + 1, 12 if dims < 3 else 7) for k, d in zip(kernel, dilation))
     mode = rng.choice(["zeros", "zeros", "reflect", "replicate", "circular"])
@@ -95,7 +101,6 @@ def random_case(rng):
     pads = tuple((rng.randint(0, min(3, s - 1)), rng.randint(0, min(3, s - 1))) for s in size)
     if mode == "zeros":
         pads = tuple((lo, lo + 1) for lo, _ in pads)
-    layout = "channels_last" if dims > 1 and rng.random() < 0.5 else "contiguous"
     return ConvCase(False, size, groups * rng.choice([16, 17, 40]), groups * rng.choice([1, 9, 24, 33, 70]), kernel,
                     tuple(rng.randint(1, 3) for _ in range(dims)), pads, dilation=dilation, groups=groups,
                     padding_mode=mode, batch=rng.randint(1, 3), bias=rng.random() < 0.7, layout=layout,
@@ -120,7 +125,8 @@ def random_transposed_case(rng):
     """A stride-1 transposed conv: the conv it is runs on the blocked kernels (>= 16 x channels per group)."""
     dims = rng.choice([1, 2, 2, 3])
     groups = rng.choice([1, 1, 2])
-    kernel = tuple(rng.randint(1, 5) for _ in range(dims))
+    layout = "channels_last" if dims > 1 and rng.random() < 0.5 else "contiguous"
+    kernel = no_nchw_1x1(tuple(rng.randint(1, 5) for _ in range(dims)), layout)
     dilation = tuple(rng.randint(1, 2) for _ in range(dims))
     size = tuple(rng.randint(1, 11 if dims < 3 else 6) for _ in kernel)
     # TF 'same', or per-side crops that leave at least one output of the full (k-1)*d + s (crops past the kernel's
@@ -135,7 +141,6 @@ def random_transposed_case(rng):
         if out_volume <= 4 * x_volume:
             break
     padding = "same" if rng.random() < 0.4 else tuple(crops)
-    layout = "channels_last" if dims > 1 and rng.random() < 0.5 else "contiguous"
     return ConvCase(True, size, groups * rng.choice([16, 19, 32]), groups * rng.choice([3, 8, 24, 41]), kernel, 1,
                     padding, dilation=dilation, groups=groups, batch=rng.randint(1, 3), bias=rng.random() < 0.7,
                     layout=layout, dtype=rng.choice(["float32", "float32", "bfloat16"]))
@@ -162,9 +167,9 @@ def random_few_channels_case(rng):
         layout = "channels_last" if dims > 1 and rng.random() < 0.6 else "contiguous"
         groups = rng.choice([2, 3, 5]) if layout == "contiguous" else rng.choice([1, 2, 3, 5])
         in_per_group, out_per_group = rng.choice([1, 1, 2, 3, 5, 8, 11, 15]), rng.choice([1, 2, 3, 9, 24])
-        kernel = tuple(rng.randint(1, 4) for _ in range(dims))
+        kernel = no_nchw_1x1(tuple(rng.randint(1, 4) for _ in range(dims)), layout)
         # A transposed conv runs one blocked conv per stride phase, each with about taps / phases taps.
-        transposed_stride = tuple(rng.choice([1, 1, 2, 3]) for _ in range(dims))
+        transposed_stride = (1,) * dims  # strided blocked phases need 2^24 multiply-adds: STRIDED_TRANSPOSED
         # (A channels-last input with one channel is contiguous too, and runs as such.)
         nchw = layout == "contiguous" or groups * in_per_group == 1
         depthwise = (out_per_group if transposed else in_per_group) == 1 and (
@@ -222,18 +227,19 @@ def test_channels_last_depthwise_with_a_multiplier(isa):
 # Convs in another mode than zeros: their input gradient, a transposed conv in that mode, runs the full transposed
 # conv on the blocked kernel (with a stride, one conv per phase) and folds the padded positions back. Reflect pads up to size - 1 (one bounce
 # folds onto every position but the edges), replicate pads longer than the size, few and many channels, 1-3 dims.
-FOLDED_CASES = [ConvCase(False, (9, 11), 16, 24, 3, 1, ((1, 2), (2, 0)), padding_mode="reflect"),
-                ConvCase(False, (6, 7), 5, 12, 3, 1, ((5, 5), (6, 1)), dilation=(1, 2), padding_mode="reflect",
+FOLDED_CASES = [ConvCase(False, (30, 31), 16, 24, 3, 1, ((1, 2), (2, 0)), padding_mode="reflect"),
+                ConvCase(False, (20, 21), 5, 12, 3, 1, ((5, 5), (6, 1)), dilation=(1, 2), padding_mode="reflect",
+                         layout="channels_last", batch=4),
+                ConvCase(False, (40, 30), 24, 12, (4, 2), 1, ((7, 0), (1, 9)), padding_mode="replicate", groups=3),
+                ConvCase(False, (8, 9, 10), 8, 16, 3, 1, "same", padding_mode="circular", layout="channels_last"),
+                ConvCase(False, (2000,), 3, 20, 7, 1, "causal", dilation=2, padding_mode="reflect", bias=False),
+                # Strided (2^24 multiply-adds or more): 4 phases of about 2 taps over 10 x channels; the taps never
+                # reach the last row (pads (1, 0): 101 + 1 = 2 * 49 + 4), a phase-less k2 s3 dim, and circular pads
+                # wider than the stride.
+                ConvCase(False, (101, 111), 24, 10, 3, 2, ((1, 0), (0, 0)), padding_mode="reflect", batch=4),
+                ConvCase(False, (100, 90), 64, 9, (2, 6), (3, 2), ((1, 0), (2, 3)), padding_mode="replicate",
                          layout="channels_last"),
-                ConvCase(False, (5, 4), 6, 3, (4, 2), 1, ((7, 0), (1, 9)), padding_mode="replicate", groups=3),
-                ConvCase(False, (4, 5, 6), 8, 16, 3, 1, "same", padding_mode="circular", layout="channels_last"),
-                ConvCase(False, (40,), 3, 20, 7, 1, "causal", dilation=2, padding_mode="reflect", bias=False),
-                # Strided: 4 phases of about 2 taps over 10 x channels; the taps never reach the last row and column
-                # (pads 0, 10 = 2 * 4 + 2), a phase-less k2 s3 dim, and circular pads wider than the stride.
-                ConvCase(False, (10, 11), 6, 10, 3, 2, ((1, 0), (0, 0)), padding_mode="reflect"),
-                ConvCase(False, (10, 9), 8, 9, (2, 6), (3, 2), ((1, 0), (2, 3)), padding_mode="replicate",
-                         layout="channels_last"),
-                ConvCase(False, (5, 6, 7), 4, 12, 3, 2, ((1, 1), (2, 2), (3, 0)), padding_mode="circular")]
+                ConvCase(False, (20, 22, 24), 24, 12, 3, 2, ((1, 1), (2, 2), (3, 0)), padding_mode="circular")]
 
 
 @pytest.mark.parametrize("isa", ["avx2", "avx512"])
@@ -254,6 +260,21 @@ def test_the_input_gradient_folds_the_padding_mode(isa, case):
         poison(x.shape, x.dtype)
         grad_x = torch.ops.fastpad.conv_transpose(grad_y, w, None, *op_arguments)
     assert_matches(grad_x, expected_grad.to(grad_x.dtype), what=f"input grad of {case.describe()}")
+
+
+# Strided transposed convs with fewer than 16 x channels per group and 2^24 multiply-adds or more: one blocked conv per
+# stride phase, 2-d channels-last with groups, 1-d, and 3-d with a phase-less k2 s3 dim.
+STRIDED_TRANSPOSED = [ConvCase(True, (29, 32), 48, 64, 6, 2, "same", groups=8, layout="channels_last", batch=7),
+                      ConvCase(True, (600,), 12, 96, 7, 3, ((2, 5),), dilation=2, batch=4),
+                      ConvCase(True, (6, 7, 8), 10, 64, (3, 4, 2), (2, 2, 3), "same", batch=4, bias=False)]
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("case", STRIDED_TRANSPOSED, ids=[case.describe() for case in STRIDED_TRANSPOSED])
+def test_strided_transposed_convs_run_their_phases_on_the_blocked_kernel(isa, case):
+    if isa not in isas_here():
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    run_case(case, isa)
 
 
 def test_an_inf_weight_keeps_stride_one_transposed_convs_off_the_blocked_kernel():
