@@ -108,6 +108,11 @@ inline bool torch_crop_matches(const ConvGeometry& g) {
   return true;
 }
 
+// The multiply-adds of g's convolution (and of its adjoint, the transposed conv).
+inline int64_t conv_multiply_adds(const ConvGeometry& g) {
+  return g.batch * g.conv_out_channels * g.conv_out_volume() * g.conv_in_channels_per_group() * g.kernel_volume();
+}
+
 // The most elements (input plus output) of a problem left to torch: its CPU convolution reorders the whole input
 // and output into blocked copies (2x64x1M float32, 'same' k4 pads (1, 1): 500 MiB beyond input and output, fastpad's
 // tiles 8 MiB), so larger problems keep fastpad's bounded buffers.
@@ -126,11 +131,6 @@ constexpr int64_t kTorchMinMultiplyAdds = int64_t(1) << 24;
 // Channels-last stays with fastpad: torch 2.13's CPU convolution backward in channels-last gave wrong weight
 // gradients (1x1 stride 3 over 15x18), NaN input gradients (3x3 stride 2 pads 1 over 57x57) and, for one random
 // shape, did not return.
-// The multiply-adds of g's convolution (and of its adjoint, the transposed conv).
-inline int64_t conv_multiply_adds(const ConvGeometry& g) {
-  return g.batch * g.conv_out_channels * g.conv_out_volume() * g.conv_in_channels_per_group() * g.kernel_volume();
-}
-
 inline bool cpu_leaves_to_torch(const ConvGeometry& g, bool channels_last, bool pads_match, bool reduced_precision) {
   const int64_t elements =
       g.batch * (g.conv_in_channels * g.conv_in_volume() + g.conv_out_channels * g.conv_out_volume());
@@ -149,7 +149,8 @@ constexpr int64_t kBlockedMinReduction = 8;
 // Whether the register-blocked direct kernel takes a CPU conv: float accumulation (float32, bfloat16, float16) and a
 // vector ISA it is built for; then any conv with kTapGemmMinChannels input channels per group, and below that
 // - channels-last: a reduction of kBlockedMinReduction or more (random layers with 1-15 channels per group, float32,
-//   2 cores, forward: 0.41-0.82x cpu_channels_last_direct's time on 13 of 15, 1.00x and 1.04x on two; stems 0.78-0.95x);
+//   2 cores, forward: 0.41-0.82x cpu_channels_last_direct's time on 13 of 15, 1.00x and 1.04x on two; stems
+//   0.78-0.95x);
 // - NCHW: grouped convs only. Stems (one group) keep cpu_column_gemm, one GEMM over all output channels, which the
 //   transposing gather into channels-last planes does not beat (tf_efficientnet_b4's stem: 1.84x its time); each
 //   group's GEMM of a grouped conv is narrow (5 random layers with 3-13 channels per group: 0.09-0.89x its time).
@@ -173,8 +174,9 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa
 // fast or faster (benchmarks/RESULTS.md, the strided transposed conv as blocked stride phases: 1.00-1.27x).
 // The phase convs compute every y position over all its taps, zeros around x included, where the col2im adds only
 // x's products: so y may be at most kBlockedTransposeMaxGrowth times what the stride makes of x (a 'valid' k7 d2 3-d
-// transposed conv over 7^3, y 19^3, 20x: 1.57x slower; an input gradient whose y is 1.01x: 0.15x). And a kernel no wider than the stride leaves one tap per phase, whose col2im adds each product
-// once (k2 s2, 8 x channels per group: 1.61x slower), so a stride needs 2 taps per phase on average.
+// transposed conv over 7^3, y 19^3, 20x: 1.57x slower; an input gradient whose y is 1.01x: 0.15x). And a kernel no
+// wider than the stride leaves one tap per phase, whose col2im adds each product once (k2 s2, 8 x channels per group:
+// 1.61x slower), so a stride needs 2 taps per phase on average.
 // Each stride phase, and each fold of another mode, costs fixed work (weights repacked, buffers, a copy into y), which
 // small problems do not repay: with a stride, below kBlockedPhasesMinMultiplyAdds (7.5 M multiply-adds over 9 phases:
 // 1.32x the col2im's time; 77 M: 0.17x); folded at stride 1, below kBlockedFoldedMinMultiplyAdds (0.86 M: 1.65x;
@@ -323,7 +325,9 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
   const bool folded = g.mode != PaddingMode::Zeros;
   if (cpu_blocked_transpose(g, channels_last, isa, element_bytes) &&
       (!folded || (!reduced_precision && folded_transpose_fits(g))) && weight_finite()) {
-    if (isa == CpuIsa::Avx512) return folded ? ConvTransposePath::CpuBlockedFoldedAvx512 : ConvTransposePath::CpuBlockedAvx512;
+    if (isa == CpuIsa::Avx512) {
+      return folded ? ConvTransposePath::CpuBlockedFoldedAvx512 : ConvTransposePath::CpuBlockedAvx512;
+    }
     return folded ? ConvTransposePath::CpuBlockedFoldedAvx2 : ConvTransposePath::CpuBlockedAvx2;
   }
   return phase_plane_shape && weight_finite() ? ConvTransposePath::CpuPhasePlanes : ConvTransposePath::CpuGemmCol2im;

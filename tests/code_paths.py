@@ -172,7 +172,8 @@ for _isa in ("avx2", "avx512"):
                                           kernels=_kernels(_blocked, "cpu_gemm_col2im", "cpu_phase_planes")),
         f"2d_grouped_channels_last_reflect_{_isa}": _path(False, (13, 14), 32, 80, 3, groups=2, padding_mode="reflect",
                                                           channels_last=True, isa=_isa,
-                                                          kernels=_kernels(_blocked, _folded, "cpu_channels_last_gemm")),
+                                                          kernels=_kernels(_blocked, _folded,
+                                                                           "cpu_channels_last_gemm")),
         f"3d_dense_circular_{_isa}": _path(False, (5, 6, 7), 16, 17, 3, padding_mode="circular", isa=_isa,
                                            kernels=_kernels(_blocked, _folded, "cpu_phase_planes")),
         f"2d_transposed_{_isa}": _path(True, (16, 16), 16, 16, 5, stride=2, isa=_isa,
@@ -193,8 +194,8 @@ for _isa in ("avx2", "avx512"):
         f"1d_grouped_few_channels_causal_{_isa}": _path(False, (40,), 12, 6, 5, groups=3, padding="causal", isa=_isa,
                                                         kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),
         # Strided transposed convs with fewer than 16 x channels per group and 2^24 multiply-adds run one blocked conv
-        # per stride phase: in zeros (6 x channels, 4 phases of 4 taps; crops torch's cannot express), and in reflect for a stride-2 conv's input
-        # gradient (10 x channels, 4 phases of about 2 taps).
+        # per stride phase: in zeros (6 x channels, 4 phases of 4 taps; crops torch's cannot express), and in reflect
+        # for a stride-2 conv's input gradient (10 x channels, 4 phases of about 2 taps).
         f"2d_transposed_few_channels_s2_{_isa}": _path(True, (64, 70), 6, 20, 4, stride=2, padding=((1, 2), (1, 2)),
                                                        isa=_isa,
                                                        kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),

@@ -85,7 +85,7 @@ def test_every_tile_shape(isa):
 
 
 def no_nchw_1x1(kernel, layout):
-    """kernel, or (2, ...) for an all-ones kernel in NCHW: NCHW 1x1 convs take the GEMMs (tests/test_kernel_paths.py)."""
+    """kernel, or (2, ...) for an all-ones kernel in NCHW: NCHW 1x1 convs take the GEMMs (test_kernel_paths.py)."""
     return (2,) + kernel[1:] if layout == "contiguous" and all(k == 1 for k in kernel) else kernel
 
 
@@ -225,8 +225,9 @@ def test_channels_last_depthwise_with_a_multiplier(isa):
 
 
 # Convs in another mode than zeros: their input gradient, a transposed conv in that mode, runs the full transposed
-# conv on the blocked kernel (with a stride, one conv per phase) and folds the padded positions back. Reflect pads up to size - 1 (one bounce
-# folds onto every position but the edges), replicate pads longer than the size, few and many channels, 1-3 dims.
+# conv on the blocked kernel (with a stride, one conv per phase) and folds the padded positions back. Reflect pads up
+# to size - 1 (one bounce folds onto every position but the edges), replicate pads longer than the size, few and many
+# channels, 1-3 dims.
 FOLDED_CASES = [ConvCase(False, (30, 31), 16, 24, 3, 1, ((1, 2), (2, 0)), padding_mode="reflect"),
                 ConvCase(False, (20, 21), 5, 12, 3, 1, ((5, 5), (6, 1)), dilation=(1, 2), padding_mode="reflect",
                          layout="channels_last", batch=4),
