@@ -198,6 +198,13 @@ void phase_plane_transpose_nchw(const ConvGeometry& g, const at::Tensor& x, cons
   }
 }
 
+// A [C] bias as [1, C, 1, ...] with `dims` dims, to broadcast over an output's images and positions.
+at::Tensor per_channel(const at::Tensor& bias, int64_t dims) {
+  std::vector<int64_t> shape(dims, 1);
+  shape[1] = bias.numel();
+  return bias.view(shape);
+}
+
 // y = the transposed conv of g in zeros mode as the convs its stride phases are (transpose_phase_as_conv), each on the
 // blocked kernel (cpu/blocked_conv.h). At stride 1 the one phase writes y itself; with a stride, each phase writes a
 // buffer that is copied into its y positions a stride apart, and a phase no tap reaches is the bias (or zero).
@@ -220,9 +227,7 @@ void blocked_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
     }
     if (t.conv.kernel_volume() == 0) {
       if (bias.defined()) {
-        std::vector<int64_t> bias_shape(y.dim(), 1);
-        bias_shape[1] = g.conv_in_channels;
-        y_phase.copy_(bias.view(bias_shape).expand_as(y_phase));
+        y_phase.copy_(per_channel(bias, y.dim()).expand_as(y_phase));
       } else {
         y_phase.zero_();
       }
@@ -239,11 +244,10 @@ void blocked_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
 // a product over dims, so the folds go one dim at a time: each position outside y adds onto its source inside (in
 // place: a source is never outside), then the dim narrows to y. Returns a view of full_y.
 at::Tensor fold_padding(const ConvGeometry& g, at::Tensor full_y, int64_t spatial) {
-  const ConvGeometry full = full_transpose_geometry(g);
   for (int64_t dim = 0; dim < spatial; ++dim) {
     const int d = static_cast<int>(kMaxSpatial - spatial + dim), tensor_dim = static_cast<int>(2 + dim);
     const int64_t pad_lo = g.pad_lo[d], size = g.conv_in_sizes[d];
-    for (int64_t p = 0; p < full.conv_in_sizes[d]; ++p) {
+    for (int64_t p = 0; p < full_y.size(tensor_dim); ++p) {
       if (p >= pad_lo && p < pad_lo + size) continue;
       full_y.select(tensor_dim, pad_lo + source_index(p - pad_lo, size, g.mode)).add_(full_y.select(tensor_dim, p));
     }
@@ -286,9 +290,7 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     blocked_phases(full, x, weight, at::Tensor(), full_y, format, path == ConvTransposePath::CpuBlockedFoldedAvx512);
     const at::Tensor folded = fold_padding(g, full_y, spatial);
     if (bias.has_value() && bias->defined()) {
-      std::vector<int64_t> bias_shape(input.dim(), 1);
-      bias_shape[1] = g.conv_in_channels;
-      at::add_out(y, folded, bias->view(bias_shape));
+      at::add_out(y, folded, per_channel(*bias, y.dim()));
     } else {
       y.copy_(folded);
     }
@@ -305,11 +307,7 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     const int64_t chunk = in_place ? g.batch : std::clamp<int64_t>(kAccumulatorBytes / image_bytes, 1, g.batch);
     at::Tensor buffer = in_place ? y : at::empty_like(y.narrow(0, 0, chunk), y.options().dtype(acc_dtype));
     at::Tensor bias_acc;  // [1, C, 1, ...] in the accumulation type
-    if (bias.has_value() && bias->defined()) {
-      std::vector<int64_t> bias_shape(input.dim(), 1);
-      bias_shape[1] = g.conv_in_channels;
-      bias_acc = bias->to(acc_dtype).view(bias_shape);
-    }
+    if (bias.has_value() && bias->defined()) bias_acc = per_channel(bias->to(acc_dtype), y.dim());
     for (int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
       const int64_t images = std::min(chunk, g.batch - n0);
       ConvGeometry gc = g;
