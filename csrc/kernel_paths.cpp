@@ -18,18 +18,22 @@ CpuIsa cpu_isa() {
   // libgcc's checks include the OS's support for the wider registers (XGETBV), not only the CPUID bits.
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) supported = CpuIsa::Avx2;
   if (supported == CpuIsa::Avx2 && __builtin_cpu_supports("avx512f")) supported = CpuIsa::Avx512;
+  if (supported == CpuIsa::Avx512 && __builtin_cpu_supports("avx512bf16")) supported = CpuIsa::Avx512Bf16;
 #endif
   const char* limit = std::getenv("FASTPAD_CPU_ISA");
   if (limit == nullptr || *limit == '\0') return supported;
   const std::string requested(limit);
-  CpuIsa cap = CpuIsa::Avx512;
+  CpuIsa cap = CpuIsa::Avx512Bf16;
   if (requested == "baseline") {
     cap = CpuIsa::Baseline;
   } else if (requested == "avx2") {
     cap = CpuIsa::Avx2;
+  } else if (requested == "avx512") {
+    cap = CpuIsa::Avx512;
   } else {
-    TORCH_CHECK(requested == "avx512", "fastpad: FASTPAD_CPU_ISA must be 'baseline', 'avx2' or 'avx512', got '",
-                requested, "'");
+    TORCH_CHECK(requested == "avx512_bf16",
+                "fastpad: FASTPAD_CPU_ISA must be 'baseline', 'avx2', 'avx512' or 'avx512_bf16', got '", requested,
+                "'");
   }
   return std::min(supported, cap);
 }
@@ -38,6 +42,7 @@ namespace {
 
 std::string cpu_isa_name() {
   switch (cpu_isa()) {
+    case CpuIsa::Avx512Bf16: return "avx512_bf16";
     case CpuIsa::Avx512: return "avx512";
     case CpuIsa::Avx2: return "avx2";
     case CpuIsa::Baseline: return "baseline";
@@ -63,7 +68,8 @@ std::string conv_path(const at::Tensor& input, const at::Tensor& weight, const s
   // The CUDA paths are those of an sm_80 or later GPU (older GPUs never take the pipelined GEMM), with TF32 for float32
   // as torch.backends.cudnn.allow_tf32 says.
   return path_name(choose_conv_path(g, parse_backend(backend), is_channels_last(input), accumulator_bytes(input),
-                                    is_reduced_precision(input), cpu_isa(),
+                                    is_reduced_precision(input),
+                                    cpu_isa_for(cpu_isa(), input.scalar_type() == at::kBFloat16),
                                     {channel_vectors(input), true, tf32_allowed()}));
 }
 

@@ -16,15 +16,22 @@ enum class Backend { Cpu, Cuda };
 
 // The vector instruction set the CPU kernels may use, from the CPU the op runs on (cpu_isa() in kernel_paths.cpp), never
 // from the build machine: one build serves AVX-512 and AVX2 machines alike.
-enum class CpuIsa { Baseline, Avx2, Avx512 };
-// What this CPU and OS support (AVX2 means AVX2 + FMA; AVX-512 means AVX-512F), capped by the environment variable
-// FASTPAD_CPU_ISA=baseline|avx2|avx512 where it is set (to measure or test a narrower kernel on a wider CPU).
+enum class CpuIsa { Baseline, Avx2, Avx512, Avx512Bf16 };
+// What this CPU and OS support (AVX2 means AVX2 + FMA; AVX-512 means AVX-512F; AVX512_BF16 adds its bfloat16 dot
+// products), capped by the environment variable FASTPAD_CPU_ISA=baseline|avx2|avx512|avx512_bf16 where it is set (to
+// measure or test a narrower kernel on a wider CPU).
 CpuIsa cpu_isa();
+// The instruction set for an op on tensors of this type: AVX512_BF16's dot products serve bfloat16 tensors only, so
+// any other type gets at most AVX-512.
+inline CpuIsa cpu_isa_for(CpuIsa isa, bool bfloat16) {
+  return isa == CpuIsa::Avx512Bf16 && !bfloat16 ? CpuIsa::Avx512 : isa;
+}
 
 enum class ConvPath {
   CpuTorch,                    // torch's own convolution (cpu/torch_conv.h): zero pads it expresses itself
   CpuBlockedAvx2,              // cpu/blocked_direct.h: register-blocked direct kernel over phase planes, AVX2
   CpuBlockedAvx512,            // the same, AVX-512
+  CpuBlockedAvx512Bf16,        // the same for bfloat16, AVX512_BF16 dot products over pairs of input channels
   CpuDepthwise,                // cpu/depthwise.cpp: NCHW (any multiplier) or channels-last (multiplier 1)
   CpuTapGemms,                 // NCHW: one GEMM per tap straight off the phase planes
   CpuColumnGemm,               // NCHW stems (few channels): taps copied into columns, one GEMM
@@ -258,7 +265,7 @@ inline bool cuda_depthwise_vectors(const ConvGeometry& g, bool channels_last, in
 }
 
 // conv. element_bytes: the size of the accumulation type, which sizes the CUDA halo patch and picks the CPU kernels
-// that accumulate in float. reduced_precision: bfloat16 or float16 tensors. isa: cpu_isa() (ignored for CUDA).
+// that accumulate in float. reduced_precision: bfloat16 or float16 tensors. isa: cpu_isa_for the input (ignored for CUDA).
 inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool channels_last, int64_t element_bytes,
                                  bool reduced_precision, CpuIsa isa, const CudaInputs& cuda = {}) {
   if (backend == Backend::Cuda) {
@@ -273,7 +280,8 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g), reduced_precision)) return ConvPath::CpuTorch;
   if (cpu_depthwise(g, channels_last)) return ConvPath::CpuDepthwise;
   if (cpu_blocked_direct(g, channels_last, isa, element_bytes)) {
-    return isa == CpuIsa::Avx512 ? ConvPath::CpuBlockedAvx512 : ConvPath::CpuBlockedAvx2;
+    if (isa == CpuIsa::Avx512Bf16 && g.conv_in_channels_per_group() % 2 == 0) return ConvPath::CpuBlockedAvx512Bf16;
+    return isa >= CpuIsa::Avx512 ? ConvPath::CpuBlockedAvx512 : ConvPath::CpuBlockedAvx2;
   }
   if (!channels_last) {
     return g.conv_in_channels_per_group() >= kTapGemmMinChannels ? ConvPath::CpuTapGemms : ConvPath::CpuColumnGemm;
@@ -325,7 +333,7 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
   const bool folded = g.mode != PaddingMode::Zeros;
   if (cpu_blocked_transpose(g, channels_last, isa, element_bytes) &&
       (!folded || (!reduced_precision && folded_transpose_fits(g))) && weight_finite()) {
-    if (isa == CpuIsa::Avx512) {
+    if (isa >= CpuIsa::Avx512) {
       return folded ? ConvTransposePath::CpuBlockedFoldedAvx512 : ConvTransposePath::CpuBlockedAvx512;
     }
     return folded ? ConvTransposePath::CpuBlockedFoldedAvx2 : ConvTransposePath::CpuBlockedAvx2;
@@ -363,6 +371,7 @@ inline const char* path_name(ConvPath path) {
     case ConvPath::CpuTorch: return "cpu_torch";
     case ConvPath::CpuBlockedAvx2: return "cpu_blocked_avx2";
     case ConvPath::CpuBlockedAvx512: return "cpu_blocked_avx512";
+    case ConvPath::CpuBlockedAvx512Bf16: return "cpu_blocked_avx512_bf16";
     case ConvPath::CpuDepthwise: return "cpu_depthwise";
     case ConvPath::CpuTapGemms: return "cpu_tap_gemms";
     case ConvPath::CpuColumnGemm: return "cpu_column_gemm";

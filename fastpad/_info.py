@@ -79,7 +79,7 @@ def cpu_kernel_lines(info: Dict[str, object], features: List[str]) -> List[str]:
                      "FASTPAD_CPU_BASELINE=1")
     if hasattr(torch.ops.fastpad, "_cpu_isa"):  # chosen when the op runs (FASTPAD_CPU_ISA caps it)
         lines.append(f"blocked conv kernels on this CPU: {torch.ops.fastpad._cpu_isa()} "
-                     "(avx512, avx2, or baseline: the GEMM kernels instead)")
+                     "(avx512_bf16, avx512, avx2, or baseline: the GEMM kernels instead)")
     lines.append(f"torch's own CPU kernels use: {torch.backends.cpu.get_cpu_capability()}")
     return lines
 

@@ -60,7 +60,7 @@ def _path(transposed, size, in_channels, out_channels, kernel, kernels, channels
     return CodePath(case, kernels, isa)
 
 
-ISA_ORDER = ("baseline", "avx2", "avx512")
+ISA_ORDER = ("baseline", "avx2", "avx512", "avx512_bf16")
 
 
 def machine_isa():
@@ -73,7 +73,10 @@ def dense_kernel(dtype):
     """The CPU kernel of an NCHW dense conv with 16 or more input channels, under the current FASTPAD_CPU_ISA: the
     blocked kernel of the ISA for float accumulation, else (float64, or a CPU without AVX2) the tap GEMMs."""
     isa = torch.ops.fastpad._cpu_isa()
-    return "cpu_tap_gemms" if isa == "baseline" or dtype == torch.float64 else f"cpu_blocked_{isa}"
+    if isa == "baseline" or dtype == torch.float64:
+        return "cpu_tap_gemms"
+    return "cpu_blocked_avx512_bf16" if isa == "avx512_bf16" and dtype == torch.bfloat16 else \
+        f"cpu_blocked_{isa.replace('_bf16', '')}"
 
 
 @contextlib.contextmanager
@@ -203,6 +206,26 @@ for _isa in ("avx2", "avx512"):
                                                            padding_mode="reflect", isa=_isa,
                                                            kernels=_kernels(_blocked, _folded, "cpu_phase_planes")),
     })
+# The bfloat16 dot-product kernel (AVX512_BF16), asserted in bfloat16 (the case's dtype; float32 calls at this ISA run
+# AVX-512's float32 kernel): bfloat16 convs with an even number of input channels per group, NCHW and channels-last
+# grouped; an odd number (17) keeps AVX-512's float32 kernel. Their input gradients take the col2im (16-bit transposed
+# convs in another mode than zeros are never folded).
+CODE_PATHS.update({
+    "2d_dense_same_s2_avx512_bf16": _path(False, (21, 20), 32, 24, 3, stride=2, padding="same", isa="avx512_bf16",
+                                          dtype="bfloat16",
+                                          kernels=_kernels("cpu_blocked_avx512_bf16", "cpu_gemm_col2im",
+                                                           "cpu_phase_planes")),
+    "2d_grouped_channels_last_reflect_avx512_bf16": _path(False, (13, 14), 32, 80, 3, groups=2,
+                                                          padding_mode="reflect", channels_last=True,
+                                                          isa="avx512_bf16", dtype="bfloat16",
+                                                          kernels=_kernels("cpu_blocked_avx512_bf16",
+                                                                           "cpu_gemm_col2im",
+                                                                           "cpu_channels_last_gemm")),
+    "3d_odd_channels_circular_avx512_bf16": _path(False, (5, 6, 7), 17, 16, 3, padding_mode="circular",
+                                                  isa="avx512_bf16", dtype="bfloat16",
+                                                  kernels=_kernels("cpu_blocked_avx512", "cpu_gemm_col2im",
+                                                                   "cpu_phase_planes")),
+})
 RESULT_NAMES = ("output", "input grad", "weight grad", "bias grad")
 # The integer type of each float type's width, to compare bit patterns.
 BITS = {torch.float64: torch.int64, torch.float32: torch.int32, torch.bfloat16: torch.int16}

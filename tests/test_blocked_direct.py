@@ -4,6 +4,7 @@ reference with the output allocator poisoned; each case asserts the kernel it re
 (FASTPAD_CPU_ISA) and the FMA-peak microbenchmark behind `python -m fastpad bench`."""
 
 import random
+from dataclasses import replace
 
 import pytest
 import torch
@@ -14,7 +15,8 @@ from fastpad.cases import ConvCase, arrange
 
 # The widest block of output channels, the vector, the registers of each ISA (cpu/blocked_direct.h), and positions
 # per tile of U vectors (blocked_direct_kernel.h: min(16, (registers - U - 1) / U)).
-BLOCK = {"avx2": (24, 8, 16), "avx512": (64, 16, 32)}  # (widest block, vector, registers)
+# The bfloat16 dot-product kernel (avx512_bf16) has AVX-512's tiles.
+BLOCK = {"avx2": (24, 8, 16), "avx512": (64, 16, 32), "avx512_bf16": (64, 16, 32)}  # (widest block, vector, registers)
 
 
 def tile_positions(isa, vectors):
@@ -23,6 +25,15 @@ def tile_positions(isa, vectors):
 
 def isas_here():
     return [isa for isa in ISA_ORDER[1:] if ISA_ORDER.index(isa) <= ISA_ORDER.index(machine_isa())]
+
+
+def blocked_path(case, isa):
+    """The blocked kernel a case reaches at `isa`: at avx512_bf16, the dot products take bfloat16 convs (not transposed
+    ones) with an even number of input channels per group, and every other case AVX-512's float32 FMAs."""
+    if isa == "avx512_bf16":
+        pairs = case.dtype == "bfloat16" and not case.transposed and (case.in_channels // case.groups) % 2 == 0
+        return "cpu_blocked_avx512_bf16" if pairs else "cpu_blocked_avx512"
+    return f"cpu_blocked_{isa}"
 
 
 def run_case(case, isa):
@@ -39,7 +50,7 @@ def run_case(case, isa):
                                                           "cpu")
         else:
             path = torch.ops.fastpad._conv_path(x, w, b, *case.conv_op_arguments(), "cpu")
-        assert path == f"cpu_blocked_{isa}", case.describe()
+        assert path == blocked_path(case, isa), case.describe()
         poison(expected.shape, x.dtype)
         y = case.fastpad_function()(x, w, b)
     assert_matches(y, expected.to(y.dtype), what=case.describe())
@@ -76,12 +87,13 @@ def every_tile_shape(isa):
     return cases
 
 
-@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])
 def test_every_tile_shape(isa):
+    """At avx512_bf16 in bfloat16, so that every shape runs the dot-product kernel."""
     if isa not in isas_here():
         pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
     for case in every_tile_shape(isa):
-        run_case(case, isa)
+        run_case(replace(case, dtype="bfloat16") if isa == "avx512_bf16" else case, isa)
 
 
 def no_nchw_1x1(kernel, layout):
@@ -299,7 +311,7 @@ def test_the_isa_cap_picks_the_kernel():
     with cpu_isa_limit("baseline"):
         assert torch.ops.fastpad._cpu_isa() == "baseline"
         assert torch.ops.fastpad._conv_path(x, w, b, *case.conv_op_arguments(), "cpu") == "cpu_tap_gemms"
-    with cpu_isa_limit("avx512"):
+    with cpu_isa_limit("avx512_bf16"):
         assert torch.ops.fastpad._cpu_isa() == machine_isa()
 
 

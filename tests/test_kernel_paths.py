@@ -15,13 +15,14 @@ from test_cuda import CUDA_KERNELS, PATHS, cuda_kernels_reached
 def test_each_call_reaches_its_cpu_kernels(name):
     path = CODE_PATHS[name]
     skip_unless_isa(path)
-    assert kernels_reached(path, path.inputs(torch.float32)) == set(path.kernels)
+    assert kernels_reached(path, path.inputs(path.case.torch_dtype)) == set(path.kernels)
 
 
 def test_every_cpu_kernel_path_is_reached():
     """Together the calls reach every CPU kernel path of every op."""
     reached = {pair for path in CODE_PATHS.values() for pair in path.kernels}
-    every = {("conv", name) for name in ("cpu_torch", "cpu_blocked_avx2", "cpu_blocked_avx512", "cpu_depthwise",
+    every = {("conv", name) for name in ("cpu_torch", "cpu_blocked_avx2", "cpu_blocked_avx512",
+                                         "cpu_blocked_avx512_bf16", "cpu_depthwise",
                                          "cpu_tap_gemms", "cpu_column_gemm",
                                          "cpu_channels_last_direct", "cpu_channels_last_phase_planes",
                                          "cpu_channels_last_im2col")}

@@ -8,9 +8,13 @@
 
 namespace fastpad::cpu {
 
+// The micro-kernels of cpu/blocked_direct.h: float32 FMAs on AVX2 or AVX-512, or AVX512_BF16 dot products (bfloat16
+// tensors with an even number of input channels per group only).
+enum class BlockedKernel { Avx2, Avx512, Avx512Bf16 };
+
 // y = conv(x, weight, bias) for g, y allocated in x's layout (channels_last or contiguous NCHW); float accumulation
-// (float32, bfloat16, float16). avx512: the AVX-512 micro-kernels, else AVX2's.
+// (float32, bfloat16, float16).
 void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                  at::Tensor& y, bool channels_last, bool avx512);
+                  at::Tensor& y, bool channels_last, BlockedKernel kernel);
 
 }  // namespace fastpad::cpu

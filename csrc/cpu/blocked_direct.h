@@ -1,22 +1,28 @@
-// The register-blocked direct convolution over channels-last phase planes (cpu_blocked_avx2, cpu_blocked_avx512):
-// the interface between the torch-side driver (conv.cpp) and the micro-kernels, which are compiled once per
-// instruction set (blocked_direct_avx2.cpp, blocked_direct_avx512.cpp) and chosen when the op runs. Free of torch.
+// The register-blocked direct convolution over channels-last phase planes (cpu_blocked_avx2, cpu_blocked_avx512,
+// cpu_blocked_avx512_bf16): the interface between the torch-side driver (conv.cpp) and the micro-kernels, which are
+// compiled once per instruction set (blocked_direct_avx2.cpp, blocked_direct_avx512.cpp,
+// blocked_direct_avx512_bf16.cpp) and chosen when the op runs. Free of torch.
 //
 // For a band of flattened output positions t (cpu/phase_planes.h, lanes = input channels) and a block of B output
-// channels (blocked_direct_block_width), out[t, co] = init[t, co] + sum over taps and ci of planes_tap[t * lanes + ci] * w[tap, ci, co]: a tile of
-// P positions x B channels stays in registers for the whole reduction, so the output is written once per band (a GEMM
-// per tap would re-read and re-write it for every tap). Each weight vector is loaded once for P positions, each input
-// value broadcast once for B channels.
+// channels (blocked_direct_block_width), out[t, co] = init[t, co] + sum over taps and ci of planes_tap[t * lanes + ci] *
+// w[tap, ci, co]: a tile of P positions x B channels stays in registers for the whole reduction, so the output is
+// written once per band (a GEMM per tap would re-read and re-write it for every tap). Each weight vector is loaded once
+// for P positions, each input value broadcast once for B channels. The bfloat16 kernel takes the input channels in
+// pairs: one AVX512_BF16 dot product (vdpbf16ps) adds x[ci] * w[ci] + x[ci + 1] * w[ci + 1] to each float32 lane, so
+// its weights hold each output channel's pair side by side, [tap][ci / 2][co][2].
 #pragma once
 
 #include <cstdint>
 
 namespace fastpad::cpu {
 
+// Element: float, or uint16_t for the bits of bfloat16 (the planes and weights of the bfloat16 kernel).
+template <typename Element>
 struct BlockedDirectArgs {
-  const float* const* taps;  // per tap, the phase-plane run of position 0: [t * lanes + ci]
-  int64_t num_taps, lanes;
-  const float* weights;  // [co_blocks][num_taps][lanes][block_width], zero beyond the real output channels
+  const Element* const* taps;  // per tap, the phase-plane run of position 0: [t * lanes + ci]
+  int64_t num_taps, lanes;  // lanes: even for the bfloat16 kernel
+  const Element* weights;  // [co_blocks][num_taps][lanes][block_width] (bfloat16: [..][lanes / 2][block_width][2]),
+                           // zero beyond the real output channels
   int64_t block_width, co_block_begin, co_block_end;
   float* out;  // [t][out_pitch]: block b's channels at b * block_width; out_pitch: the channels rounded up to vectors
   int64_t out_pitch;
@@ -42,8 +48,9 @@ inline int64_t blocked_direct_block_width(int64_t channels, int64_t vector, int6
 }
 
 // `channels`: the real output channels (per group); the blocks beyond them are never read or written.
-void blocked_direct_avx2(const BlockedDirectArgs& args, int64_t channels);
-void blocked_direct_avx512(const BlockedDirectArgs& args, int64_t channels);
+void blocked_direct_avx2(const BlockedDirectArgs<float>& args, int64_t channels);
+void blocked_direct_avx512(const BlockedDirectArgs<float>& args, int64_t channels);
+void blocked_direct_avx512_bf16(const BlockedDirectArgs<uint16_t>& args, int64_t channels);
 
 // Float32 multiply-adds a core can retire per second on this instruction set: `iterations` rounds of independent
 // vector FMAs; returns the multiply-adds done (the caller times it).

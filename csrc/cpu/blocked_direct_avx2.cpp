@@ -20,15 +20,20 @@ struct Isa {
                        kVectors = kBlockedDirectMaxVectorsAvx2;
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
-  static V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  using Element = float;
+  using W = V;
+  static constexpr int kDepth = 1;
+  static W broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static W load_weights(const float* p) { return load(p); }
+  static V multiply_add(W x, W w, V acc) { return fmadd(x, w, acc); }
 };
 
 #include "cpu/blocked_direct_kernel.h"
 
 }  // namespace blocked_avx2
 
-void blocked_direct_avx2(const BlockedDirectArgs& args, int64_t channels) {
+void blocked_direct_avx2(const BlockedDirectArgs<float>& args, int64_t channels) {
   blocked_avx2::blocked_direct(args, channels);
 }
 int64_t fma_peak_loop_avx2(int64_t iterations, float* sink) { return blocked_avx2::fma_peak_loop(iterations, sink); }

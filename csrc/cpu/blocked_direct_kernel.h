@@ -1,8 +1,11 @@
 // The micro-kernels of cpu/blocked_direct.h, written once over a vector type `Isa` and included by one source file
 // per instruction set, inside that file's `#pragma GCC target` region and its own namespace (so that nothing here is
-// shared between instruction sets). Isa provides V, kLanes (floats per vector), kRegisters, kVectors (the most vectors
-// of output channels per block), load, store, broadcast, fmadd. A tile of U vectors takes as many positions P as its
-// U x P accumulators, U weight vectors and one broadcast leave registers for.
+// shared between instruction sets). Isa provides the float32 accumulators: V, kLanes (floats per vector), kRegisters,
+// kVectors (the most vectors of output channels per block), load, store, fmadd; and the operands: Element (what the
+// planes and weights hold), kDepth (input channels per multiply-add: 1, or 2 for bfloat16 pairs), W (an operand
+// vector), broadcast (one position's kDepth inputs into every lane), load_weights, multiply_add(x, w, acc). A tile of
+// U vectors takes as many positions P as its U x P accumulators, U weight vectors and one broadcast leave registers
+// for.
 //
 // Included only from blocked_direct_<isa>.cpp: no include guard, no includes (they come before the target region).
 
@@ -11,9 +14,13 @@
 // A tile of P positions [t0, t0 + P) x U vectors of channels at c0, over every tap and input channel: out is set from
 // init, or added onto (a.accumulate). The block's weights (taps x lanes x width floats) stream from L2 once per tile:
 // splitting the reduction into L1-sized passes, re-reading and re-writing out between them, measured slower.
+using Args = BlockedDirectArgs<typename Isa::Element>;
+using Element = typename Isa::Element;
+
 template <int P, int U>
-inline void tile(const BlockedDirectArgs& a, const float* w_block, int64_t block_width, int64_t t0, int64_t c0) {
+inline void tile(const Args& a, const Element* w_block, int64_t block_width, int64_t t0, int64_t c0) {
   using V = typename Isa::V;
+  using W = typename Isa::W;
   V acc[P][U];
 #pragma GCC unroll 32
   for (int p = 0; p < P; ++p) {
@@ -25,17 +32,17 @@ inline void tile(const BlockedDirectArgs& a, const float* w_block, int64_t block
   }
   const int64_t lanes = a.lanes;
   for (int64_t tap = 0; tap < a.num_taps; ++tap) {
-    const float* x = a.taps[tap] + t0 * lanes;
-    const float* w = w_block + tap * lanes * block_width;
-    for (int64_t ci = 0; ci < lanes; ++ci, ++x, w += block_width) {
-      V wv[U];
+    const Element* x = a.taps[tap] + t0 * lanes;
+    const Element* w = w_block + tap * lanes * block_width;
+    for (int64_t ci = 0; ci < lanes; ci += Isa::kDepth, x += Isa::kDepth, w += Isa::kDepth * block_width) {
+      W wv[U];
 #pragma GCC unroll 4
-      for (int u = 0; u < U; ++u) wv[u] = Isa::load(w + u * Isa::kLanes);
+      for (int u = 0; u < U; ++u) wv[u] = Isa::load_weights(w + u * Isa::kDepth * Isa::kLanes);
 #pragma GCC unroll 32
       for (int p = 0; p < P; ++p) {
-        const V xv = Isa::broadcast(x + p * lanes);
+        const W xv = Isa::broadcast(x + p * lanes);
 #pragma GCC unroll 4
-        for (int u = 0; u < U; ++u) acc[p][u] = Isa::fmadd(xv, wv[u], acc[p][u]);
+        for (int u = 0; u < U; ++u) acc[p][u] = Isa::multiply_add(xv, wv[u], acc[p][u]);
       }
     }
   }
@@ -53,7 +60,7 @@ constexpr int kTilePositions = std::min(kMaxPositions, (Isa::kRegisters - U - 1)
 
 // The band's last `left` (< P) positions: the tile of exactly that many.
 template <int P, int U>
-inline void remainder_tile(int64_t left, const BlockedDirectArgs& a, const float* w_block, int64_t block_width,
+inline void remainder_tile(int64_t left, const Args& a, const Element* w_block, int64_t block_width,
                            int64_t t0, int64_t c0) {
   if constexpr (P > 1) {
     if (left < P) return remainder_tile<P - 1, U>(left, a, w_block, block_width, t0, c0);
@@ -64,7 +71,7 @@ inline void remainder_tile(int64_t left, const BlockedDirectArgs& a, const float
 // Every kept position of the band for U vectors of channels at c0, row by row (the columns past a row's last kept one
 // are never computed): tiles of P positions, then one of the row's remainder.
 template <int P, int U>
-inline void all_positions(const BlockedDirectArgs& a, const float* w_block, int64_t block_width, int64_t c0) {
+inline void all_positions(const Args& a, const Element* w_block, int64_t block_width, int64_t c0) {
   for (int64_t r = 0; r < a.rows; ++r) {
     const int64_t row_begin = r * a.row_pitch, row_end = row_begin + a.cols;
     int64_t t0 = row_begin;
@@ -75,7 +82,7 @@ inline void all_positions(const BlockedDirectArgs& a, const float* w_block, int6
 
 // The block's vectors of channels that hold real ones, U of them: one tile shape each.
 template <int U>
-inline void block_of_vectors(int64_t vectors, const BlockedDirectArgs& a, const float* w_block, int64_t block_width,
+inline void block_of_vectors(int64_t vectors, const Args& a, const Element* w_block, int64_t block_width,
                              int64_t c0) {
   if constexpr (U > 1) {
     if (vectors < U) return block_of_vectors<U - 1>(vectors, a, w_block, block_width, c0);
@@ -83,7 +90,7 @@ inline void block_of_vectors(int64_t vectors, const BlockedDirectArgs& a, const 
   all_positions<kTilePositions<U>, U>(a, w_block, block_width, c0);
 }
 
-inline void blocked_direct(const BlockedDirectArgs& a, int64_t channels) {
+inline void blocked_direct(const Args& a, int64_t channels) {
   const int64_t block_width = a.block_width;  // at most Isa::kVectors vectors
   for (int64_t b = a.co_block_begin; b < a.co_block_end; ++b) {
     const int64_t c0 = b * block_width, vectors = (std::min(channels - c0, block_width) + Isa::kLanes - 1) / Isa::kLanes;
@@ -95,11 +102,13 @@ inline void blocked_direct(const BlockedDirectArgs& a, int64_t channels) {
 inline int64_t fma_peak_loop(int64_t iterations, float* sink) {
   using V = typename Isa::V;
   constexpr int kAccumulators = 12;
-  float one = 1.0f, tiny = 1e-7f;
+  float ones[Isa::kLanes], tinies[Isa::kLanes];
+  std::fill_n(ones, Isa::kLanes, 1.0f);
+  std::fill_n(tinies, Isa::kLanes, 1e-7f);
   V acc[kAccumulators];
-  const V x = Isa::broadcast(&one), y = Isa::broadcast(&tiny);
+  const V x = Isa::load(ones), y = Isa::load(tinies);
 #pragma GCC unroll 12
-  for (int i = 0; i < kAccumulators; ++i) acc[i] = Isa::broadcast(&tiny);
+  for (int i = 0; i < kAccumulators; ++i) acc[i] = y;
   for (int64_t it = 0; it < iterations; ++it) {
 #pragma GCC unroll 12
     for (int i = 0; i < kAccumulators; ++i) acc[i] = Isa::fmadd(x, y, acc[i]);

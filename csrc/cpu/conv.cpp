@@ -202,24 +202,32 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
 // of output rows, range of output-channel blocks), the group's input channels become channels-last phase planes (the
 // NCHW copy transposes the band), and the register-blocked micro-kernel of cpu/blocked_direct.h computes every tap
 // and input channel of a tile of outputs in registers, out[band, co]. The band's kernel depth slices add onto it.
-template <typename scalar_t>
+// Element: what the planes and weights hold, float (converted from scalar_t), or uint16_t for the bfloat16 dot-product
+// kernel, whose planes keep the input's bfloat16 and whose weights pair input channels.
+template <typename scalar_t, typename Element>
 void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                         at::Tensor& y, bool channels_last, bool avx512) {
-  const auto micro_kernel = avx512 ? &blocked_direct_avx512 : &blocked_direct_avx2;
+                         at::Tensor& y, bool channels_last,
+                         void (*micro_kernel)(const BlockedDirectArgs<Element>&, int64_t), int64_t vector,
+                         int64_t max_vectors) {
+  constexpr bool kPairs = std::is_same_v<Element, uint16_t>;
+  using Plane = std::conditional_t<kPairs, at::BFloat16, float>;
   const int64_t groups = g.groups, c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
-  const int64_t vector = avx512 ? kBlockedDirectVectorAvx512 : kBlockedDirectVectorAvx2;
-  const int64_t block_width = blocked_direct_block_width(
-      c_out, vector, avx512 ? kBlockedDirectMaxVectorsAvx512 : kBlockedDirectMaxVectorsAvx2);
+  TORCH_INTERNAL_ASSERT(!kPairs || c_in % 2 == 0, "fastpad: the bfloat16 dot-product kernel takes channel pairs");
+  const int64_t block_width = blocked_direct_block_width(c_out, vector, max_vectors);
   const int64_t depth = g.kernel[0], taps_2d = g.kernel[1] * g.kernel[2];
   const int64_t co_blocks = (c_out + block_width - 1) / block_width, out_pitch = (c_out + vector - 1) / vector * vector;
   const auto options = at::TensorOptions(at::kFloat);
-  // [groups, kd, co_blocks, kh*kw, Cg_in, block_width], zero beyond Cg_out; bias (or zeros)
-  // [groups, co_blocks * block_width].
-  const at::Tensor w_padded = at::zeros({groups, co_blocks * block_width, depth, taps_2d, c_in}, options);
+  // [groups, kd, co_blocks, kh*kw, Cg_in, block_width] (pairs: [.., Cg_in / 2, block_width, 2]), zero beyond Cg_out;
+  // bias (or zeros) [groups, co_blocks * block_width].
+  const at::Tensor w_padded = at::zeros({groups, co_blocks * block_width, depth, taps_2d, c_in},
+                                        options.dtype(kPairs ? at::kBFloat16 : at::kFloat));
   w_padded.narrow(1, 0, c_out).copy_(weight.reshape({groups, c_out, c_in, depth, taps_2d}).permute({0, 1, 3, 4, 2}));
   const at::Tensor w_packed =
-      w_padded.view({groups, co_blocks, block_width, depth, taps_2d, c_in}).permute({0, 3, 1, 4, 5, 2}).contiguous();
-  const float* w_data = w_packed.const_data_ptr<float>();
+      kPairs ? w_padded.view({groups, co_blocks, block_width, depth, taps_2d, c_in / 2, 2})
+                   .permute({0, 3, 1, 4, 5, 2, 6})
+                   .contiguous()
+             : w_padded.view({groups, co_blocks, block_width, depth, taps_2d, c_in}).permute({0, 3, 1, 4, 5, 2}).contiguous();
+  const Element* w_data = reinterpret_cast<const Element*>(w_packed.const_data_ptr());
   const at::Tensor init = at::zeros({groups, co_blocks * block_width}, options);
   if (bias.defined()) init.narrow(1, 0, c_out).copy_(bias.view({groups, c_out}));
   const float* init_data = init.const_data_ptr<float>();
@@ -229,7 +237,7 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
                 out_slice = g.conv_out_sizes[1] * out_w;
   const int64_t bytes_per_position = out_pitch * static_cast<int64_t>(sizeof(float));  // out[band, out_pitch]
   const auto make_planes = [&] {
-    return PhasePlanes<float>(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/c_in);
+    return PhasePlanes<Plane>(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/c_in);
   };
   const int64_t bands = make_planes().bands();
   // Output-channel blocks are split across work items only where images, groups and bands leave threads idle.
@@ -237,7 +245,7 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   const int64_t co_splits = std::clamp<int64_t>((2 * at::get_num_threads() + slices - 1) / slices, 1, co_blocks);
 
   at::parallel_for(0, slices * co_splits, 1, [&](int64_t begin, int64_t end) {
-    PhasePlanes<float> planes = make_planes();
+    PhasePlanes<Plane> planes = make_planes();
     std::vector<float> out(planes.band_buffer_size() * out_pitch);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t split = item % co_splits, band_index = (item / co_splits) % bands;
@@ -245,9 +253,10 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
       const Band band = planes.band(band_index);
       const int64_t block_begin = split * co_blocks / co_splits, block_end = (split + 1) * co_blocks / co_splits;
       const int64_t co_begin = block_begin * block_width, co_end = std::min(block_end * block_width, c_out);
-      BlockedDirectArgs args{planes.taps().data(), taps_2d, c_in, nullptr, block_width, block_begin, block_end,
-                             out.data(), out_pitch, band.rows, planes.pitch(), band.cols,
-                             init_data + group * co_blocks * block_width, false};
+      BlockedDirectArgs<Element> args{reinterpret_cast<const Element* const*>(planes.taps().data()),
+                                      taps_2d, c_in, nullptr, block_width, block_begin, block_end,
+                                      out.data(), out_pitch, band.rows, planes.pitch(), band.cols,
+                                      init_data + group * co_blocks * block_width, false};
       for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
         args.accumulate = false;
         for (int64_t kd = 0; kd < depth; ++kd) {
@@ -440,10 +449,14 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
   advise_huge_pages(y);
   const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
   const ConvPath path = choose_conv_path(g, Backend::Cpu, channels_last, accumulator_bytes(input),
-                                         is_reduced_precision(input), cpu_isa());
+                                         is_reduced_precision(input),
+                                         cpu_isa_for(cpu_isa(), input.scalar_type() == at::kBFloat16));
   if (path == ConvPath::CpuTorch) return torch_convolution(g, x, weight, b, /*transposed=*/false, y);
-  if (path == ConvPath::CpuBlockedAvx2 || path == ConvPath::CpuBlockedAvx512) {
-    blocked_conv(g, x, weight, b, y, channels_last, path == ConvPath::CpuBlockedAvx512);
+  if (path == ConvPath::CpuBlockedAvx2 || path == ConvPath::CpuBlockedAvx512 || path == ConvPath::CpuBlockedAvx512Bf16) {
+    blocked_conv(g, x, weight, b, y, channels_last,
+                 path == ConvPath::CpuBlockedAvx512Bf16 ? BlockedKernel::Avx512Bf16
+                 : path == ConvPath::CpuBlockedAvx512   ? BlockedKernel::Avx512
+                                                        : BlockedKernel::Avx2);
     return y;
   }
   if (path == ConvPath::CpuDepthwise) {
@@ -475,10 +488,20 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
 }  // namespace
 
 void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                  at::Tensor& y, bool channels_last, bool avx512) {
+                  at::Tensor& y, bool channels_last, BlockedKernel kernel) {
+  if (kernel == BlockedKernel::Avx512Bf16) {
+    TORCH_INTERNAL_ASSERT(x.scalar_type() == at::kBFloat16, "fastpad: the bfloat16 dot-product kernel takes bfloat16");
+    blocked_direct_conv<at::BFloat16, uint16_t>(g, x, weight, bias, y, channels_last, &blocked_direct_avx512_bf16,
+                                                kBlockedDirectVectorAvx512, kBlockedDirectMaxVectorsAvx512);
+    return;
+  }
+  const bool avx512 = kernel == BlockedKernel::Avx512;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_blocked_conv", [&] {
     if constexpr (std::is_same_v<acc_type<scalar_t>, float>) {
-      blocked_direct_conv<scalar_t>(g, x, weight, bias, y, channels_last, avx512);
+      blocked_direct_conv<scalar_t, float>(
+          g, x, weight, bias, y, channels_last, avx512 ? &blocked_direct_avx512 : &blocked_direct_avx2,
+          avx512 ? kBlockedDirectVectorAvx512 : kBlockedDirectVectorAvx2,
+          avx512 ? kBlockedDirectMaxVectorsAvx512 : kBlockedDirectMaxVectorsAvx2);
     } else {
       TORCH_INTERNAL_ASSERT(false, "fastpad: the blocked kernels take float accumulation only");
     }

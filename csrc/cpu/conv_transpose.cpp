@@ -209,12 +209,12 @@ at::Tensor per_channel(const at::Tensor& bias, int64_t dims) {
 // blocked kernel (cpu/blocked_conv.h). At stride 1 the one phase writes y itself; with a stride, each phase writes a
 // buffer that is copied into its y positions a stride apart, and a phase no tap reaches is the bias (or zero).
 void blocked_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                    at::Tensor& y, at::MemoryFormat format, bool avx512) {
+                    at::Tensor& y, at::MemoryFormat format, BlockedKernel kernel) {
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   const int64_t phases = transpose_phase_count(g), spatial = y.dim() - 2;
   if (phases == 1) {
     blocked_conv(transpose_phase_as_conv(g, 0).conv, x, transpose_phase_weight(g, weight, 0), bias, y, channels_last,
-                 avx512);
+                 kernel);
     return;
   }
   for (int64_t phase = 0; phase < phases; ++phase) {
@@ -234,7 +234,7 @@ void blocked_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
       continue;
     }
     at::Tensor phase_y = at::empty(y_phase.sizes(), y.options().memory_format(format));
-    blocked_conv(t.conv, x, transpose_phase_weight(g, weight, phase), bias, phase_y, channels_last, avx512);
+    blocked_conv(t.conv, x, transpose_phase_weight(g, weight, phase), bias, phase_y, channels_last, kernel);
     y_phase.copy_(phase_y);
   }
 }
@@ -280,14 +280,16 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
   }
   if (path == ConvTransposePath::CpuBlockedAvx2 || path == ConvTransposePath::CpuBlockedAvx512) {
     const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
-    blocked_phases(g, x, weight, b, y, format, path == ConvTransposePath::CpuBlockedAvx512);
+    blocked_phases(g, x, weight, b, y, format,
+                   path == ConvTransposePath::CpuBlockedAvx512 ? BlockedKernel::Avx512 : BlockedKernel::Avx2);
     return y;
   }
   if (path == ConvTransposePath::CpuBlockedFoldedAvx2 || path == ConvTransposePath::CpuBlockedFoldedAvx512) {
     const ConvGeometry full = full_transpose_geometry(g);
     at::Tensor full_y = at::empty(tensor_shape(g.batch, g.conv_in_channels, full.conv_in_sizes, spatial),
                                   input.options().memory_format(format));
-    blocked_phases(full, x, weight, at::Tensor(), full_y, format, path == ConvTransposePath::CpuBlockedFoldedAvx512);
+    blocked_phases(full, x, weight, at::Tensor(), full_y, format,
+                   path == ConvTransposePath::CpuBlockedFoldedAvx512 ? BlockedKernel::Avx512 : BlockedKernel::Avx2);
     const at::Tensor folded = fold_padding(g, full_y, spatial);
     if (bias.has_value() && bias->defined()) {
       at::add_out(y, folded, per_channel(*bias, y.dim()));

@@ -18,7 +18,7 @@ double cpu_fma_peak(double seconds) {
   const CpuIsa isa = cpu_isa();
   TORCH_CHECK(isa != CpuIsa::Baseline, "fastpad: the FMA peak is measured with AVX2 or AVX-512, which this CPU lacks");
   TORCH_CHECK(seconds > 0 && seconds <= 60, "fastpad: seconds must be in (0, 60], got ", seconds);
-  const auto loop = isa == CpuIsa::Avx512 ? &fma_peak_loop_avx512 : &fma_peak_loop_avx2;
+  const auto loop = isa >= CpuIsa::Avx512 ? &fma_peak_loop_avx512 : &fma_peak_loop_avx2;
   using Clock = std::chrono::steady_clock;
   const auto elapsed = [](Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();

@@ -1,0 +1,50 @@
+// cpu/blocked_direct.h's micro-kernel for bfloat16 on AVX512_BF16: AVX-512's tiles (6 positions x 4 vectors of 16
+// float32 accumulators), each step a dot product over a pair of input channels (vdpbf16ps: acc += x[ci] * w[ci] +
+// x[ci + 1] * w[ci + 1], the products exact in float32), so twice the multiply-adds of an FMA per instruction, from
+// planes and weights half the size of float32 ones. Compiled for AVX512_BF16 whatever the build's flags; called only
+// where the CPU and the OS support it (kernel_paths.h).
+#include "cpu/blocked_direct.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bf16,fma")
+
+namespace fastpad::cpu {
+namespace blocked_avx512_bf16 {
+
+struct Isa {
+  using V = __m512;
+  static constexpr int kLanes = kBlockedDirectVectorAvx512, kRegisters = 32,
+                       kVectors = kBlockedDirectMaxVectorsAvx512;
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  using Element = uint16_t;  // bfloat16's bits
+  using W = __m512bh;
+  static constexpr int kDepth = 2;
+  static W broadcast(const uint16_t* p) {  // one position's pair of channels, in every 32-bit lane
+    int32_t pair;
+    std::memcpy(&pair, p, sizeof(pair));
+    return reinterpret_cast<W>(_mm512_set1_epi32(pair));
+  }
+  static W load_weights(const uint16_t* p) { return reinterpret_cast<W>(_mm512_loadu_si512(p)); }
+  static V multiply_add(W x, W w, V acc) { return _mm512_dpbf16_ps(acc, x, w); }
+};
+
+#include "cpu/blocked_direct_kernel.h"
+
+}  // namespace blocked_avx512_bf16
+
+void blocked_direct_avx512_bf16(const BlockedDirectArgs<uint16_t>& args, int64_t channels) {
+  blocked_avx512_bf16::blocked_direct(args, channels);
+}
+
+}  // namespace fastpad::cpu
+
+#pragma GCC pop_options
+#endif  // __x86_64__
