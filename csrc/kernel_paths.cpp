@@ -69,7 +69,7 @@ std::string conv_path(const at::Tensor& input, const at::Tensor& weight, const s
   // as torch.backends.cudnn.allow_tf32 says.
   return path_name(choose_conv_path(g, parse_backend(backend), is_channels_last(input), accumulator_bytes(input),
                                     is_reduced_precision(input),
-                                    cpu_isa_for(cpu_isa(), input.scalar_type() == at::kBFloat16),
+                                    cpu_isa_for(input.scalar_type() == at::kBFloat16),
                                     {channel_vectors(input), true, tf32_allowed()}));
 }
 
@@ -81,8 +81,8 @@ std::string conv_transpose_path(const at::Tensor& input, const at::Tensor& weigh
       conv_transpose_geometry(input, weight, bias, stride, crop_lo, out_size, dilation, groups, padding_mode);
   const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
   return path_name(choose_conv_transpose_path(g, parse_backend(backend), is_channels_last(input),
-                                              accumulator_bytes(input), is_reduced_precision(input), cpu_isa(),
-                                              weight_finite, {channel_vectors(input), true, tf32_allowed()}));
+                                              accumulator_bytes(input), is_reduced_precision(input),
+                                              cpu_isa_for(input.scalar_type() == at::kBFloat16), weight_finite, {channel_vectors(input), true, tf32_allowed()}));
 }
 
 std::string conv_weight_grad_path(const at::Tensor& input, const at::Tensor& grad_output,

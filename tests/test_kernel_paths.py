@@ -4,7 +4,7 @@ kernel_paths.h's choice: the same function the CPU ops and the CUDA bindings swi
 import pytest
 import torch
 
-from code_paths import CODE_PATHS, cpu_isa_limit, dense_kernel, kernels_reached, machine_isa, skip_unless_isa
+from code_paths import CODE_PATHS, ISA_ORDER, cpu_isa_limit, dense_kernel, kernels_reached, machine_isa, skip_unless_isa
 from fastpad.cases import arrange
 import fastpad
 from reference import assert_matches, check_conv, conv_inputs, expected_conv
@@ -78,18 +78,24 @@ def test_unequal_zero_pads_go_to_torch_where_its_padding_reads_the_same(size, pa
     check_conv(x, w, b, stride=2, padding=(pads, pads))
 
 
+@pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_reduced_precision_never_goes_to_torch(dtype):
+def test_reduced_precision_goes_to_torch_only_where_bfloat16_is_native(dtype, isa):
     """torch's own bfloat16 convolution is slow without native bf16 instructions (28.7x ONNX Runtime's float32 time on
-    resnet50.dense_k3s1_c64), so the symmetric zero pads torch would take in float32 stay with fastpad."""
+    resnet50.dense_k3s1_c64), so the symmetric zero pads torch would take in float32 stay with fastpad in 16 bits;
+    on a CPU with AVX512_BF16, bfloat16 (not float16) goes to torch like float32."""
+    if ISA_ORDER.index(isa) > ISA_ORDER.index(machine_isa()):
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
     x, w, b = conv_inputs((64, 65), c_in=32, c_out=32, dtype=torch.float32)
     args = ([1, 1], [1, 1], [1, 1], [1, 1], 1, "zeros", "cpu")
-    assert torch.ops.fastpad._conv_path(x, w, b, *args) == "cpu_torch"
-    assert torch.ops.fastpad._conv_path(x.to(dtype), w.to(dtype), b.to(dtype), *args) != "cpu_torch"
     transpose_args = ([1, 1], [1, 1], [64, 65], [1, 1], 1, "zeros", "cpu")
-    assert torch.ops.fastpad._conv_transpose_path(x, w, b, *transpose_args) == "cpu_torch"
-    assert torch.ops.fastpad._conv_transpose_path(x.to(dtype), w.to(dtype), b.to(dtype),
-                                                  *transpose_args) != "cpu_torch"
+    to_torch = dtype == torch.bfloat16 and isa == "avx512_bf16"
+    with cpu_isa_limit(isa):
+        assert torch.ops.fastpad._conv_path(x, w, b, *args) == "cpu_torch"
+        assert (torch.ops.fastpad._conv_path(x.to(dtype), w.to(dtype), b.to(dtype), *args) == "cpu_torch") == to_torch
+        assert torch.ops.fastpad._conv_transpose_path(x, w, b, *transpose_args) == "cpu_torch"
+        assert (torch.ops.fastpad._conv_transpose_path(x.to(dtype), w.to(dtype), b.to(dtype),
+                                                       *transpose_args) == "cpu_torch") == to_torch
 
 
 # (input shape, out channels, kernel, stride): symmetric zero pads that stay with fastpad's kernels, a problem below

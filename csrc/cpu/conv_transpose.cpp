@@ -272,8 +272,9 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
   advise_huge_pages(y);
   const auto x = input.contiguous(format);
   const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
-  const ConvTransposePath path = choose_conv_transpose_path(g, Backend::Cpu, channels_last, accumulator_bytes(input),
-                                                            is_reduced_precision(input), cpu_isa(), weight_finite);
+  const ConvTransposePath path =
+      choose_conv_transpose_path(g, Backend::Cpu, channels_last, accumulator_bytes(input), is_reduced_precision(input),
+                                 cpu_isa_for(input.scalar_type() == at::kBFloat16), weight_finite);
   if (path == ConvTransposePath::CpuTorch) {
     const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
     return torch_convolution(g, x, weight, b, /*transposed=*/true, y);
