@@ -98,17 +98,19 @@ inline void blocked_direct(const Args& a, int64_t channels) {
   }
 }
 
-// kAccumulators independent FMA chains (more than the FMA latency times the FMA units), `iterations` times.
+// kAccumulators independent FMA chains (more than the FMA latency times the FMA units), `iterations` times. Each chain
+// starts from its own value: chains the compiler could prove equal it would merge into one (it did, when they all
+// started from the same one), and the loop would time one FMA while counting twelve.
 inline int64_t fma_peak_loop(int64_t iterations, float* sink) {
   using V = typename Isa::V;
   constexpr int kAccumulators = 12;
-  float ones[Isa::kLanes], tinies[Isa::kLanes];
+  float ones[Isa::kLanes], starts[kAccumulators][Isa::kLanes];
   std::fill_n(ones, Isa::kLanes, 1.0f);
-  std::fill_n(tinies, Isa::kLanes, 1e-7f);
+  for (int i = 0; i < kAccumulators; ++i) std::fill_n(starts[i], Isa::kLanes, 1e-7f * static_cast<float>(i + 1));
   V acc[kAccumulators];
-  const V x = Isa::load(ones), y = Isa::load(tinies);
+  const V x = Isa::load(ones), y = Isa::load(starts[0]);
 #pragma GCC unroll 12
-  for (int i = 0; i < kAccumulators; ++i) acc[i] = y;
+  for (int i = 0; i < kAccumulators; ++i) acc[i] = Isa::load(starts[i]);
   for (int64_t it = 0; it < iterations; ++it) {
 #pragma GCC unroll 12
     for (int i = 0; i < kAccumulators; ++i) acc[i] = Isa::fmadd(x, y, acc[i]);
