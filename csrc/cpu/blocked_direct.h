@@ -1,7 +1,7 @@
 // The register-blocked direct convolution over channels-last phase planes (cpu_blocked_avx2, cpu_blocked_avx512,
 // cpu_blocked_avx512_bf16): the interface between the torch-side driver (conv.cpp) and the micro-kernels, which are
-// compiled once per instruction set (blocked_direct_avx2.cpp, blocked_direct_avx512.cpp,
-// blocked_direct_avx512_bf16.cpp) and chosen when the op runs. Free of torch.
+// compiled once per instruction set (blocked_direct_avx2.cpp; blocked_direct_avx512.cpp, with the bfloat16 kernel)
+// and chosen when the op runs. Free of torch.
 //
 // For a band of flattened output positions t (cpu/phase_planes.h, lanes = input channels) and a block of B output
 // channels (blocked_direct_block_width), out[t, co] = init[t, co] + sum over taps and ci of planes_tap[t * lanes + ci] *

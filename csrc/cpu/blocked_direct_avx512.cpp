@@ -1,5 +1,6 @@
 // cpu/blocked_direct.h's micro-kernels for AVX-512F (16 floats per vector, 32 registers): blocks of 4 vectors (64
-// channels), tiles of 6 positions x 4 vectors (24 accumulators, 4 weight vectors, 1 broadcast). Compiled for AVX-512
+// channels), tiles of 6 positions x 4 vectors (24 accumulators, 4 weight vectors, 1 broadcast); and, below, the
+// same tiles for bfloat16 on AVX512_BF16. Compiled for AVX-512
 // whatever the build's flags; called only where the CPU and the OS support AVX-512F (kernel_paths.h).
 #include "cpu/blocked_direct.h"
 
@@ -7,6 +8,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma")
@@ -38,6 +40,41 @@ void blocked_direct_avx512(const BlockedDirectArgs<float>& args, int64_t channel
 }
 int64_t fma_peak_loop_avx512(int64_t iterations, float* sink) {
   return blocked_avx512::fma_peak_loop(iterations, sink);
+}
+
+}  // namespace fastpad::cpu
+
+#pragma GCC pop_options
+
+// The bfloat16 micro-kernel on AVX512_BF16: AVX-512's tiles and float32 accumulators, each step a dot product over a
+// pair of input channels (vdpbf16ps: acc += x[ci] * w[ci] + x[ci + 1] * w[ci + 1], the products exact in float32), so
+// twice the multiply-adds of an FMA per instruction, from planes and weights half the size of float32 ones. Called
+// only where the CPU and the OS support AVX512_BF16 (kernel_paths.h).
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bf16,fma")
+
+namespace fastpad::cpu {
+namespace blocked_avx512_bf16 {
+
+struct Isa : blocked_avx512::Isa {
+  using Element = uint16_t;  // bfloat16's bits
+  using W = __m512bh;
+  static constexpr int kDepth = 2;
+  static W broadcast(const uint16_t* p) {  // one position's pair of channels, in every 32-bit lane
+    int32_t pair;
+    std::memcpy(&pair, p, sizeof(pair));
+    return reinterpret_cast<W>(_mm512_set1_epi32(pair));
+  }
+  static W load_weights(const uint16_t* p) { return reinterpret_cast<W>(_mm512_loadu_si512(p)); }
+  static V multiply_add(W x, W w, V acc) { return _mm512_dpbf16_ps(acc, x, w); }
+};
+
+#include "cpu/blocked_direct_kernel.h"
+
+}  // namespace blocked_avx512_bf16
+
+void blocked_direct_avx512_bf16(const BlockedDirectArgs<uint16_t>& args, int64_t channels) {
+  blocked_avx512_bf16::blocked_direct(args, channels);
 }
 
 }  // namespace fastpad::cpu
