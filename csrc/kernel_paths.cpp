@@ -82,7 +82,8 @@ std::string conv_transpose_path(const at::Tensor& input, const at::Tensor& weigh
   const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
   return path_name(choose_conv_transpose_path(g, parse_backend(backend), is_channels_last(input),
                                               accumulator_bytes(input), is_reduced_precision(input),
-                                              cpu_isa_for(input.scalar_type() == at::kBFloat16), weight_finite, {channel_vectors(input), true, tf32_allowed()}));
+                                              cpu_isa_for(input.scalar_type() == at::kBFloat16), weight_finite,
+                                              {channel_vectors(input), true, tf32_allowed()}));
 }
 
 std::string conv_weight_grad_path(const at::Tensor& input, const at::Tensor& grad_output,

@@ -271,7 +271,8 @@ inline bool cuda_depthwise_vectors(const ConvGeometry& g, bool channels_last, in
 }
 
 // conv. element_bytes: the size of the accumulation type, which sizes the CUDA halo patch and picks the CPU kernels
-// that accumulate in float. reduced_precision: bfloat16 or float16 tensors. isa: cpu_isa_for the input (ignored for CUDA).
+// that accumulate in float. reduced_precision: bfloat16 or float16 tensors. isa: cpu_isa_for the input (ignored for
+// CUDA).
 inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool channels_last, int64_t element_bytes,
                                  bool reduced_precision, CpuIsa isa, const CudaInputs& cuda = {}) {
   if (backend == Backend::Cuda) {

@@ -4,12 +4,12 @@
 // and chosen when the op runs. Free of torch.
 //
 // For a band of flattened output positions t (cpu/phase_planes.h, lanes = input channels) and a block of B output
-// channels (blocked_direct_block_width), out[t, co] = init[t, co] + sum over taps and ci of planes_tap[t * lanes + ci] *
-// w[tap, ci, co]: a tile of P positions x B channels stays in registers for the whole reduction, so the output is
-// written once per band (a GEMM per tap would re-read and re-write it for every tap). Each weight vector is loaded once
-// for P positions, each input value broadcast once for B channels. The bfloat16 kernel takes the input channels in
-// pairs: one AVX512_BF16 dot product (vdpbf16ps) adds x[ci] * w[ci] + x[ci + 1] * w[ci + 1] to each float32 lane, so
-// its weights hold each output channel's pair side by side, [tap][ci / 2][co][2].
+// channels (blocked_direct_block_width), out[t, co] = init[t, co] + sum over taps and ci of
+// planes_tap[t * lanes + ci] * w[tap, ci, co]: a tile of P positions x B channels stays in registers for the whole
+// reduction, so the output is written once per band (a GEMM per tap would re-read and re-write it for every tap). Each
+// weight vector is loaded once for P positions, each input value broadcast once for B channels. The bfloat16 kernel
+// takes the input channels in pairs: one AVX512_BF16 dot product (vdpbf16ps) adds x[ci] * w[ci] + x[ci + 1] * w[ci + 1]
+// to each float32 lane, so its weights hold each output channel's pair side by side, [tap][ci / 2][co][2].
 #pragma once
 
 #include <cstdint>

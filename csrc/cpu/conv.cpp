@@ -226,7 +226,9 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
       kPairs ? w_padded.view({groups, co_blocks, block_width, depth, taps_2d, c_in / 2, 2})
                    .permute({0, 3, 1, 4, 5, 2, 6})
                    .contiguous()
-             : w_padded.view({groups, co_blocks, block_width, depth, taps_2d, c_in}).permute({0, 3, 1, 4, 5, 2}).contiguous();
+             : w_padded.view({groups, co_blocks, block_width, depth, taps_2d, c_in})
+                   .permute({0, 3, 1, 4, 5, 2})
+                   .contiguous();
   const Element* w_data = reinterpret_cast<const Element*>(w_packed.const_data_ptr());
   const at::Tensor init = at::zeros({groups, co_blocks * block_width}, options);
   if (bias.defined()) init.narrow(1, 0, c_out).copy_(bias.view({groups, c_out}));
@@ -452,7 +454,8 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
                                          is_reduced_precision(input),
                                          cpu_isa_for(input.scalar_type() == at::kBFloat16));
   if (path == ConvPath::CpuTorch) return torch_convolution(g, x, weight, b, /*transposed=*/false, y);
-  if (path == ConvPath::CpuBlockedAvx2 || path == ConvPath::CpuBlockedAvx512 || path == ConvPath::CpuBlockedAvx512Bf16) {
+  if (path == ConvPath::CpuBlockedAvx2 || path == ConvPath::CpuBlockedAvx512 ||
+      path == ConvPath::CpuBlockedAvx512Bf16) {
     blocked_conv(g, x, weight, b, y, channels_last,
                  path == ConvPath::CpuBlockedAvx512Bf16 ? BlockedKernel::Avx512Bf16
                  : path == ConvPath::CpuBlockedAvx512   ? BlockedKernel::Avx512
