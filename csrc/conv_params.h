@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "geometry.h"
+#include "kernel_paths.h"
 
 namespace fastpad {
 
@@ -41,6 +42,10 @@ int64_t accumulator_bytes(const at::Tensor& t);
 
 // Whether t holds bfloat16 or float16.
 bool is_reduced_precision(const at::Tensor& t);
+
+// cpu_isa() for a CPU op on t, the ops and the private path ops alike: AVX512_BF16 serves bfloat16 tensors only (its
+// dot-product kernel, and torch's native bfloat16 convolution), so any other type gets at most AVX-512.
+CpuIsa cpu_isa_for(const at::Tensor& t);
 
 // Whether t's channels can be read as aligned 16-byte vectors (8 bfloat16/float16, 4 float32, 2 float64 channels):
 // channel stride 1, the stride of every other dimension longer than 1 a multiple of the vector's elements, and the

@@ -68,8 +68,7 @@ std::string conv_path(const at::Tensor& input, const at::Tensor& weight, const s
   // The CUDA paths are those of an sm_80 or later GPU (older GPUs never take the pipelined GEMM), with TF32 for float32
   // as torch.backends.cudnn.allow_tf32 says.
   return path_name(choose_conv_path(g, parse_backend(backend), is_channels_last(input), accumulator_bytes(input),
-                                    is_reduced_precision(input),
-                                    cpu_isa_for(input.scalar_type() == at::kBFloat16),
+                                    is_reduced_precision(input), cpu_isa_for(input),
                                     {channel_vectors(input), true, tf32_allowed()}));
 }
 
@@ -82,7 +81,7 @@ std::string conv_transpose_path(const at::Tensor& input, const at::Tensor& weigh
   const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
   return path_name(choose_conv_transpose_path(g, parse_backend(backend), is_channels_last(input),
                                               accumulator_bytes(input), is_reduced_precision(input),
-                                              cpu_isa_for(input.scalar_type() == at::kBFloat16), weight_finite,
+                                              cpu_isa_for(input), weight_finite,
                                               {channel_vectors(input), true, tf32_allowed()}));
 }
 

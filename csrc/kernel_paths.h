@@ -21,12 +21,6 @@ enum class CpuIsa { Baseline, Avx2, Avx512, Avx512Bf16 };
 // products), capped by the environment variable FASTPAD_CPU_ISA=baseline|avx2|avx512|avx512_bf16 where it is set (to
 // measure or test a narrower kernel on a wider CPU).
 CpuIsa cpu_isa();
-// cpu_isa() for an op on bfloat16 tensors or on others: AVX512_BF16 serves bfloat16 only (its dot-product kernel, and
-// torch's native bfloat16 convolution), so any other type gets at most AVX-512.
-inline CpuIsa cpu_isa_for(bool bfloat16) {
-  const CpuIsa isa = cpu_isa();
-  return isa == CpuIsa::Avx512Bf16 && !bfloat16 ? CpuIsa::Avx512 : isa;
-}
 
 enum class ConvPath {
   CpuTorch,                    // torch's own convolution (cpu/torch_conv.h): zero pads it expresses itself
@@ -134,10 +128,10 @@ constexpr int64_t kTorchMinMultiplyAdds = int64_t(1) << 24;
 // depthwise, between kTorchMinMultiplyAdds and kTorchMaxElements, with channels on both sides (torch rejects an empty
 // reduction), and not a strided 1x1 kernel (1x313x96x96 -> 3 channels, stride 3: 5.6 ms through torch's, 1.6 ms
 // in fastpad's). The weight gradient stays with fastpad, whose kernels were as fast or faster than torch's backward.
-// float16 stays with fastpad, and so does bfloat16 unless the CPU has AVX512_BF16 (isa Avx512Bf16, which cpu_isa_for
-// gives bfloat16 tensors only): without native bf16 instructions (AVX2), torch 2.13's bf16 convolution ran
+// float16 stays with fastpad, and so does bfloat16 unless the CPU has AVX512_BF16 (isa Avx512Bf16, which cpu_isa_for in
+// conv_params.h gives bfloat16 tensors only): without native bf16 instructions (AVX2), torch 2.13's bf16 convolution ran
 // resnet50.dense_k3s1_c64 at 1.8% of the float32 FMA peak, 28.7x ONNX Runtime's float32 time and 4.3x torch.compile's;
-// with them (AMD EPYC, 2 cores), F.pad + torch's bf16 conv took 0.46x fastpad's time on the suite's transposed layers
+// with them (AMD EPYC, 2 cores), F.pad + torch's bf16 conv took 0.31-0.62x fastpad's time on the suite's transposed layers
 // and 0.91x on resnet50.dense_k3s1_c64 even with fastpad's dot-product kernel.
 // Channels-last stays with fastpad: torch 2.13's CPU convolution backward in channels-last gave wrong weight
 // gradients (1x1 stride 3 over 15x18), NaN input gradients (3x3 stride 2 pads 1 over 57x57) and, for one random
@@ -271,8 +265,8 @@ inline bool cuda_depthwise_vectors(const ConvGeometry& g, bool channels_last, in
 }
 
 // conv. element_bytes: the size of the accumulation type, which sizes the CUDA halo patch and picks the CPU kernels
-// that accumulate in float. reduced_precision: bfloat16 or float16 tensors. isa: cpu_isa_for the input (ignored for
-// CUDA).
+// that accumulate in float. reduced_precision: bfloat16 or float16 tensors. isa: cpu_isa_for(input), in
+// conv_params.h (ignored for CUDA).
 inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool channels_last, int64_t element_bytes,
                                  bool reduced_precision, CpuIsa isa, const CudaInputs& cuda = {}) {
   if (backend == Backend::Cuda) {
@@ -326,7 +320,7 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
   // deconvolution is slow there (HiFi-GAN k4 s2 over 2048 samples: torch 2.4x fastpad's time), while at stride 1
   // (resnet50 k3 64 channels @56: fastpad 1.37x torch's) and where fastpad takes GEMM + col2im (HiFi-GAN k16 s8 over
   // 32 samples: fastpad 1.57x) torch is the faster. In bfloat16 on AVX512_BF16, torch's is the faster there too
-  // (HiFi-GAN k4 s2: 0.61x fastpad's time).
+  // (HiFi-GAN k4 s2: 0.62x fastpad's time).
   const bool phase_plane_shape = !channels_last && g.conv_in_channels_per_group() >= kTapGemmMinChannels &&
                                  g.conv_out_channels_per_group() >= kTapGemmMinChannels &&
                                  g.conv_out_sizes[1] * g.conv_out_sizes[2] >= kTapGemmMinPositions;

@@ -1,7 +1,7 @@
 // cpu/blocked_direct.h's micro-kernels for AVX-512F (16 floats per vector, 32 registers): blocks of 4 vectors (64
 // channels), tiles of 6 positions x 4 vectors (24 accumulators, 4 weight vectors, 1 broadcast); and, below, the
-// same tiles for bfloat16 on AVX512_BF16. Compiled for AVX-512
-// whatever the build's flags; called only where the CPU and the OS support AVX-512F (kernel_paths.h).
+// same tiles for bfloat16 on AVX512_BF16. Compiled for AVX-512 whatever the build's flags; called only where the CPU
+// and the OS support AVX-512F (kernel_paths.h).
 #include "cpu/blocked_direct.h"
 
 #if defined(__x86_64__)

@@ -451,8 +451,7 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
   advise_huge_pages(y);
   const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
   const ConvPath path = choose_conv_path(g, Backend::Cpu, channels_last, accumulator_bytes(input),
-                                         is_reduced_precision(input),
-                                         cpu_isa_for(input.scalar_type() == at::kBFloat16));
+                                         is_reduced_precision(input), cpu_isa_for(input));
   if (path == ConvPath::CpuTorch) return torch_convolution(g, x, weight, b, /*transposed=*/false, y);
   if (path == ConvPath::CpuBlockedAvx2 || path == ConvPath::CpuBlockedAvx512 ||
       path == ConvPath::CpuBlockedAvx512Bf16) {

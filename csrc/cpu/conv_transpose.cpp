@@ -274,7 +274,7 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
   const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
   const ConvTransposePath path =
       choose_conv_transpose_path(g, Backend::Cpu, channels_last, accumulator_bytes(input), is_reduced_precision(input),
-                                 cpu_isa_for(input.scalar_type() == at::kBFloat16), weight_finite);
+                                 cpu_isa_for(input), weight_finite);
   if (path == ConvTransposePath::CpuTorch) {
     const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
     return torch_convolution(g, x, weight, b, /*transposed=*/true, y);
