@@ -318,11 +318,6 @@ bool is_reduced_precision(const at::Tensor& t) {
   return t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf;
 }
 
-CpuIsa cpu_isa_for(const at::Tensor& t) {
-  const CpuIsa isa = cpu_isa();
-  return isa == CpuIsa::Avx512Bf16 && t.scalar_type() != at::kBFloat16 ? CpuIsa::Avx512 : isa;
-}
-
 bool channel_vectors(const at::Tensor& t) {
   constexpr int64_t kBytes = 16;
   const int64_t elements = kBytes / t.element_size();

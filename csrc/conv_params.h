@@ -44,7 +44,8 @@ int64_t accumulator_bytes(const at::Tensor& t);
 bool is_reduced_precision(const at::Tensor& t);
 
 // cpu_isa() for a CPU op on t, the ops and the private path ops alike: AVX512_BF16 serves bfloat16 tensors only (its
-// dot-product kernel, and torch's native bfloat16 convolution), so any other type gets at most AVX-512.
+// dot-product kernel, and torch's native bfloat16 convolution), so any other type gets at most AVX-512. Defined with
+// cpu_isa() in kernel_paths.cpp, which the CUDA execution shim does not build.
 CpuIsa cpu_isa_for(const at::Tensor& t);
 
 // Whether t's channels can be read as aligned 16-byte vectors (8 bfloat16/float16, 4 float32, 2 float64 channels):

@@ -38,6 +38,11 @@ CpuIsa cpu_isa() {
   return std::min(supported, cap);
 }
 
+CpuIsa cpu_isa_for(const at::Tensor& t) {
+  const CpuIsa isa = cpu_isa();
+  return isa == CpuIsa::Avx512Bf16 && t.scalar_type() != at::kBFloat16 ? CpuIsa::Avx512 : isa;
+}
+
 namespace {
 
 std::string cpu_isa_name() {
