@@ -354,6 +354,13 @@ inline bool cuda_pipelined_weight_grad(const ConvGeometry& g, int64_t element_by
          g.conv_out_channels_per_group() % lanes == 0;
 }
 
+// A grouped channels-last weight gradient runs the NCHW kernels (the phase planes; depthwise with a multiplier, the
+// depthwise kernel) on NCHW copies of the input and grad_output: the channels-last GEMM's im2col copies each group's
+// channels of each tap of each pixel, a run of 1-17 values, where the phase planes copy rows. Copies included, on 17
+// grouped channels-last random layers (float32, 2 cores) they took 0.16-0.80x its time where an image has 96 output
+// positions or more, and 1.32x and 1.51x with 20. One group keeps the channels-last GEMM (9 layers: 0.83-1.58x).
+constexpr int64_t kWeightGradNchwMinPositions = 64;
+
 // conv_weight_grad. element_bytes, reduced_precision and cuda as for conv (cuda.channel_vectors: of x and grad_output
 // both).
 inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend backend, bool channels_last,
@@ -365,7 +372,17 @@ inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend bac
                                                : WeightGradPath::CudaSplitKGemm;
   }
   if (cpu_depthwise(g, channels_last)) return WeightGradPath::CpuDepthwise;
-  return channels_last ? WeightGradPath::CpuChannelsLastGemm : WeightGradPath::CpuPhasePlanes;
+  if (channels_last && (g.groups == 1 || g.conv_out_volume() < kWeightGradNchwMinPositions)) {
+    return WeightGradPath::CpuChannelsLastGemm;
+  }
+  return cpu_depthwise(g, /*channels_last=*/false) ? WeightGradPath::CpuDepthwise : WeightGradPath::CpuPhasePlanes;
+}
+
+// Whether a CPU weight-gradient path reads channels-last tensors in place; where it does not, the op gives it NCHW
+// copies of the input and grad_output (see kWeightGradNchwMinPositions).
+inline bool cpu_weight_grad_reads_channels_last(WeightGradPath path, const ConvGeometry& g, bool channels_last) {
+  return channels_last && (path == WeightGradPath::CpuChannelsLastGemm ||
+                           (path == WeightGradPath::CpuDepthwise && cpu_depthwise(g, channels_last)));
 }
 
 inline const char* path_name(ConvPath path) {

@@ -139,10 +139,15 @@ CODE_PATHS = {
     "2d_dense_channels_last_s2": _path(False, (18, 17), 16, 24, 3, stride=2, channels_last=True,
                                        kernels=_kernels("cpu_channels_last_phase_planes", "cpu_gemm_col2im",
                                                         "cpu_channels_last_gemm")),
+    # Grouped channels-last weight gradients run the NCHW kernels on NCHW copies, except with under 64 output
+    # positions per image (42 here).
     "2d_grouped_channels_last_reflect": _path(False, (13, 14), 32, 32, 3, groups=2, padding_mode="reflect",
                                               channels_last=True,
                                               kernels=_kernels("cpu_channels_last_im2col", "cpu_gemm_col2im",
-                                                               "cpu_channels_last_gemm")),
+                                                               "cpu_phase_planes")),
+    "2d_grouped_channels_last_few_positions": _path(False, (6, 7), 32, 32, 3, groups=2, channels_last=True,
+                                                    kernels=_kernels("cpu_channels_last_im2col", "cpu_gemm_col2im",
+                                                                     "cpu_channels_last_gemm")),
     "2d_stem_channels_last_circular": _path(False, (19, 20), 3, 16, 3, stride=2, padding_mode="circular",
                                             channels_last=True,
                                             kernels=_kernels("cpu_channels_last_direct", "cpu_gemm_col2im",
@@ -151,7 +156,7 @@ CODE_PATHS = {
                                 kernels=_kernels("cpu_tap_gemms", "cpu_gemm_col2im", "cpu_phase_planes")),
     "3d_grouped_channels_last": _path(False, (5, 6, 7), 32, 32, 4, groups=2, channels_last=True,
                                       kernels=_kernels("cpu_channels_last_im2col", "cpu_gemm_col2im",
-                                                       "cpu_channels_last_gemm")),
+                                                       "cpu_phase_planes")),
     "1d_transposed_s4": _path(True, (24,), 16, 8, 7, stride=4,
                               kernels=_kernels("cpu_column_gemm", "cpu_gemm_col2im", "cpu_phase_planes")),
     "2d_transposed_phase_planes": _path(True, (16, 16), 16, 16, 5, stride=2,
@@ -175,8 +180,7 @@ for _isa in ("avx2", "avx512"):
                                           kernels=_kernels(_blocked, "cpu_gemm_col2im", "cpu_phase_planes")),
         f"2d_grouped_channels_last_reflect_{_isa}": _path(False, (13, 14), 32, 80, 3, groups=2, padding_mode="reflect",
                                                           channels_last=True, isa=_isa,
-                                                          kernels=_kernels(_blocked, _folded,
-                                                                           "cpu_channels_last_gemm")),
+                                                          kernels=_kernels(_blocked, _folded, "cpu_phase_planes")),
         f"3d_dense_circular_{_isa}": _path(False, (5, 6, 7), 16, 17, 3, padding_mode="circular", isa=_isa,
                                            kernels=_kernels(_blocked, _folded, "cpu_phase_planes")),
         f"2d_transposed_{_isa}": _path(True, (16, 16), 16, 16, 5, stride=2, isa=_isa,
@@ -187,13 +191,14 @@ for _isa in ("avx2", "avx512"):
         # Fewer than 16 input channels per group: channels-last with a reduction of 8 or more (4 x 9 here, its input
         # gradient folded, at 2^20 multiply-adds or more; the
         # depthwise x3 conv's 1 x 9, its input gradient's 3 x 9, one channel per position of the planes), and NCHW
-        # grouped (4 and, for the input gradient, 2 channels per group).
+        # grouped (4 and, for the input gradient, 2 channels per group). Their weight gradients take NCHW copies: the
+        # phase planes, and the NCHW depthwise kernel for the multiplier 3.
         f"2d_grouped_few_channels_channels_last_reflect_{_isa}": _path(
             False, (28, 30), 16, 20, 3, groups=4, padding_mode="reflect", channels_last=True, isa=_isa,
-            kernels=_kernels(_blocked, _folded, "cpu_channels_last_gemm")),
+            kernels=_kernels(_blocked, _folded, "cpu_phase_planes")),
         f"2d_depthwise_x3_channels_last_{_isa}": _path(False, (12, 13), 8, 24, 3, groups=8, channels_last=True,
                                                        isa=_isa,
-                                                       kernels=_kernels(_blocked, _blocked, "cpu_channels_last_gemm")),
+                                                       kernels=_kernels(_blocked, _blocked, "cpu_depthwise")),
         f"1d_grouped_few_channels_causal_{_isa}": _path(False, (40,), 12, 6, 5, groups=3, padding="causal", isa=_isa,
                                                         kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),
         # Strided transposed convs with fewer than 16 x channels per group and 2^24 multiply-adds run one blocked conv
@@ -220,7 +225,7 @@ CODE_PATHS.update({
                                                           isa="avx512_bf16", dtype="bfloat16",
                                                           kernels=_kernels("cpu_blocked_avx512_bf16",
                                                                            "cpu_gemm_col2im",
-                                                                           "cpu_channels_last_gemm")),
+                                                                           "cpu_phase_planes")),
     "3d_odd_channels_circular_avx512_bf16": _path(False, (5, 6, 7), 17, 16, 3, padding_mode="circular",
                                                   isa="avx512_bf16", dtype="bfloat16",
                                                   kernels=_kernels("cpu_blocked_avx512", "cpu_gemm_col2im",

@@ -129,17 +129,19 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   const ConvGeometry g = conv_weight_grad_geometry(input, grad_output, weight_shape, stride, pad_lo, dilation, groups,
                                                    padding_mode);
-  const auto format = output_memory_format(input);
-  const bool channels_last = format != at::MemoryFormat::Contiguous;
+  const auto input_format = output_memory_format(input);
+  const bool channels_last = input_format != at::MemoryFormat::Contiguous;
   if (g.batch == 0) return at::zeros(weight_shape, input.options());
+  const WeightGradPath path = choose_weight_grad_path(g, Backend::Cpu, channels_last);
+  const bool kernel_channels_last = cpu_weight_grad_reads_channels_last(path, g, channels_last);
+  const auto format = kernel_channels_last ? input_format : at::MemoryFormat::Contiguous;
   const auto x = input.contiguous(format);
   const auto gy = grad_output.contiguous(format);
-  const WeightGradPath path = choose_weight_grad_path(g, Backend::Cpu, channels_last);
   at::Tensor grad;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_weight_grad_cpu", [&] {
     switch (path) {
       case WeightGradPath::CpuDepthwise:
-        grad = depthwise_weight_grad(g, x, gy, channels_last);
+        grad = depthwise_weight_grad(g, x, gy, kernel_channels_last);
         break;
       case WeightGradPath::CpuChannelsLastGemm:
         grad = weight_grad_gemm<scalar_t>(g, x, gy);
