@@ -65,16 +65,27 @@ void im2col_nhwc(const ConvGeometry& g, const scalar_t* x_image, int64_t group, 
                  int64_t pixel_end, acc_t* cols) {
   const int64_t in_h = g.conv_in_sizes[1], in_w = g.conv_in_sizes[2];
   const int64_t out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
-  const int64_t channels = g.conv_in_channels_per_group();
+  const int64_t channels = g.conv_in_channels_per_group(), kernel_w = g.kernel[2];
   const scalar_t* x_group = x_image + group * channels;
+  // With one group and no dilation along W, a row of taps inside the input reads kernel_w consecutive pixels, whose
+  // channels are one contiguous run: copied at once (a stem's 3 channels per tap made each copy too short to pay).
+  const bool whole_tap_rows = g.groups == 1 && g.dilation[2] == 1;
   acc_t* dst = cols;
   for (int64_t pixel = pixel_begin; pixel < pixel_end; ++pixel) {
     const int64_t ow = pixel % out_w, oh = (pixel / out_w) % out_h, od = pixel / (out_w * out_h);
+    const int64_t iw_first = g.tap_position(2, ow, 0);
+    const bool row_inside = whole_tap_rows && iw_first >= 0 && iw_first + kernel_w <= in_w;
     for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
       const int64_t id = g.tap_source(0, od, kd);
       for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
         const int64_t ih = g.tap_source(1, oh, kh);
-        for (int64_t kw = 0; kw < g.kernel[2]; ++kw, dst += channels) {
+        if (row_inside && id >= 0 && ih >= 0) {
+          at::vec::convert(x_group + ((id * in_h + ih) * in_w + iw_first) * g.conv_in_channels, dst,
+                           kernel_w * channels);
+          dst += kernel_w * channels;
+          continue;
+        }
+        for (int64_t kw = 0; kw < kernel_w; ++kw, dst += channels) {
           const int64_t iw = g.tap_source(2, ow, kw);
           if (id < 0 || ih < 0 || iw < 0) {
             std::fill_n(dst, channels, acc_t(0));
