@@ -144,7 +144,7 @@ def test_without_peers_the_table_has_only_the_old_columns():
 
 def test_bench_with_peers_gives_compile_and_onnxruntime_columns(tmp_path, capsys, monkeypatch):
     """One quick layer with --peers all: finite positive peer times and ratios (ORT: forward only), their geomeans,
-    and "% peak" from the FMA peak (here a fixed 100 GFLOP/s, so the percentage can be checked)."""
+    and "% peak" of both modes from the FMA peak (here a fixed 100 GFLOP/s, so the percentage can be checked)."""
     onnxruntime_or_skip()
     monkeypatch.setattr(peers, "fma_peak_gflops", lambda seconds: 100.0)
     json_path, markdown_path = tmp_path / "run.json", tmp_path / "run.md"
@@ -164,8 +164,9 @@ def test_bench_with_peers_gives_compile_and_onnxruntime_columns(tmp_path, capsys
         assert math.isfinite(forward[key]) and forward[key] > 0, (key, forward)
     assert backward["onnxruntime_ms"] is None and backward["ratio_to_onnxruntime"] is None
     case = ConvCase(False, (14, 14), 672, 672, 5, 2, "same", groups=672, batch=1, bias=False)
-    expected_percent = 100 * 2 * peers.multiply_adds(case) / (forward["fastpad_ms"] * 1e-3) / 100e9
-    assert forward["percent_of_fma_peak"] == pytest.approx(expected_percent) and backward["percent_of_fma_peak"] is None
+    for row, convolutions in ((forward, 1), (backward, 3)):  # fwd+bwd: the forward, the input and weight gradients
+        expected_percent = 100 * 2 * convolutions * peers.multiply_adds(case) / (row["fastpad_ms"] * 1e-3) / 100e9
+        assert row["percent_of_fma_peak"] == pytest.approx(expected_percent)
     assert rows["context"]["fma_peak"].startswith("100.0 GFLOP/s (float32, ")
     assert "not timed" not in json.dumps(rows["context"])
     header = markdown_path.read_text().splitlines()[next(

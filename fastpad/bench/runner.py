@@ -310,11 +310,17 @@ def compile_step(function: Callable, inputs: List[torch.Tensor], mode: str, expe
         return step
 
 
-def fma_peak_percent(case: ConvCase, fastpad_ms: float, peak_gflops: Optional[float]) -> Optional[float]:
-    """fastpad's forward FLOP/s (2 per multiply-add) as a percentage of the FMA peak."""
+# The convolutions one step of each mode runs: the forward, and with the backward also the input gradient and the
+# weight gradient, each as many multiply-adds as the forward (the bias gradient's sum is not counted).
+CONVOLUTIONS_PER_STEP = {"forward": 1, "fwd+bwd": 3}
+
+
+def fma_peak_percent(case: ConvCase, mode: str, fastpad_ms: float, peak_gflops: Optional[float]) -> Optional[float]:
+    """fastpad's FLOP/s in one step of `mode` (2 per multiply-add) as a percentage of the FMA peak."""
     if not peak_gflops:
         return None
-    return 100 * 2 * peer_tools.multiply_adds(case) / (fastpad_ms * 1e-3) / (peak_gflops * 1e9)
+    flops = 2 * CONVOLUTIONS_PER_STEP[mode] * peer_tools.multiply_adds(case)
+    return 100 * flops / (fastpad_ms * 1e-3) / (peak_gflops * 1e9)
 
 
 def measure_layer(layer: Layer, settings: Settings, on_phase: Callable[[str], None],
@@ -356,8 +362,7 @@ def measure_layer(layer: Layer, settings: Settings, on_phase: Callable[[str], No
             fastpad_ms=milliseconds["fastpad"], pad_conv_ms=milliseconds["pad+conv"],
             floor_ms=milliseconds["floor"], repeats=repeats, max_rel_error=errors[mode],
             compile_ms=milliseconds.get("compile"), onnxruntime_ms=milliseconds.get("onnxruntime"),
-            percent_of_fma_peak=(fma_peak_percent(case, milliseconds["fastpad"], settings.fma_peak_gflops)
-                                 if mode == "forward" else None)))
+            percent_of_fma_peak=fma_peak_percent(case, mode, milliseconds["fastpad"], settings.fma_peak_gflops)))
     return measurements
 
 
@@ -531,8 +536,9 @@ def legend_lines(context: Dict[str, str]) -> List[str]:
             "same values, made before the timing) and bfloat16 runs give it a float32 model",
         ]
     if "fma_peak" in context:
-        lines.append("% peak: fastpad's forward FLOP/s (2 per multiply-add) as a percentage of the float32 FMA peak "
-                     f"of {context['fma_peak']}, whatever the run's dtype; forward rows only")
+        lines.append("% peak: fastpad's FLOP/s (2 per multiply-add; fwd+bwd counts three convolutions: the forward, "
+                     "the input gradient and the weight gradient) as a percentage of the float32 FMA peak of "
+                     f"{context['fma_peak']}, whatever the run's dtype")
     return lines
 
 
