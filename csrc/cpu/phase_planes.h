@@ -17,6 +17,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -141,9 +142,7 @@ class PhasePlanes {
         const scalar_t* first = src + columns.interior_source * pixel_stride;
         acc_t* out = dst + columns.interior_begin * lanes_;
         if (lane_stride == 1) {
-          for (int64_t t = 0; t < columns.interior_count; ++t) {
-            copy_pixel(first + t * stride_w_ * pixel_stride, out + t * lanes_);
-          }
+          copy_pixels(first, stride_w_ * pixel_stride, out, columns.interior_count);
         } else {  // NCHW: kLaneBlock channels' rows at a time, each read in order, each position's lanes written whole
           constexpr int64_t kLaneBlock = 16;
           for (int64_t lane0 = 0; lane0 < lanes_; lane0 += kLaneBlock) {
@@ -204,6 +203,31 @@ class PhasePlanes {
   const std::vector<acc_t*>& taps() const { return taps_; }
 
  private:
+  // `count` pixels of `lanes_` consecutive values each, pixel t at first + t * step, into consecutive positions: one
+  // run where the pixels are adjacent, else a loop of fixed length for a stem's few channels (a call per pixel made
+  // the gather of a 3-channel stem a sixth of its forward), else a vector copy per pixel.
+  template <typename scalar_t>
+  void copy_pixels(const scalar_t* first, int64_t step, acc_t* out, int64_t count) const {
+    const auto fixed = [&](auto lanes) {
+      for (int64_t t = 0; t < count; ++t) {
+        for (int64_t lane = 0; lane < lanes; ++lane) out[t * lanes + lane] = static_cast<acc_t>(first[t * step + lane]);
+      }
+    };
+    if (step == lanes_) {
+      at::vec::convert(first, out, count * lanes_);
+    } else if (lanes_ == 1) {
+      fixed(std::integral_constant<int64_t, 1>());
+    } else if (lanes_ == 2) {
+      fixed(std::integral_constant<int64_t, 2>());
+    } else if (lanes_ == 3) {
+      fixed(std::integral_constant<int64_t, 3>());
+    } else if (lanes_ == 4) {
+      fixed(std::integral_constant<int64_t, 4>());
+    } else {
+      for (int64_t t = 0; t < count; ++t) at::vec::convert(first + t * step, out + t * lanes_, lanes_);
+    }
+  }
+
   int64_t phase_index(int64_t kh, int64_t kw) const {
     return ((kh * g_.dilation[1]) % stride_h_) * stride_w_ + (kw * g_.dilation[2]) % stride_w_;
   }
