@@ -199,6 +199,17 @@ struct ConvGeometry {
   C10_HOST_DEVICE int64_t tap_source(int dim, int64_t o, int64_t r) const {
     return source_index(tap_position(dim, o, r), conv_in_sizes[dim], mode);
   }
+  // Whether every tap of every output lands inside the conv input: no padded position is read (or, for
+  // conv_transpose, written and folded), so the padding mode changes nothing.
+  C10_HOST_DEVICE bool reads_no_padding() const {
+    for (int d = 0; d < kMaxSpatial; ++d) {
+      if (conv_out_sizes[d] > 0 &&
+          (pad_lo[d] > 0 || tap_position(d, conv_out_sizes[d] - 1, kernel[d] - 1) >= conv_in_sizes[d])) {
+        return false;
+      }
+    }
+    return true;
+  }
   // Range of o along dim whose tap r lands inside the conv input without padding.
   C10_HOST_DEVICE InteriorRange tap_interior(int dim, int64_t r, int64_t count) const {
     return interior_range(tap_position(dim, 0, r), stride[dim], count, conv_in_sizes[dim]);

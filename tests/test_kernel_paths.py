@@ -43,6 +43,28 @@ def test_a_non_finite_weight_leaves_the_transposed_phase_planes():
     assert torch.ops.fastpad._conv_transpose_path(x, w, None, *args) == "cpu_gemm_col2im"
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_a_problem_reading_no_padding_takes_the_zeros_kernels_in_every_mode(layout):
+    """'valid' pads: every tap lands inside the input, so the mode changes nothing and each op takes the kernel it takes
+    in zeros mode (NCHW: torch's own convolution, 64 -> 64 channels k3 over 40x40 being 2^25.7 multiply-adds; the
+    transposed input gradient unfolded). One pad of 1 makes the mode count again."""
+    x = arrange(torch.randn(2, 64, 40, 40), layout)
+    w = torch.randn(64, 64, 3, 3)
+    gy = arrange(torch.randn(2, 64, 38, 38), layout)
+
+    def paths(mode, pad):
+        return (torch.ops.fastpad._conv_path(x, w, None, [1, 1], [pad, 0], [pad, 0], [1, 1], 1, mode, "cpu"),
+                torch.ops.fastpad._conv_transpose_path(gy, w, None, [1, 1], [pad, 0], [40, 40], [1, 1], 1, mode,
+                                                       "cpu"))
+
+    for mode in ("reflect", "replicate", "circular"):
+        assert paths(mode, 0) == paths("zeros", 0), mode
+        assert paths(mode, 1) != paths("zeros", 1), mode
+        check_conv(x, w, None, padding=0, padding_mode=mode)
+    if layout == "contiguous":
+        assert paths("reflect", 0)[0] == "cpu_torch"
+
+
 # (layout, input shape, out channels, groups, kernel): few input channels per group that keep their own kernels on an
 # AVX2 CPU: a channels-last reduction (channels per group x taps) under 8, and NCHW stems (one group).
 FEW_CHANNELS_OFF_THE_BLOCKED_KERNEL = [("channels_last", (2, 7, 20, 20), 14, 7, (1, 1), "cpu_channels_last_direct"),
