@@ -2,9 +2,10 @@
 // autocast dtype of the device (float16 or bfloat16, on CPU and on CUDA). Floating-point tensors other than float64 are
 // cast (through autocast's weight cache), then the op runs again below the autocast key.
 #include <ATen/autocast_mode.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
+
+#include "op_handles.h"
 
 namespace fastpad {
 namespace {
@@ -21,21 +22,6 @@ struct AutocastScope {
   }
 };
 
-template <typename Signature>
-c10::TypedOperatorHandle<Signature> find_op(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
-}
-
-using ConvSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, at::IntArrayRef,
-                                 c10::SymIntArrayRef, c10::SymIntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
-using WeightGradSignature = at::Tensor(const at::Tensor&, const at::Tensor&, at::IntArrayRef, at::IntArrayRef,
-                                       c10::SymIntArrayRef, at::IntArrayRef, int64_t, c10::string_view);
-
-// conv and conv_transpose share a signature: (input, weight, bias, stride, two SymInt lists, dilation, groups, mode),
-// the two lists being (pad_lo, pad_hi) for conv and (crop_lo, out_size) for conv_transpose.
-constexpr char kConv[] = "fastpad::conv";
-constexpr char kConvTranspose[] = "fastpad::conv_transpose";
-
 template <c10::DeviceType device, const char* op_name>
 at::Tensor conv_autocast(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                          at::IntArrayRef stride, c10::SymIntArrayRef pad_lo_or_crop_lo,
@@ -51,7 +37,7 @@ template <c10::DeviceType device>
 at::Tensor conv_weight_grad_autocast(const at::Tensor& input, const at::Tensor& grad_output,
                                      at::IntArrayRef weight_shape, at::IntArrayRef stride, c10::SymIntArrayRef pad_lo,
                                      at::IntArrayRef dilation, int64_t groups, c10::string_view padding_mode) {
-  static const auto op = find_op<WeightGradSignature>("fastpad::conv_weight_grad");
+  static const auto op = find_op<WeightGradSignature>(kConvWeightGrad);
   AutocastScope<device> scope;
   return op.call(scope.cast(input), scope.cast(grad_output), weight_shape, stride, pad_lo, dilation, groups,
                  padding_mode);

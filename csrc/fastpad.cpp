@@ -1,5 +1,6 @@
 // The one library definition: the schemas of fastpad's three ops (docs/DESIGN.md section 3).
-// Kernels register per backend in csrc/cpu and csrc/cuda; autograd and fake kernels in fastpad/_ops.py.
+// Kernels register per backend in csrc/cpu and csrc/cuda, autograd in csrc/autograd.cpp, autocast in csrc/autocast.cpp,
+// fake kernels in fastpad/_ops.py.
 #include <Python.h>
 #include <torch/library.h>
 

@@ -1,10 +1,6 @@
-"""Loads the extension and registers, for each of the three ops, its fake kernel and its autograd formula.
-
-Every backward is built only from the registered ops, so torch.compile traces it without graph breaks and
-double backward works:
-  conv             d/dinput = conv_transpose (same padding mode: the adjoint)   d/dweight = conv_weight_grad
-  conv_transpose   d/dinput = conv                                              d/dweight = conv_weight_grad
-  conv_weight_grad d/dinput = conv_transpose                                    d/dgrad_output = conv
+"""Loads the extension and registers, for each of the three ops, its fake kernel (for meta tensors, FakeTensorMode
+and torch.compile). Their autograd formulas are C++ kernels at the Autograd dispatch key (csrc/autograd.cpp), built
+only from the three ops, so torch.compile traces the backward without graph breaks and double backward works.
 """
 from __future__ import annotations
 
@@ -35,15 +31,6 @@ def _pad_hi_for(in_size, out_size, pad_lo, kernel, stride, dilation):
     """The pad_hi that makes a conv over `in_size` produce exactly `out_size` positions."""
     return [(o - 1) * s + effective_kernel(k, d) - lo - i
             for i, o, lo, k, s, d in zip(in_size, out_size, pad_lo, kernel, stride, dilation)]
-
-
-def _reduce_over_positions(grad: torch.Tensor) -> torch.Tensor:
-    """The bias gradient: grad summed over the batch and positions, in float32 for bfloat16 and float16 (torch's
-    own CPU sum of bfloat16 gave 88 for 508 x 508 values whose exact sum is 86.68, a 1.5% error)."""
-    dims = [0, *range(2, grad.dim())]
-    if grad.dtype in (torch.bfloat16, torch.float16):
-        return grad.sum(dim=dims, dtype=torch.float32).to(grad.dtype)
-    return grad.sum(dim=dims)
 
 
 # ---- The fake kernels ---------------------------------------------------------------------------------------------
@@ -123,75 +110,3 @@ def _conv_weight_grad_fake(input, grad_output, weight_shape, stride, pad_lo, dil
     pad_hi = _pad_hi_for(input.shape[2:], grad_output.shape[2:], pad_lo, weight_shape[2:], stride, dilation)
     _geometry.check_mode_pads(report, padding_mode, input.shape[2:], pad_lo, pad_hi)
     return input.new_empty(weight_shape)
-
-
-def _conv_setup(ctx, inputs, output):
-    input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode = inputs
-    ctx.save_for_backward(input, weight)
-    ctx.args = (stride, pad_lo, dilation, groups, padding_mode)
-    ctx.has_bias = bias is not None
-
-
-def _conv_backward(ctx, grad):
-    input, weight = ctx.saved_tensors
-    stride, pad_lo, dilation, groups, padding_mode = ctx.args
-    grad_input = grad_weight = grad_bias = None
-    if ctx.needs_input_grad[0]:
-        grad_input = ops.conv_transpose(grad, weight, None, stride, pad_lo, list(input.shape[2:]), dilation, groups,
-                                        padding_mode)
-    if ctx.needs_input_grad[1]:
-        grad_weight = ops.conv_weight_grad(input, grad, list(weight.shape), stride, pad_lo, dilation, groups,
-                                           padding_mode)
-    if ctx.has_bias and ctx.needs_input_grad[2]:
-        grad_bias = _reduce_over_positions(grad)
-    return grad_input, grad_weight, grad_bias, None, None, None, None, None, None
-
-
-def _conv_transpose_setup(ctx, inputs, output):
-    input, weight, bias, stride, crop_lo, out_size, dilation, groups, padding_mode = inputs
-    ctx.save_for_backward(input, weight)
-    ctx.args = (stride, crop_lo, out_size, dilation, groups, padding_mode)
-    ctx.has_bias = bias is not None
-
-
-def _conv_transpose_backward(ctx, grad):
-    input, weight = ctx.saved_tensors
-    stride, crop_lo, out_size, dilation, groups, padding_mode = ctx.args
-    grad_input = grad_weight = grad_bias = None
-    if ctx.needs_input_grad[0]:
-        pad_hi = _pad_hi_for(out_size, input.shape[2:], crop_lo, weight.shape[2:], stride, dilation)
-        grad_input = ops.conv(grad, weight, None, stride, crop_lo, pad_hi, dilation, groups, padding_mode)
-    if ctx.needs_input_grad[1]:
-        grad_weight = ops.conv_weight_grad(grad, input, list(weight.shape), stride, crop_lo, dilation, groups,
-                                           padding_mode)
-    if ctx.has_bias and ctx.needs_input_grad[2]:
-        grad_bias = _reduce_over_positions(grad)
-    return grad_input, grad_weight, grad_bias, None, None, None, None, None, None
-
-
-def _conv_weight_grad_setup(ctx, inputs, output):
-    input, grad_output, weight_shape, stride, pad_lo, dilation, groups, padding_mode = inputs
-    ctx.save_for_backward(input, grad_output)
-    ctx.args = (stride, pad_lo, dilation, groups, padding_mode)
-
-
-def _conv_weight_grad_backward(ctx, grad_grad_weight):
-    input, grad_output = ctx.saved_tensors
-    stride, pad_lo, dilation, groups, padding_mode = ctx.args
-    grad_input = grad_grad_output = None
-    if ctx.needs_input_grad[0]:
-        grad_input = ops.conv_transpose(grad_output, grad_grad_weight, None, stride, pad_lo, list(input.shape[2:]),
-                                        dilation, groups, padding_mode)
-    if ctx.needs_input_grad[1]:
-        pad_hi = _pad_hi_for(input.shape[2:], grad_output.shape[2:], pad_lo, grad_grad_weight.shape[2:], stride,
-                             dilation)
-        grad_grad_output = ops.conv(input, grad_grad_weight, None, stride, pad_lo, pad_hi, dilation, groups,
-                                    padding_mode)
-    return grad_input, grad_grad_output, None, None, None, None, None, None
-
-
-torch.library.register_autograd("fastpad::conv", _conv_backward, setup_context=_conv_setup)
-torch.library.register_autograd("fastpad::conv_transpose", _conv_transpose_backward,
-                                setup_context=_conv_transpose_setup)
-torch.library.register_autograd("fastpad::conv_weight_grad", _conv_weight_grad_backward,
-                                setup_context=_conv_weight_grad_setup)
