@@ -109,10 +109,17 @@ struct SavedArguments {
         padding_mode(ctx->saved_data["padding_mode"].toStringRef()) {}
 };
 
-// Tensors for the backward's inputs that carry no gradient (the int lists, groups, padding_mode).
-variable_list with_no_grads(variable_list grads, size_t inputs) {
-  grads.resize(inputs);
-  return grads;
+// The weight and bias gradients of conv and of conv_transpose: conv_weight_grad of the conv's input and the gradient
+// of its output (for conv_transpose, the gradient of its own output is the conv's input, its input the conv's output
+// side), and the sum of `grad`, the gradient of the op's output, where the op had a bias.
+void weight_and_bias_grads(AutogradContext* ctx, const SavedArguments& a, const at::Tensor& conv_input,
+                           const at::Tensor& conv_output_grad, const at::Tensor& weight, const at::Tensor& grad,
+                           variable_list& grads) {
+  if (ctx->needs_input_grad(1)) {
+    grads[1] = call_conv_weight_grad(conv_input, conv_output_grad, weight_shape_of(weight), a.stride, a.pad_lo,
+                                     a.dilation, a.groups, a.padding_mode);
+  }
+  if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) grads[2] = reduce_over_positions(grad);
 }
 
 struct Conv : public torch::autograd::Function<Conv> {
@@ -131,17 +138,13 @@ struct Conv : public torch::autograd::Function<Conv> {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &input = saved[0], &weight = saved[1], &grad = grad_outputs[0];
     const SavedArguments a(ctx);
-    at::Tensor grad_input, grad_weight, grad_bias;
+    variable_list grads(9);  // one per argument; the int lists, groups and padding_mode take none
     if (ctx->needs_input_grad(0)) {
-      grad_input = call_conv_transpose(grad, weight, std::nullopt, a.stride, a.pad_lo, spatial_sizes(input),
-                                       a.dilation, a.groups, a.padding_mode);
+      grads[0] = call_conv_transpose(grad, weight, std::nullopt, a.stride, a.pad_lo, spatial_sizes(input), a.dilation,
+                                     a.groups, a.padding_mode);
     }
-    if (ctx->needs_input_grad(1)) {
-      grad_weight = call_conv_weight_grad(input, grad, weight_shape_of(weight), a.stride, a.pad_lo, a.dilation,
-                                          a.groups, a.padding_mode);
-    }
-    if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) grad_bias = reduce_over_positions(grad);
-    return with_no_grads({grad_input, grad_weight, grad_bias}, 9);
+    weight_and_bias_grads(ctx, a, input, grad, weight, grad, grads);
+    return grads;
   }
 };
 
@@ -162,21 +165,17 @@ struct ConvTranspose : public torch::autograd::Function<ConvTranspose> {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &input = saved[0], &weight = saved[1], &grad = grad_outputs[0];
     const SavedArguments a(ctx);
-    at::Tensor grad_input, grad_weight, grad_bias;
+    variable_list grads(9);
     if (ctx->needs_input_grad(0)) {
       const auto out_size = ctx->saved_data["out_size"].toSymIntVector();
       const auto shape = weight_shape_of(weight);
       const auto pad_hi = pad_hi_for(out_size, input.sym_sizes().slice(2), a.pad_lo, at::IntArrayRef(shape).slice(2),
                                      a.stride, a.dilation);
-      grad_input = call_conv(grad, weight, std::nullopt, a.stride, a.pad_lo, pad_hi, a.dilation, a.groups,
-                             a.padding_mode);
+      grads[0] = call_conv(grad, weight, std::nullopt, a.stride, a.pad_lo, pad_hi, a.dilation, a.groups,
+                           a.padding_mode);
     }
-    if (ctx->needs_input_grad(1)) {
-      grad_weight = call_conv_weight_grad(grad, input, weight_shape_of(weight), a.stride, a.pad_lo, a.dilation,
-                                          a.groups, a.padding_mode);
-    }
-    if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) grad_bias = reduce_over_positions(grad);
-    return with_no_grads({grad_input, grad_weight, grad_bias}, 9);
+    weight_and_bias_grads(ctx, a, grad, input, weight, grad, grads);
+    return grads;
   }
 };
 
@@ -194,19 +193,19 @@ struct ConvWeightGrad : public torch::autograd::Function<ConvWeightGrad> {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &input = saved[0], &grad_output = saved[1], &grad_grad_weight = grad_outputs[0];
     const SavedArguments a(ctx);
-    at::Tensor grad_input, grad_grad_output;
+    variable_list grads(8);
     if (ctx->needs_input_grad(0)) {
-      grad_input = call_conv_transpose(grad_output, grad_grad_weight, std::nullopt, a.stride, a.pad_lo,
-                                       spatial_sizes(input), a.dilation, a.groups, a.padding_mode);
+      grads[0] = call_conv_transpose(grad_output, grad_grad_weight, std::nullopt, a.stride, a.pad_lo,
+                                     spatial_sizes(input), a.dilation, a.groups, a.padding_mode);
     }
     if (ctx->needs_input_grad(1)) {
       const auto shape = weight_shape_of(grad_grad_weight);
       const auto pad_hi = pad_hi_for(input.sym_sizes().slice(2), grad_output.sym_sizes().slice(2), a.pad_lo,
                                      at::IntArrayRef(shape).slice(2), a.stride, a.dilation);
-      grad_grad_output = call_conv(input, grad_grad_weight, std::nullopt, a.stride, a.pad_lo, pad_hi, a.dilation,
-                                   a.groups, a.padding_mode);
+      grads[1] = call_conv(input, grad_grad_weight, std::nullopt, a.stride, a.pad_lo, pad_hi, a.dilation, a.groups,
+                           a.padding_mode);
     }
-    return with_no_grads({grad_input, grad_grad_output}, 8);
+    return grads;
   }
 };
 
