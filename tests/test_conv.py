@@ -152,6 +152,22 @@ def test_depthwise_widths_around_vector_lengths(width, channels_last, device):
         assert_memory_format_kept(x, y)
 
 
+@pytest.mark.parametrize("channels", [7, 8, 19, 32, 33])
+def test_channels_last_depthwise_channel_counts(channels, device):
+    """Channels-last depthwise convs with one pass of register tiles (8-32 float channels: 8 positions x a vector of
+    channels, depthwise.cpp's conv_nhwc) and with the per-pixel loop (7 and 33): a dilated even kernel with replicate
+    pads, a stride with a partial last tile, a 3-d conv in reflect, in float64 and bfloat16."""
+    for size, kernel, stride, dilation, padding, mode in (((11, 21), 6, 1, 2, "same_lower", "replicate"),
+                                                          ((9, 19), 3, 2, 1, "same", "zeros"),
+                                                          ((5, 6, 13), 3, 1, 1, "same", "reflect")):
+        x, w, b = conv_inputs(size, channels, channels, kernel, channels, device=device)
+        x = x.to(memory_format=torch.channels_last if len(size) == 2 else torch.channels_last_3d)
+        for dtype in (torch.float64, torch.bfloat16):
+            y = check_conv(x.to(dtype), w.to(dtype), b.to(dtype), stride=stride, dilation=dilation, groups=channels,
+                           padding=padding, padding_mode=mode)
+            assert_memory_format_kept(x, y)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
 @pytest.mark.parametrize("c_in, c_out, size, kernel, stride, groups",
                          [(64, 96, (33, 35), 3, 1, 1), (48, 48, (17, 70), 5, 2, 4), (3, 130, (40, 41), 7, 2, 1),

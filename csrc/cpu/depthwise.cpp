@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "cpu/phase_planes.h"
@@ -248,27 +250,150 @@ void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
 // ---- channels-last (multiplier 1) --------------------------------------------------------------------------
 // `w_taps` is the weight transposed to [taps, C] in the accumulation type; every inner loop is a vector over C.
 
+// Positions per register tile of the channels-last conv: its accumulators, one weight and one input vector fit in
+// AVX2's 16 registers.
+constexpr int64_t kNhwcTile = 8;
+// Vectors of channels per pass over a row of the channels-last conv.
+constexpr int64_t kNhwcGroup = 4;
+
+// One vector of channels as acc_t, converted from the storage type.
+template <typename acc_t, typename scalar_t>
+at::vec::Vectorized<acc_t> load_channels(const scalar_t* p) {
+  using Vec = at::vec::Vectorized<acc_t>;
+  if constexpr (std::is_same_v<scalar_t, acc_t>) {
+    return Vec::loadu(p);
+  } else {
+    Vec v;
+    at::vec::load_to_float(p, v);
+    return v;
+  }
+}
+
+// One tile of conv_nhwc: kNhwcTile positions from ow0 (the first `kept` of them stored) x the vector of channels at
+// c0, over every tap row in `rows`; interior: see conv_nhwc.
+template <typename scalar_t, typename acc_t>
+void nhwc_tile(const ConvGeometry& g, const scalar_t* x_image, const acc_t* w_taps, const acc_t* bias, scalar_t* y_row,
+               const std::vector<std::pair<int64_t, int64_t>>& rows, const int64_t* tile_columns, bool interior,
+               int64_t ow0, int64_t kept, int64_t c0) {
+  using Vec = at::vec::Vectorized<acc_t>;
+  const int64_t channels = g.conv_out_channels, kw_count = g.kernel[2], in_w = g.conv_in_sizes[2];
+  const int64_t pixel_step = g.stride[2] * channels;
+  Vec acc[kNhwcTile];
+  const Vec init = bias ? load_channels<acc_t>(bias + c0) : Vec(acc_t(0));
+#pragma GCC unroll 8
+  for (int64_t p = 0; p < kNhwcTile; ++p) acc[p] = init;
+  for (const auto& [tap_row, in_row] : rows) {
+    const scalar_t* x_row = x_image + in_row * in_w * channels + c0;
+    const acc_t* w_row = w_taps + tap_row * kw_count * channels + c0;
+    for (int64_t kw = 0; kw < kw_count; ++kw) {
+      const Vec w = load_channels<acc_t>(w_row + kw * channels);
+      if (interior) {  // the tile's inputs a stride apart: no column look-up, no test
+        const scalar_t* x_tap = x_row + tile_columns[kw] * channels;
+#pragma GCC unroll 8
+        for (int64_t p = 0; p < kNhwcTile; ++p) {
+          acc[p] = at::vec::fmadd(load_channels<acc_t>(x_tap + p * pixel_step), w, acc[p]);
+        }
+        continue;
+      }
+#pragma GCC unroll 8
+      for (int64_t p = 0; p < kNhwcTile; ++p) {
+        const int64_t column = tile_columns[p * kw_count + kw];
+        if (column >= 0) acc[p] = at::vec::fmadd(load_channels<acc_t>(x_row + column * channels), w, acc[p]);
+      }
+    }
+  }
+  // (A copy of each accumulator is stored: passing acc[p] itself by reference kept the tile out of registers.)
+#pragma GCC unroll 8
+  for (int64_t p = 0; p < kNhwcTile; ++p) {
+    if (p >= kept) break;
+    const Vec out = acc[p];
+    if constexpr (std::is_same_v<scalar_t, acc_t>) {
+      out.store(y_row + (ow0 + p) * channels + c0);
+    } else {
+      acc_t values[Vec::size()];
+      out.store(values);
+      at::vec::convert(values, y_row + (ow0 + p) * channels + c0, Vec::size());
+    }
+  }
+}
+
+// Per (image, depth, output row): tiles of kNhwcTile output pixels x one vector of channels stay in registers over
+// every tap, each tap's input read where it lands (its column resolved by the padding mode once, in `columns`), so
+// each output vector is stored once and each multiply-add loads one input vector (a loop per tap over C loaded and
+// stored the accumulators for every tap: 1.2-2.7x torch's symmetric-padding time on the suite's layers).
 template <typename scalar_t>
 void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
                const acc_type<scalar_t>* bias, scalar_t* y) {
   using acc_t = acc_type<scalar_t>;
+  using Vec = at::vec::Vectorized<acc_t>;
   const int64_t channels = g.conv_out_channels, out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
+  const int64_t kw_count = g.kernel[2], in_w = g.conv_in_sizes[2];
+  // columns[ow * kw_count + kw]: the input column tap kw of output column ow reads, -1 in zero padding and for the
+  // positions past out_w that fill the last tile (computed, never stored).
+  const int64_t tiles = (out_w + kNhwcTile - 1) / kNhwcTile;
+  std::vector<int64_t> columns(tiles * kNhwcTile * kw_count, -1);
+  for (int64_t ow = 0; ow < out_w; ++ow) {
+    for (int64_t kw = 0; kw < kw_count; ++kw) columns[ow * kw_count + kw] = g.tap_source(2, ow, kw);
+  }
+  // interior[tile]: every tap of the tile's kNhwcTile positions reads inside the row, so tap kw of position p reads
+  // column columns[ow0 * kw_count + kw] + p * stride.
+  std::vector<bool> interior(tiles);
+  for (int64_t tile = 0; tile < tiles; ++tile) {
+    const int64_t first = tile * kNhwcTile * g.stride[2] - g.pad_lo[2];
+    interior[tile] = (tile + 1) * kNhwcTile <= out_w && first >= 0 &&
+                     first + (kNhwcTile - 1) * g.stride[2] + (kw_count - 1) * g.dilation[2] < in_w;
+  }
   at::parallel_for(0, g.batch * g.conv_out_sizes[0] * out_h, 1, [&](int64_t begin, int64_t end) {
+    std::vector<std::pair<int64_t, int64_t>> rows;  // (kd * kh_count + kh, input row) of each tap row read
     std::vector<acc_t> acc(channels);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t oh = item % out_h, od = (item / out_h) % g.conv_out_sizes[0],
                     n = item / (out_h * g.conv_out_sizes[0]);
       const scalar_t* x_image = x + n * g.conv_in_volume() * channels;
-      for (int64_t ow = 0; ow < out_w; ++ow) {
-        if (bias) {
-          std::copy(bias, bias + channels, acc.begin());
-        } else {
-          std::fill(acc.begin(), acc.end(), acc_t(0));
+      rows.clear();
+      for_each_tap_row(g, od, oh, [&](int64_t kd, int64_t kh, int64_t in_row) {
+        rows.emplace_back(kd * g.kernel[1] + kh, in_row);
+      });
+      scalar_t* y_row = y + item * out_w * channels;
+      // Fewer channels than a vector, or more than one pass of kNhwcGroup vectors: per pixel and tap, all channels at
+      // once. With several passes the tiles re-read each input row once per pass, and large planes ran 1.3-1.7x
+      // slower (64-144 channels, k3 s2, 112^2-190^2: benchmarks/RESULTS.md); with one pass (8-32 float channels) the
+      // tiles took 0.14-0.48x the per-pixel loop's time on eight layers up to 4x30x190x190.
+      if (channels < Vec::size() || channels > kNhwcGroup * Vec::size()) {
+        for (int64_t ow = 0; ow < out_w; ++ow) {
+          if (bias) {
+            std::copy(bias, bias + channels, acc.begin());
+          } else {
+            std::fill(acc.begin(), acc.end(), acc_t(0));
+          }
+          for_each_tap_pixel(g, od, oh, ow, [&](int64_t tap, int64_t in_pixel) {
+            multiply_add(acc.data(), w_taps + tap * channels, x_image + in_pixel * channels, channels);
+          });
+          at::vec::convert(acc.data(), y_row + ow * channels, channels);
         }
-        for_each_tap_pixel(g, od, oh, ow, [&](int64_t tap, int64_t in_pixel) {
-          multiply_add(acc.data(), w_taps + tap * channels, x_image + in_pixel * channels, channels);
-        });
-        at::vec::convert(acc.data(), y + (item * out_w + ow) * channels, channels);
+        continue;
+      }
+      // kNhwcGroup vectors of channels at a time along the whole row, tile by tile: the tile's pixels stay in L1
+      // for the group's vectors, and the row's input is read once per group. Channels past the last whole vector
+      // are the last vector that ends at C, whose channels shared with the one before are computed again, alike.
+      for (int64_t group = 0; group < channels; group += kNhwcGroup * Vec::size()) {
+        for (int64_t tile = 0; tile < tiles; ++tile) {
+          const int64_t ow0 = tile * kNhwcTile;
+          if (tile + 1 < tiles && interior[tile + 1]) {  // the next tile's inputs of this group, line by line in order
+            const int64_t first = columns[(ow0 + kNhwcTile) * kw_count], span = kNhwcTile * g.stride[2];
+            const int64_t bytes = std::min(kNhwcGroup * Vec::size(), channels - group) * int64_t(sizeof(scalar_t));
+            for (const auto& row : rows) {
+              const char* start = reinterpret_cast<const char*>(x_image + (row.second * in_w + first) * channels + group);
+              for (int64_t px = 0; px < span; ++px) {
+                for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(start + px * channels * int64_t(sizeof(scalar_t)) + b);
+              }
+            }
+          }
+          for (int64_t c = group; c < std::min(channels, group + kNhwcGroup * Vec::size()); c += Vec::size()) {
+            nhwc_tile(g, x_image, w_taps, bias, y_row, rows, columns.data() + ow0 * kw_count, interior[tile], ow0,
+                      std::min(kNhwcTile, out_w - ow0), std::min(c, channels - Vec::size()));
+          }
+        }
       }
     }
   });
