@@ -12,6 +12,7 @@
 
 #include <vector>
 
+#include "geometry.h"
 #include "op_handles.h"
 
 namespace fastpad {
@@ -52,9 +53,6 @@ void check_concrete_range(const char* op, const char* name, c10::SymIntArrayRef 
   }
 }
 
-// The spatial sizes of a tensor (dims 2 and on), symbolic under torch.compile's dynamic shapes.
-std::vector<c10::SymInt> spatial_sizes(const at::Tensor& t) { return t.sym_sizes().slice(2).vec(); }
-
 // A weight's shape as the ints conv_weight_grad takes (guarded where torch.compile made it symbolic).
 std::vector<int64_t> weight_shape_of(const at::Tensor& weight) {
   std::vector<int64_t> shape;
@@ -62,13 +60,14 @@ std::vector<int64_t> weight_shape_of(const at::Tensor& weight) {
   return shape;
 }
 
-// The pad_hi that makes a conv over `in_size` produce exactly `out_size` positions (fastpad/_ops.py's _pad_hi_for).
+// The pad_hi that makes a conv over `in_size` produce exactly `out_size` positions: geometry.h's
+// transposed_full_size - pad_lo - in_size, on SymInts (fastpad/_ops.py's _pad_hi_for for the fake kernels).
 std::vector<c10::SymInt> pad_hi_for(c10::SymIntArrayRef in_size, c10::SymIntArrayRef out_size,
                                     c10::SymIntArrayRef pad_lo, at::IntArrayRef kernel, at::IntArrayRef stride,
                                     at::IntArrayRef dilation) {
   std::vector<c10::SymInt> pad_hi;
   for (size_t d = 0; d < in_size.size(); ++d) {
-    pad_hi.push_back((out_size[d] - 1) * stride[d] + (kernel[d] - 1) * dilation[d] + 1 - pad_lo[d] - in_size[d]);
+    pad_hi.push_back((out_size[d] - 1) * stride[d] + effective_kernel(kernel[d], dilation[d]) - pad_lo[d] - in_size[d]);
   }
   return pad_hi;
 }
@@ -140,8 +139,8 @@ struct Conv : public torch::autograd::Function<Conv> {
     const SavedArguments a(ctx);
     variable_list grads(9);  // one per argument; the int lists, groups and padding_mode take none
     if (ctx->needs_input_grad(0)) {
-      grads[0] = call_conv_transpose(grad, weight, std::nullopt, a.stride, a.pad_lo, spatial_sizes(input), a.dilation,
-                                     a.groups, a.padding_mode);
+      grads[0] = call_conv_transpose(grad, weight, std::nullopt, a.stride, a.pad_lo, input.sym_sizes().slice(2),
+                                     a.dilation, a.groups, a.padding_mode);
     }
     weight_and_bias_grads(ctx, a, input, grad, weight, grad, grads);
     return grads;
@@ -196,7 +195,7 @@ struct ConvWeightGrad : public torch::autograd::Function<ConvWeightGrad> {
     variable_list grads(8);
     if (ctx->needs_input_grad(0)) {
       grads[0] = call_conv_transpose(grad_output, grad_grad_weight, std::nullopt, a.stride, a.pad_lo,
-                                     spatial_sizes(input), a.dilation, a.groups, a.padding_mode);
+                                     input.sym_sizes().slice(2), a.dilation, a.groups, a.padding_mode);
     }
     if (ctx->needs_input_grad(1)) {
       const auto shape = weight_shape_of(grad_grad_weight);

@@ -253,21 +253,8 @@ void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
 // Positions per register tile of the channels-last conv: its accumulators, one weight and one input vector fit in
 // AVX2's 16 registers.
 constexpr int64_t kNhwcTile = 8;
-// Vectors of channels per pass over a row of the channels-last conv.
+// The most vectors of channels the channels-last conv's tiles take: one pass over each row covers them all.
 constexpr int64_t kNhwcGroup = 4;
-
-// One vector of channels as acc_t, converted from the storage type.
-template <typename acc_t, typename scalar_t>
-at::vec::Vectorized<acc_t> load_channels(const scalar_t* p) {
-  using Vec = at::vec::Vectorized<acc_t>;
-  if constexpr (std::is_same_v<scalar_t, acc_t>) {
-    return Vec::loadu(p);
-  } else {
-    Vec v;
-    at::vec::load_to_float(p, v);
-    return v;
-  }
-}
 
 // One tile of conv_nhwc: kNhwcTile positions from ow0 (the first `kept` of them stored) x the vector of channels at
 // c0, over every tap row in `rows`; interior: see conv_nhwc.
@@ -279,26 +266,26 @@ void nhwc_tile(const ConvGeometry& g, const scalar_t* x_image, const acc_t* w_ta
   const int64_t channels = g.conv_out_channels, kw_count = g.kernel[2], in_w = g.conv_in_sizes[2];
   const int64_t pixel_step = g.stride[2] * channels;
   Vec acc[kNhwcTile];
-  const Vec init = bias ? load_channels<acc_t>(bias + c0) : Vec(acc_t(0));
+  const Vec init = bias ? load_vector<acc_t>(bias + c0) : Vec(acc_t(0));
 #pragma GCC unroll 8
   for (int64_t p = 0; p < kNhwcTile; ++p) acc[p] = init;
   for (const auto& [tap_row, in_row] : rows) {
     const scalar_t* x_row = x_image + in_row * in_w * channels + c0;
     const acc_t* w_row = w_taps + tap_row * kw_count * channels + c0;
     for (int64_t kw = 0; kw < kw_count; ++kw) {
-      const Vec w = load_channels<acc_t>(w_row + kw * channels);
+      const Vec w = load_vector<acc_t>(w_row + kw * channels);
       if (interior) {  // the tile's inputs a stride apart: no column look-up, no test
         const scalar_t* x_tap = x_row + tile_columns[kw] * channels;
 #pragma GCC unroll 8
         for (int64_t p = 0; p < kNhwcTile; ++p) {
-          acc[p] = at::vec::fmadd(load_channels<acc_t>(x_tap + p * pixel_step), w, acc[p]);
+          acc[p] = at::vec::fmadd(load_vector<acc_t>(x_tap + p * pixel_step), w, acc[p]);
         }
         continue;
       }
 #pragma GCC unroll 8
       for (int64_t p = 0; p < kNhwcTile; ++p) {
         const int64_t column = tile_columns[p * kw_count + kw];
-        if (column >= 0) acc[p] = at::vec::fmadd(load_channels<acc_t>(x_row + column * channels), w, acc[p]);
+        if (column >= 0) acc[p] = at::vec::fmadd(load_vector<acc_t>(x_row + column * channels), w, acc[p]);
       }
     }
   }
@@ -317,10 +304,10 @@ void nhwc_tile(const ConvGeometry& g, const scalar_t* x_image, const acc_t* w_ta
   }
 }
 
-// Per (image, depth, output row): tiles of kNhwcTile output pixels x one vector of channels stay in registers over
-// every tap, each tap's input read where it lands (its column resolved by the padding mode once, in `columns`), so
-// each output vector is stored once and each multiply-add loads one input vector (a loop per tap over C loaded and
-// stored the accumulators for every tap: 1.2-2.7x torch's symmetric-padding time on the suite's layers).
+// Per (image, depth, output row). With one to kNhwcGroup vectors of channels: tiles of kNhwcTile output pixels x one
+// vector of channels stay in registers over every tap, each tap's input read where it lands (its column resolved by
+// the padding mode once, in `columns`), so each output vector is stored once and each multiply-add loads one input
+// vector. Otherwise per pixel: a loop per tap over all C, which loads and stores the accumulators for every tap.
 template <typename scalar_t>
 void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
                const acc_type<scalar_t>* bias, scalar_t* y) {
@@ -373,26 +360,22 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
         }
         continue;
       }
-      // kNhwcGroup vectors of channels at a time along the whole row, tile by tile: the tile's pixels stay in L1
-      // for the group's vectors, and the row's input is read once per group. Channels past the last whole vector
-      // are the last vector that ends at C, whose channels shared with the one before are computed again, alike.
-      for (int64_t group = 0; group < channels; group += kNhwcGroup * Vec::size()) {
-        for (int64_t tile = 0; tile < tiles; ++tile) {
-          const int64_t ow0 = tile * kNhwcTile;
-          if (tile + 1 < tiles && interior[tile + 1]) {  // the next tile's inputs of this group, line by line in order
-            const int64_t first = columns[(ow0 + kNhwcTile) * kw_count], span = kNhwcTile * g.stride[2];
-            const int64_t bytes = std::min(kNhwcGroup * Vec::size(), channels - group) * int64_t(sizeof(scalar_t));
-            for (const auto& row : rows) {
-              const char* start = reinterpret_cast<const char*>(x_image + (row.second * in_w + first) * channels + group);
-              for (int64_t px = 0; px < span; ++px) {
-                for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(start + px * channels * int64_t(sizeof(scalar_t)) + b);
-              }
-            }
+      // One pass along the row, tile by tile, each tile once per vector of channels while its pixels stay in L1.
+      // Channels past the last whole vector are the last vector that ends at C, whose channels shared with the one
+      // before are computed again, alike.
+      const int64_t pixel_bytes = channels * static_cast<int64_t>(sizeof(scalar_t));
+      for (int64_t tile = 0; tile < tiles; ++tile) {
+        const int64_t ow0 = tile * kNhwcTile;
+        if (tile + 1 < tiles && interior[tile + 1]) {  // the next tile's input pixels, row by row, in order
+          const int64_t first = columns[(ow0 + kNhwcTile) * kw_count], bytes = kNhwcTile * g.stride[2] * pixel_bytes;
+          for (const auto& row : rows) {
+            const char* start = reinterpret_cast<const char*>(x_image + (row.second * in_w + first) * channels);
+            for (int64_t b = 0; b < bytes + 63; b += 64) __builtin_prefetch(start + b);  // every line it touches
           }
-          for (int64_t c = group; c < std::min(channels, group + kNhwcGroup * Vec::size()); c += Vec::size()) {
-            nhwc_tile(g, x_image, w_taps, bias, y_row, rows, columns.data() + ow0 * kw_count, interior[tile], ow0,
-                      std::min(kNhwcTile, out_w - ow0), std::min(c, channels - Vec::size()));
-          }
+        }
+        for (int64_t c = 0; c < channels; c += Vec::size()) {
+          nhwc_tile(g, x_image, w_taps, bias, y_row, rows, columns.data() + ow0 * kw_count, interior[tile], ow0,
+                    std::min(kNhwcTile, out_w - ow0), std::min(c, channels - Vec::size()));
         }
       }
     }

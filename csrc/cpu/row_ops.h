@@ -52,19 +52,26 @@ inline void scatter_add_row(acc_t* row, int64_t size, const acc_t* src, int64_t 
   for (int64_t t = interior.last; t < count; ++t) add_padded(t);
 }
 
+// One vector of acc_t from p, converted from its storage type.
+template <typename acc_t, typename scalar_t>
+inline at::vec::Vectorized<acc_t> load_vector(const scalar_t* p) {
+  using Vec = at::vec::Vectorized<acc_t>;
+  if constexpr (std::is_same_v<scalar_t, acc_t>) {
+    return Vec::loadu(p);
+  } else {
+    Vec v;
+    at::vec::load_to_float(p, v);
+    return v;
+  }
+}
+
 // acc[i] += w[i] * x[i] for i in [0, n), converting x from its storage type.
 template <typename scalar_t, typename acc_t>
 inline void multiply_add(acc_t* acc, const acc_t* w, const scalar_t* x, int64_t n) {
   using Vec = at::vec::Vectorized<acc_t>;
   int64_t i = 0;
   for (; i + Vec::size() <= n; i += Vec::size()) {
-    Vec xv;
-    if constexpr (std::is_same_v<scalar_t, acc_t>) {
-      xv = Vec::loadu(x + i);
-    } else {
-      at::vec::load_to_float(x + i, xv);
-    }
-    at::vec::fmadd(Vec::loadu(w + i), xv, Vec::loadu(acc + i)).store(acc + i);
+    at::vec::fmadd(Vec::loadu(w + i), load_vector<acc_t>(x + i), Vec::loadu(acc + i)).store(acc + i);
   }
   for (; i < n; ++i) acc[i] += w[i] * static_cast<acc_t>(x[i]);
 }
