@@ -184,18 +184,20 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa
 // transposed conv over 7^3, y 19^3, 20x: 1.57x slower; an input gradient whose y is 1.01x: 0.15x). And a kernel no
 // wider than the stride leaves one tap per phase, whose col2im adds each product once (k2 s2, 8 x channels per group:
 // 1.61x slower), so a stride needs 2 taps per phase on average.
-// Each stride phase, and each fold of another mode, costs fixed work (weights repacked, buffers, a copy into y), which
-// small problems do not repay: with a stride, below kBlockedPhasesMinMultiplyAdds (7.5 M multiply-adds over 9 phases:
-// 1.32x the col2im's time; 77 M: 0.17x); folded at stride 1, below kBlockedFoldedMinMultiplyAdds (0.86 M: 1.65x;
-// 1.8 M: 0.28x). An NCHW 1x1 kernel keeps the phase planes, as conv keeps its GEMM (3.27x slower folded).
+// Each stride phase, and each fold of another mode, costs fixed work (weights repacked, a parallel region), which small
+// problems do not repay: with a stride, below kBlockedPhaseMinMultiplyAdds per phase (input gradients of random
+// layers with 3-14 x channels per group, float32, 2 cores, each phase writing its view of y in place: 0.04 M and
+// 0.12 M per phase 2.2x and 2.5x the col2im's time; 0.39-3.4 M per phase 0.28-0.66x on five, 0.83 M 1.15x on one);
+// folded at stride 1, below kBlockedFoldedMinMultiplyAdds (0.86 M: 1.65x; 1.8 M: 0.28x). An NCHW 1x1 kernel keeps
+// the phase planes, as conv keeps its GEMM (3.27x slower folded).
 constexpr int64_t kBlockedTransposeMaxGrowth = 4;
-constexpr int64_t kBlockedPhasesMinMultiplyAdds = int64_t(1) << 24;
+constexpr int64_t kBlockedPhaseMinMultiplyAdds = int64_t(1) << 18;
 constexpr int64_t kBlockedFoldedMinMultiplyAdds = int64_t(1) << 20;
 inline bool cpu_blocked_transpose(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
   if (isa == CpuIsa::Baseline || element_bytes != 4 || (!channels_last && g.kernel_volume() == 1)) return false;
   const int64_t c_in = g.conv_out_channels_per_group(), phases = transpose_phase_count(g);
   if (g.conv_in_volume() > kBlockedTransposeMaxGrowth * phases * g.conv_out_volume()) return false;
-  const int64_t min_multiply_adds = phases > 1                        ? kBlockedPhasesMinMultiplyAdds
+  const int64_t min_multiply_adds = phases > 1                        ? phases * kBlockedPhaseMinMultiplyAdds
                                     : g.mode != PaddingMode::Zeros ? kBlockedFoldedMinMultiplyAdds
                                                                      : 0;
   if (conv_multiply_adds(g) < min_multiply_adds) return false;

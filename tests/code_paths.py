@@ -201,8 +201,8 @@ for _isa in ("avx2", "avx512"):
                                                        kernels=_kernels(_blocked, _blocked, "cpu_depthwise")),
         f"1d_grouped_few_channels_causal_{_isa}": _path(False, (40,), 12, 6, 5, groups=3, padding="causal", isa=_isa,
                                                         kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),
-        # Strided transposed convs with fewer than 16 x channels per group and 2^24 multiply-adds run one blocked conv
-        # per stride phase: in zeros (6 x channels, 4 phases of 4 taps; crops torch's cannot express), and in reflect
+        # Strided transposed convs with fewer than 16 x channels per group and 2^18 multiply-adds per phase run one
+        # blocked conv per stride phase: in zeros (6 x channels, 4 phases of 4 taps; crops torch's cannot express), and in reflect
         # for a stride-2 conv's input gradient (10 x channels, 4 phases of about 2 taps).
         f"2d_transposed_few_channels_s2_{_isa}": _path(True, (64, 70), 6, 20, 4, stride=2, padding=((1, 2), (1, 2)),
                                                        isa=_isa,

@@ -183,7 +183,7 @@ def random_few_channels_case(rng):
         in_per_group, out_per_group = rng.choice([1, 1, 2, 3, 5, 8, 11, 15]), rng.choice([1, 2, 3, 9, 24])
         kernel = no_nchw_1x1(tuple(rng.randint(1, 4) for _ in range(dims)), layout)
         # A transposed conv runs one blocked conv per stride phase, each with about taps / phases taps.
-        transposed_stride = (1,) * dims  # strided blocked phases need 2^24 multiply-adds: STRIDED_TRANSPOSED
+        transposed_stride = (1,) * dims  # strided blocked phases need 2^18 multiply-adds each: STRIDED_TRANSPOSED
         # (A channels-last input with one channel is contiguous too, and runs as such.)
         nchw = layout == "contiguous" or groups * in_per_group == 1
         depthwise = (out_per_group if transposed else in_per_group) == 1 and (
@@ -248,7 +248,7 @@ FOLDED_CASES = [ConvCase(False, (30, 31), 16, 24, 3, 1, ((1, 2), (2, 0)), paddin
                 ConvCase(False, (40, 30), 24, 12, (4, 2), 1, ((7, 0), (1, 9)), padding_mode="replicate", groups=3),
                 ConvCase(False, (8, 9, 10), 8, 16, 3, 1, "same", padding_mode="circular", layout="channels_last"),
                 ConvCase(False, (2000,), 3, 20, 7, 1, "causal", dilation=2, padding_mode="reflect", bias=False),
-                # Strided (2^24 multiply-adds or more): 4 phases of about 2 taps over 10 x channels; the taps never
+                # Strided (2^18 multiply-adds per phase or more): 4 phases of about 2 taps over 10 x channels; the taps never
                 # reach the last row (pads (1, 0): 101 + 1 = 2 * 49 + 4), a phase-less k2 s3 dim, and circular pads
                 # wider than the stride.
                 ConvCase(False, (101, 111), 24, 10, 3, 2, ((1, 0), (0, 0)), padding_mode="reflect", batch=4),
@@ -277,11 +277,13 @@ def test_the_input_gradient_folds_the_padding_mode(isa, case):
     assert_matches(grad_x, expected_grad.to(grad_x.dtype), what=f"input grad of {case.describe()}")
 
 
-# Strided transposed convs with fewer than 16 x channels per group and 2^24 multiply-adds or more: one blocked conv per
-# stride phase, 2-d channels-last with groups, 1-d, and 3-d with a phase-less k2 s3 dim.
+# Strided transposed convs with fewer than 16 x channels per group and 2^18 multiply-adds per stride phase or more: one
+# blocked conv per stride phase, each writing its positions of y in place: 2-d channels-last with groups, 1-d, 3-d
+# with a phase-less k2 s3 dim, and a single image of 2^23.7 multiply-adds over 4 phases.
 STRIDED_TRANSPOSED = [ConvCase(True, (29, 32), 48, 64, 6, 2, "same", groups=8, layout="channels_last", batch=7),
                       ConvCase(True, (600,), 12, 96, 7, 3, ((2, 5),), dilation=2, batch=4),
-                      ConvCase(True, (6, 7, 8), 10, 64, (3, 4, 2), (2, 2, 3), "same", batch=4, bias=False)]
+                      ConvCase(True, (6, 7, 8), 10, 64, (3, 4, 2), (2, 2, 3), "same", batch=4, bias=False),
+                      ConvCase(True, (27, 27), 12, 32, 7, 2, "same", layout="channels_last", batch=1)]
 
 
 @pytest.mark.parametrize("isa", ["avx2", "avx512"])
@@ -290,6 +292,19 @@ def test_strided_transposed_convs_run_their_phases_on_the_blocked_kernel(isa, ca
     if isa not in isas_here():
         pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
     run_case(case, isa)
+
+
+def test_strided_transposed_convs_below_the_phase_floor_keep_the_col2im():
+    """12 x channels, k5 s3 over 6 x 6: 9 phases of 2^14.2 multiply-adds each, too little to repay a phase's weight
+    packing and parallel region; the same conv over 24 x 24 (2^18.2 per phase) runs the phases."""
+    if machine_isa() == "baseline":
+        pytest.skip("this CPU has neither AVX2 nor AVX-512")
+    for size, expected in [(6, "cpu_gemm_col2im"), (24, f"cpu_blocked_{machine_isa()}")]:
+        case = ConvCase(True, (size, size), 12, 16, 5, 3, "same", batch=1)
+        x, w, b = case.random_inputs()
+        crop_lo, out_size = case.crops()
+        path = torch.ops.fastpad._conv_transpose_path(x, w, b, [3, 3], crop_lo, out_size, [1, 1], 1, "zeros", "cpu")
+        assert path == expected.replace("avx512_bf16", "avx512"), case.describe()
 
 
 def test_an_inf_weight_keeps_stride_one_transposed_convs_off_the_blocked_kernel():

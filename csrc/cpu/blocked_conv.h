@@ -12,8 +12,9 @@ namespace fastpad::cpu {
 // tensors with an even number of input channels per group only).
 enum class BlockedKernel { Avx2, Avx512, Avx512Bf16 };
 
-// y = conv(x, weight, bias) for g, y allocated in x's layout (channels_last or contiguous NCHW); float accumulation
-// (float32, bfloat16, float16).
+// y = conv(x, weight, bias) for g, x in the layout channels_last says (channels_last or contiguous NCHW), y any
+// strided tensor of the output's shape (a view into a larger output included); float accumulation (float32, bfloat16,
+// float16).
 void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                   at::Tensor& y, bool channels_last, BlockedKernel kernel);
 

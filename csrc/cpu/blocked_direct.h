@@ -12,6 +12,7 @@
 // to each float32 lane, so its weights hold each output channel's pair side by side, [tap][ci / 2][co][2].
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace fastpad::cpu {
@@ -38,8 +39,11 @@ constexpr int64_t kBlockedDirectVectorAvx512 = 16, kBlockedDirectMaxVectorsAvx51
 
 // Output channels per block: the most vectors, down to two, that leave no last block of one vector (whose tile,
 // 14 positions x 1 vector on AVX2, broadcasts one input per FMA): 128 channels on AVX2 go in blocks of 16, not five
-// of 24 and one of 8; 64 go in 24 + 24 + 16. Only the vectors of the last block that hold real channels are computed.
+// of 24 and one of 8; 64 go in 24 + 24 + 16. Only the vectors of the last block that hold real channels are computed,
+// and channels that fit one block take just their vectors (3 channels on AVX-512: one vector, not a packed weight
+// 4 vectors wide, 3 of them zeros).
 inline int64_t blocked_direct_block_width(int64_t channels, int64_t vector, int64_t max_vectors) {
+  if (channels <= max_vectors * vector) return std::max<int64_t>(1, (channels + vector - 1) / vector) * vector;
   for (int64_t vectors = max_vectors; vectors >= 2; --vectors) {
     const int64_t last = channels % (vectors * vector);
     if (last == 0 || last > vector) return vectors * vector;

@@ -202,6 +202,7 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
 // of output rows, range of output-channel blocks), the group's input channels become channels-last phase planes (the
 // NCHW copy transposes the band), and the register-blocked micro-kernel of cpu/blocked_direct.h computes every tap
 // and input channel of a tile of outputs in registers, out[band, co]. The band's kernel depth slices add onto it.
+// y may be any strided view (a transposed conv's stride phase writes its positions of the whole output in place).
 // Element: what the planes and weights hold, float (converted from scalar_t), or uint16_t for the bfloat16 dot-product
 // kernel, whose planes keep the input's bfloat16 and whose weights pair input channels.
 template <typename scalar_t, typename Element>
@@ -235,8 +236,10 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   const float* init_data = init.const_data_ptr<float>();
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
   scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
-  const int64_t slice = g.conv_in_sizes[1] * g.conv_in_sizes[2], out_w = g.conv_out_sizes[2],
-                out_slice = g.conv_out_sizes[1] * out_w;
+  // y's element strides as [n, c, d, h, w] (a 1-d or 2-d output's missing dims have one position).
+  int64_t y_stride[2 + kMaxSpatial] = {y.stride(0), y.stride(1), 0, 0, 0};
+  for (int64_t dim = 2; dim < y.dim(); ++dim) y_stride[2 + kMaxSpatial - y.dim() + dim] = y.stride(dim);
+  const int64_t slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
   const int64_t bytes_per_position = out_pitch * static_cast<int64_t>(sizeof(float));  // out[band, out_pitch]
   const auto make_planes = [&] {
     return PhasePlanes<Plane>(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/c_in);
@@ -282,21 +285,20 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
         }
         for (int64_t r = 0; r < band.rows; ++r) {  // the kept columns of each row
           const float* out_row = out.data() + r * planes.pitch() * out_pitch;
-          const int64_t pixel = od * out_slice + (band.row0 + r) * out_w + band.col0;  // of the image's output
-          if (channels_last) {
-            scalar_t* y_row = y_data + (n * g.conv_out_volume() + pixel) * g.conv_out_channels + group * c_out;
+          scalar_t* y_row = y_data + n * y_stride[0] + (group * c_out) * y_stride[1] + od * y_stride[2] +
+                            (band.row0 + r) * y_stride[3] + band.col0 * y_stride[4];
+          if (y_stride[1] == 1) {  // channels-last: each pixel's channels are contiguous
             for (int64_t c = 0; c < band.cols; ++c) {
-              at::vec::convert(out_row + c * out_pitch + co_begin, y_row + c * g.conv_out_channels + co_begin,
+              at::vec::convert(out_row + c * out_pitch + co_begin, y_row + c * y_stride[4] + co_begin,
                                co_end - co_begin);
             }
           } else {  // transposed kChannelBlock channels at a time: each pixel's channels read whole
             constexpr int64_t kChannelBlock = 16;
-            scalar_t* y_first = y_data + (n * g.conv_out_channels + group * c_out) * g.conv_out_volume() + pixel;
             for (int64_t co0 = co_begin; co0 < co_end; co0 += kChannelBlock) {
               const int64_t block_end = std::min(co0 + kChannelBlock, co_end);
               for (int64_t c = 0; c < band.cols; ++c) {
                 for (int64_t co = co0; co < block_end; ++co) {
-                  y_first[co * g.conv_out_volume() + c] = static_cast<scalar_t>(out_row[c * out_pitch + co]);
+                  y_row[co * y_stride[1] + c * y_stride[4]] = static_cast<scalar_t>(out_row[c * out_pitch + co]);
                 }
               }
             }

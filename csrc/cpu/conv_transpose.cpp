@@ -206,8 +206,8 @@ at::Tensor per_channel(const at::Tensor& bias, int64_t dims) {
 }
 
 // y = the transposed conv of g in zeros mode as the convs its stride phases are (transpose_phase_as_conv), each on the
-// blocked kernel (cpu/blocked_conv.h). At stride 1 the one phase writes y itself; with a stride, each phase writes a
-// buffer that is copied into its y positions a stride apart, and a phase no tap reaches is the bias (or zero).
+// blocked kernel (cpu/blocked_conv.h). At stride 1 the one phase writes y itself; with a stride, each phase writes its
+// y positions a stride apart in place (a strided view of y), and a phase no tap reaches is the bias (or zero).
 void blocked_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                     at::Tensor& y, at::MemoryFormat format, BlockedKernel kernel) {
   const bool channels_last = format != at::MemoryFormat::Contiguous;
@@ -233,9 +233,7 @@ void blocked_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
       }
       continue;
     }
-    at::Tensor phase_y = at::empty(y_phase.sizes(), y.options().memory_format(format));
-    blocked_conv(t.conv, x, transpose_phase_weight(g, weight, phase), bias, phase_y, channels_last, kernel);
-    y_phase.copy_(phase_y);
+    blocked_conv(t.conv, x, transpose_phase_weight(g, weight, phase), bias, y_phase, channels_last, kernel);
   }
 }
 
