@@ -158,9 +158,12 @@ constexpr int64_t kBlockedMinReduction = 8;
 // - channels-last: a reduction of kBlockedMinReduction or more (random layers with 1-15 channels per group, float32,
 //   2 cores, forward: 0.41-0.82x cpu_channels_last_direct's time on 13 of 15, 1.00x and 1.04x on two; stems
 //   0.78-0.95x);
-// - NCHW: grouped convs only. Stems (one group) keep cpu_column_gemm, one GEMM over all output channels, which the
-//   transposing gather into channels-last planes does not beat (tf_efficientnet_b4's stem: 1.84x its time); each
-//   group's GEMM of a grouped conv is narrow (5 random layers with 3-13 channels per group: 0.09-0.89x its time).
+// - NCHW: grouped convs, whose GEMM per group is narrow (5 random layers with 3-13 channels per group: 0.09-0.89x its
+//   time), and stems (one group) with a reduction of kBlockedStemMinReduction or more. Shorter ones keep
+//   cpu_column_gemm, one GEMM over all output channels, which the transposing gather into channels-last planes does
+//   not beat there (float32, 2 cores, interleaved: reductions of 27-48 1.04-2.1x its time, 72-108 0.84-1.25x; 128-2376
+//   0.64-0.89x on 9 stems, resnet50's 7x7 0.89x, a 3-d k6 over 11 channels 0.65x).
+constexpr int64_t kBlockedStemMinReduction = 128;
 inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
   if (isa == CpuIsa::Baseline || element_bytes != 4) return false;
   // An NCHW 1x1 conv is one GEMM straight off the input (cpu_tap_gemms, cpu_column_gemm), where the blocked kernel
@@ -168,7 +171,8 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa
   if (!channels_last && g.kernel_volume() == 1) return false;
   const int64_t c_in = g.conv_in_channels_per_group();
   if (c_in >= kTapGemmMinChannels) return true;
-  return channels_last ? c_in * g.kernel_volume() >= kBlockedMinReduction : g.groups > 1 && c_in > 0;
+  if (channels_last) return c_in * g.kernel_volume() >= kBlockedMinReduction;
+  return c_in > 0 && (g.groups > 1 || c_in * g.kernel_volume() >= kBlockedStemMinReduction);
 }
 
 // Whether the blocked kernel takes the convs a transposed conv's stride phases are (transpose_phase_as_conv: one per

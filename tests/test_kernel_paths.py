@@ -86,6 +86,23 @@ def test_few_channels_leave_the_blocked_kernel_where_it_is_slower(layout, shape,
         check_conv(x, w, None, groups=groups, padding=pads, padding_mode="replicate")
 
 
+@pytest.mark.parametrize("kernel, expected", [((5, 6), "cpu_column_gemm"), ((4, 8), "cpu_blocked_avx2"),
+                                              ((7, 7), "cpu_blocked_avx2")])
+def test_nchw_stems_take_the_blocked_kernel_from_a_reduction_of_128(kernel, expected):
+    """NCHW, 4 input channels, one group: a reduction of 4 x 30 taps = 120 keeps the column GEMM; 4 x 32 = 128 and
+    4 x 49 = 196 take the blocked kernel (kBlockedStemMinReduction)."""
+    if machine_isa() == "baseline":
+        pytest.skip("this CPU has no AVX2, so no blocked kernel")
+    x = torch.randn(2, 4, 30, 31)
+    w = torch.randn(24, 4, *kernel)
+    pads = [(k - 1, 0) for k in kernel]  # causal: pads torch's symmetric padding cannot express
+    with cpu_isa_limit("avx2"):
+        path = torch.ops.fastpad._conv_path(x, w, None, [1, 1], [lo for lo, _ in pads], [hi for _, hi in pads],
+                                            [1, 1], 1, "zeros", "cpu")
+        assert path == expected
+        check_conv(x, w, None, padding=pads)
+
+
 # k3 s2 over `size` with pads (lo, hi): torch's symmetric padding lo gives the same output size exactly when the
 # unequal part of the pads is never read (16 -> 16 channels, 2^25 multiply-adds).
 UNEQUAL_PADS = [(171, (1, 2), True), (172, (2, 1), True), (172, (1, 2), False), (171, (2, 1), False)]
