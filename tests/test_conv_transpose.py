@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 
 import fastpad
-from reference import (EXPLICIT_PADDINGS, GROUP_CASES, as_tuple, assert_matches, assert_memory_format_kept,
-                       check_conv_transpose, conv_inputs, effective_kernel, expected_conv_transpose, poison,
+from reference import (CHANNELS_LAST, EXPLICIT_PADDINGS, GROUP_CASES, as_tuple, assert_matches,
+                       assert_memory_format_kept, check_conv_transpose, conv_inputs, effective_kernel, expected_conv_transpose, poison,
                        reference_conv_transpose, resolve_crops)
 
 SIZES = {1: (7,), 2: (4, 5), 3: (3, 4, 3)}
@@ -153,6 +153,33 @@ def test_16_bit_output_accumulates_a_few_images_at_a_time(groups, channels_last)
     expected = expected_conv_transpose(x, w, b, **kwargs)
     poison(expected.shape, torch.bfloat16)
     assert_matches(fastpad.conv_transpose2d(x, w, b, **kwargs), expected, torch.bfloat16)
+
+
+# (size, x channels, y channels, kernel, stride, groups, layout, dtype): images of few x positions, where the CPU's
+# GEMM + col2im runs one GEMM over several whole images (up to an even share of the images per thread), 1-3 dims.
+FEW_POSITIONS = [((4,), 24, 20, 5, 3, 1, "contiguous", torch.float32),
+                 ((3, 3), 16, 12, 2, 2, 4, "channels_last", torch.float32),
+                 ((3, 2), 12, 10, 3, 2, 2, "contiguous", torch.float64),
+                 ((2, 3, 2), 8, 6, 3, 2, 1, "channels_last", torch.float64),
+                 ((5,), 16, 8, 4, 2, 2, "contiguous", torch.bfloat16)]
+
+
+@pytest.mark.parametrize("size, c_x, c_y, kernel, stride, groups, layout, dtype", FEW_POSITIONS)
+def test_images_of_few_positions_share_a_gemm(size, c_x, c_y, kernel, stride, groups, layout, dtype):
+    """7 images (tiles of several whole images, the last one short) through the GEMM + col2im, against the
+    reference, the output poisoned first; crops (1, 0) along every dim, which torch's own transposed conv cannot
+    express."""
+    x, w, b = conv_inputs(size, c_x, c_y, kernel, groups, 7, True, transposed=True, dtype=dtype)
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=CHANNELS_LAST[x.dim()])
+    padding = tuple((1, 0) for _ in size)
+    nd = len(size)
+    out_size = [(i - 1) * stride + kernel - 1 for i in size]
+    path = torch.ops.fastpad._conv_transpose_path(x, w, b, [stride] * nd, [1] * nd, out_size, [1] * nd, groups,
+                                                  "zeros", "cpu")
+    assert path == "cpu_gemm_col2im"
+    y = check_conv_transpose(x, w, b, stride=stride, padding=padding, groups=groups)
+    assert list(y.shape[2:]) == out_size
 
 
 @pytest.mark.parametrize("nd", NDIMS)

@@ -32,8 +32,10 @@ namespace {
 constexpr int64_t kAccumulatorBytes = 16 * 1024 * 1024;
 
 // x is on the geometry's conv_out side and y on its conv_in side (see ConvGeometry).
-// Per (image, group, tile of x positions): cols = W^T x (one GEMM), then col2im adds cols into y.
-// NCHW: cols[(c, kd, kh, kw), t]; channels-last: cols[t, (kd, kh, kw), c].
+// Per (group, tile of x positions): cols = W^T x (one GEMM), then col2im adds cols into y. A tile is part of one image,
+// or, for images of few x positions, a run of whole images (gemm_tiles.h's images_per_shared_gemm), whose GEMM reads
+// the group's weights once for all of them.
+// NCHW: cols[(c, kd, kh, kw), t]; channels-last: cols[t, (kd, kh, kw), c]; t runs over the tile's images in turn.
 template <typename scalar_t>
 void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, at::Tensor& y_acc,
                     bool channels_last) {
@@ -43,7 +45,7 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
                 y_per_group = g.conv_in_channels_per_group(), taps = g.kernel_volume();
   const int64_t spread = y_per_group * taps;
   const int64_t y_h = g.conv_in_sizes[1], y_w = g.conv_in_sizes[2];
-  const int64_t x_h = g.conv_out_sizes[1], x_w = g.conv_out_sizes[2];
+  const int64_t x_h = g.conv_out_sizes[1], x_w = g.conv_out_sizes[2], x_volume = g.conv_out_volume();
   const auto w_acc = channels_last ? weight.to(acc_dtype)
                                          .reshape({groups, x_per_group, y_per_group, taps})
                                          .permute({0, 1, 3, 2})
@@ -52,21 +54,47 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
                                    : weight.to(acc_dtype).contiguous().view({groups, x_per_group, spread});
   const auto x_flat = flatten_positions(x, channels_last);
   const TilePlan plan(g, channels_last, spread * static_cast<int64_t>(sizeof(acc_t)));
+  // Whole images per tile where their positions fit the column buffer (then plan.tiles == 1: no two tiles write the
+  // same image of y).
+  const int64_t threads = at::get_num_threads();
+  const int64_t buffer_capacity = kColumnBufferBytes / (spread * static_cast<int64_t>(sizeof(acc_t)));
+  const int64_t images_per_tile = std::min(images_per_shared_gemm(x_volume, g.batch, groups, threads),
+                                           std::max<int64_t>(buffer_capacity / std::max<int64_t>(x_volume, 1), 1));
+  TORCH_INTERNAL_ASSERT(images_per_tile == 1 || plan.tiles == 1);
+  const int64_t image_tiles = (g.batch + images_per_tile - 1) / images_per_tile;
   acc_t* y_data = y_acc.mutable_data_ptr<acc_t>();
 
-  const auto run_item = [&](int64_t n, int64_t group, std::vector<acc_t>& cols) {
-    for (int64_t tile = 0; tile < plan.tiles; ++tile) {
-      const auto [pixel_begin, tile_pixels] = plan.tile(tile);
+  // Images [n0, n0 + images), or one image n0 (images == 1) and its tile `tile`.
+  const auto run_tile = [&](int64_t n0, int64_t images, int64_t group, int64_t tile, std::vector<acc_t>& cols,
+                            std::vector<acc_t>& x_gathered) {
+    const auto [pixel_begin, tile_pixels] = plan.tile(tile);
+    const int64_t columns = images * tile_pixels;  // GEMM positions
+    if (channels_last) {
+      // [N * positions, C] rows are contiguous across images.
+      const auto x_tile = x_flat.view({g.batch * x_volume, g.conv_out_channels})
+                              .narrow(0, n0 * x_volume + pixel_begin, columns)
+                              .narrow(1, group * x_per_group, x_per_group);
+      auto cols_view = wrap_buffer(cols.data(), {columns, spread});
+      at::mm_out(cols_view, x_tile.to(acc_dtype), w_acc[group]);
+    } else {
+      at::Tensor x_tile = x_flat[n0].narrow(0, group * x_per_group, x_per_group).narrow(1, pixel_begin, tile_pixels);
+      if (images > 1) {  // [C, images, positions]: the images side by side
+        auto gathered = wrap_buffer(x_gathered.data(), {x_per_group, images, x_volume});
+        gathered.copy_(x_flat.narrow(0, n0, images).narrow(1, group * x_per_group, x_per_group).transpose(0, 1));
+        x_tile = gathered.view({x_per_group, columns});
+      }
+      auto cols_view = wrap_buffer(cols.data(), {spread, columns});
+      at::mm_out(cols_view, w_acc[group].t(), x_tile.to(acc_dtype));
+    }
+    for (int64_t image = 0; image < images; ++image) {
+      const int64_t n = n0 + image, first_column = image * tile_pixels;
       if (channels_last) {
-        const auto x_tile = x_flat[n].narrow(0, pixel_begin, tile_pixels).narrow(1, group * x_per_group, x_per_group);
-        auto cols_view = wrap_buffer(cols.data(), {tile_pixels, spread});
-        at::mm_out(cols_view, x_tile.to(acc_dtype), w_acc[group]);
         acc_t* y_image = y_data + n * g.conv_in_volume() * g.conv_in_channels + group * y_per_group;
         // Channel blocks of y are independent: split them across threads.
         at::parallel_for(0, y_per_group, 16, [&](int64_t c_begin, int64_t c_end) {
           for (int64_t pixel = pixel_begin; pixel < pixel_begin + tile_pixels; ++pixel) {
             const int64_t ow = pixel % x_w, oh = (pixel / x_w) % x_h, od = pixel / (x_w * x_h);
-            const acc_t* src = cols.data() + (pixel - pixel_begin) * spread;
+            const acc_t* src = cols.data() + (first_column + pixel - pixel_begin) * spread;
             for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
               const int64_t pd = g.tap_source(0, od, kd);
               for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
@@ -74,25 +102,22 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
                 for (int64_t kw = 0; kw < g.kernel[2]; ++kw, src += y_per_group) {
                   const int64_t pw = g.tap_source(2, ow, kw);
                   if (pd < 0 || ph < 0 || pw < 0) continue;
-                  axpy(y_image + ((pd * y_h + ph) * y_w + pw) * g.conv_in_channels + c_begin, acc_t(1), src + c_begin,
-                       c_end - c_begin);
+                  axpy(y_image + ((pd * y_h + ph) * y_w + pw) * g.conv_in_channels + c_begin, acc_t(1),
+                       src + c_begin, c_end - c_begin);
                 }
               }
             }
           }
         });
       } else {
-        const auto x_tile = x_flat[n].narrow(0, group * x_per_group, x_per_group).narrow(1, pixel_begin, tile_pixels);
-        auto cols_view = wrap_buffer(cols.data(), {spread, tile_pixels});
-        at::mm_out(cols_view, w_acc[group].t(), x_tile.to(acc_dtype));
         acc_t* y_group = y_data + (n * g.conv_in_channels + group * y_per_group) * g.conv_in_volume();
         at::parallel_for(0, y_per_group, 1, [&](int64_t c_begin, int64_t c_end) {
           for (int64_t c = c_begin; c < c_end; ++c) {
             acc_t* plane = y_group + c * g.conv_in_volume();
-            const acc_t* src = cols.data() + c * taps * tile_pixels;
+            const acc_t* src = cols.data() + c * taps * columns + first_column;
             for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
               for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-                for (int64_t kw = 0; kw < g.kernel[2]; ++kw, src += tile_pixels) {
+                for (int64_t kw = 0; kw < g.kernel[2]; ++kw, src += columns) {
                   // The tile's pixels, row by row: whole rows, or the part of a row the tile holds.
                   for (int64_t pixel = pixel_begin; pixel < pixel_begin + tile_pixels;) {
                     const int64_t row = pixel / x_w, col = pixel % x_w;
@@ -113,18 +138,25 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
     }
   };
 
-  const int64_t items = g.batch * groups;
-  const int64_t cols_size = spread * plan.buffer_positions();
-  if (items >= at::get_num_threads()) {
-    // Enough independent (image, group) slices of y to keep every thread busy.
+  // Items: (run of images, group); each runs its tiles in turn and owns its images' slices of y.
+  const int64_t items = image_tiles * groups;
+  const int64_t cols_size = spread * plan.buffer_positions() * (plan.tiles == 1 ? images_per_tile : 1);
+  const int64_t gathered_size = channels_last || images_per_tile == 1 ? 0 : x_per_group * images_per_tile * x_volume;
+  const auto run_item = [&](int64_t item, std::vector<acc_t>& cols, std::vector<acc_t>& x_gathered) {
+    const int64_t n0 = (item / groups) * images_per_tile, group = item % groups;
+    const int64_t images = std::min(images_per_tile, g.batch - n0);
+    for (int64_t tile = 0; tile < plan.tiles; ++tile) run_tile(n0, images, group, tile, cols, x_gathered);
+  };
+  if (items >= threads) {
+    // Enough independent slices of y to keep every thread busy.
     at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) {
-      std::vector<acc_t> cols(cols_size);
-      for (int64_t item = begin; item < end; ++item) run_item(item / groups, item % groups, cols);
+      std::vector<acc_t> cols(cols_size), x_gathered(gathered_size);
+      for (int64_t item = begin; item < end; ++item) run_item(item, cols, x_gathered);
     });
   } else {
     // Few slices: run them in turn, with the GEMM and col2im each using every thread.
-    std::vector<acc_t> cols(cols_size);
-    for (int64_t item = 0; item < items; ++item) run_item(item / groups, item % groups, cols);
+    std::vector<acc_t> cols(cols_size), x_gathered(gathered_size);
+    for (int64_t item = 0; item < items; ++item) run_item(item, cols, x_gathered);
   }
 }
 

@@ -22,6 +22,23 @@ constexpr int64_t kColumnBufferBytes = 512 * 1024;
 // kMinTilePixels pixels, so that no buffer grows with the row.
 constexpr int64_t kMinTilePixels = 1024;
 
+// The most positions a GEMM over several whole images covers, where each image has fewer: a GEMM over an image's few
+// positions re-reads (or, for a weight gradient, re-writes) the whole weight for them (12 images of 6 positions, 303
+// x channels, 1134 columns: one GEMM over 36 positions took 0.4 ms, six over 6 positions 2.8 ms, single-threaded).
+// Past this many, one image's GEMM is wide enough, and tiles of several images only spread the col2im's writes over
+// more of y than the cache holds (11 images of 26 x 26 x positions, 8 channels per group: 5 images per GEMM took 1.39x
+// the time of one).
+constexpr int64_t kSharedGemmPositions = 256;
+
+// Whole images per shared GEMM for images of `positions` positions (1 where they have kSharedGemmPositions / 2 or
+// more), at most an even share of the (image, group) slices per thread, so that every thread still gets work where the
+// groups are few.
+inline int64_t images_per_shared_gemm(int64_t positions, int64_t batch, int64_t groups, int64_t threads) {
+  return std::clamp<int64_t>(std::min(kSharedGemmPositions / std::max<int64_t>(positions, 1),
+                                      (batch * groups + threads - 1) / threads / groups),
+                             1, std::max<int64_t>(batch, 1));
+}
+
 struct TilePlan {
   struct Tile {
     int64_t pixel_begin, pixels;  // output positions [pixel_begin, pixel_begin + pixels) of the image
