@@ -226,6 +226,30 @@ def test_conv_transpose_grads_vs_reference(padding, dtype, device):
                       lambda x, w, b: expected_conv_transpose(x, w, b, **kwargs), inputs)
 
 
+# (size, c_in, c_out, kernel, stride, groups, mode, dtype): NCHW weight gradients over images of few positions, which
+# the CPU's phase planes reduce several images to a GEMM (a short last run of images: batch 7); 1-d and 2-d, grouped.
+FEW_POSITION_WEIGHT_GRADS = [((9,), 24, 20, 4, 3, 1, "reflect", torch.float32),
+                             ((5, 6), 16, 12, 3, 2, 4, "zeros", torch.float32),
+                             ((4, 4), 12, 10, 2, 1, 2, "circular", torch.float64),
+                             ((7,), 16, 8, 5, 2, 2, "replicate", torch.bfloat16)]
+
+
+@pytest.mark.parametrize("size, c_in, c_out, kernel, stride, groups, mode, dtype", FEW_POSITION_WEIGHT_GRADS)
+def test_weight_gradients_of_images_of_few_positions(size, c_in, c_out, kernel, stride, groups, mode, dtype):
+    x, _, _ = conv_inputs(size, c_in, c_out, kernel, groups, 7, dtype=dtype)
+    nd = len(size)
+    pads = [(kernel - 1, 0)] * nd  # causal: torch's symmetric padding cannot express it
+    out_size = [(i + kernel - 1 - kernel) // stride + 1 for i in size]
+    gy = torch.randn(7, c_out, *out_size, dtype=dtype)
+    args = ([c_out, c_in // groups] + [kernel] * nd, [stride] * nd, [lo for lo, _ in pads], [1] * nd, groups, mode)
+    assert torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu") == "cpu_phase_planes"
+    w64 = torch.zeros(args[0], dtype=torch.float64, requires_grad=True)
+    y64 = expected_conv(x.double(), w64, None, stride=stride, padding=pads, groups=groups, padding_mode=mode)
+    (expected,) = torch.autograd.grad(y64, w64, gy.double())
+    poison(expected.shape, dtype)
+    assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected, dtype, what="weight gradient")
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_a_16_bit_bias_gradient_sums_in_float(dtype, device):
     """The bias gradient over 508 x 508 positions is their sum rounded once (a fuzz case: torch's bfloat16 sum on CPU

@@ -62,7 +62,9 @@ constexpr int64_t kWeightGradBandBytes = 4 * 1024 * 1024;
 // NCHW, per (image, output depth, band of output rows), the same chunked reduction: the group's input channels become
 // phase planes (cpu/phase_planes.h), the kept columns of every tap are copied from them into
 // cols[(ci, kd, kh, kw), band] (contiguous runs, no index math), and
-// partial[Cg_out, Cg_in*K] += gy[Cg_out, band] @ cols^T, with gy read in place.
+// partial[Cg_out, Cg_in*K] += gy[Cg_out, band] @ cols^T, with gy read in place. Images of few positions (one band and
+// no depth) go several to a GEMM (gemm_tiles.h's images_per_shared_gemm): their columns side by side in cols, and
+// their gy gathered likewise, so each GEMM re-writes the partial gradient once for all of them.
 template <typename scalar_t>
 at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output) {
   using acc_t = acc_type<scalar_t>;
@@ -72,7 +74,12 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
   const int64_t slice = g.conv_in_sizes[1] * g.conv_in_sizes[2], out_w = g.conv_out_sizes[2];
   const int64_t bytes_per_position = reduce * static_cast<int64_t>(sizeof(acc_t));  // the columns
   const int64_t bands = PhasePlanes<acc_t>(g, c_in, kWeightGradBandBytes, bytes_per_position).bands();
-  const int64_t work = g.batch * g.conv_out_sizes[0] * bands;  // (image, output depth, band) triples to reduce over
+  const int64_t images_per_job =
+      bands == 1 && g.conv_out_sizes[0] == 1
+          ? images_per_shared_gemm(g.conv_out_volume(), g.batch, groups, at::get_num_threads())
+          : 1;
+  const int64_t image_jobs = (g.batch + images_per_job - 1) / images_per_job;
+  const int64_t work = image_jobs * g.conv_out_sizes[0] * bands;  // (images, output depth, band) triples to reduce over
   const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), work));
   auto partial = at::zeros({chunks, groups, c_out, reduce}, x.options().dtype(acc_dtype));
   const auto gy_flat = flatten_positions(grad_output, /*channels_last=*/false);
@@ -80,42 +87,53 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
 
   at::parallel_for(0, chunks * groups, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes(g, c_in, kWeightGradBandBytes, bytes_per_position);
-    std::vector<acc_t> cols(reduce * planes.band_outputs());
+    std::vector<acc_t> cols(reduce * planes.band_outputs() * images_per_job);
+    std::vector<acc_t> gy_gathered(images_per_job > 1 ? c_out * images_per_job * g.conv_out_volume() : 0);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t chunk = item / groups, group = item % groups;
       auto acc = partial[chunk][group];
       for (int64_t job = chunk * work / chunks; job < (chunk + 1) * work / chunks; ++job) {
         const int64_t b = job % bands, od = (job / bands) % g.conv_out_sizes[0],
-                      n = job / (bands * g.conv_out_sizes[0]);
+                      n0 = job / (bands * g.conv_out_sizes[0]) * images_per_job;
+        const int64_t images = std::min(images_per_job, g.batch - n0);
         const Band band = planes.band(b);
-        const int64_t positions = band.rows * band.cols;
-        for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-          const int64_t id = g.tap_source(0, od, kd);
-          if (id >= 0) {
-            for (int64_t ci = 0; ci < c_in; ++ci) {
-              planes.gather(x_data + (n * g.conv_in_channels + group * c_in + ci) * g.conv_in_volume() + id * slice,
-                            band, ci);
-            }
-          }
-          for (int64_t ci = 0; ci < c_in; ++ci) {
-            for (int64_t tap = 0; tap < taps_2d; ++tap) {
-              acc_t* dst = cols.data() + (ci * taps + kd * taps_2d + tap) * positions;
-              if (id < 0) {  // the whole slice lies in zero padding along depth
-                std::fill_n(dst, positions, acc_t(0));
-                continue;
+        const int64_t positions = band.rows * band.cols, columns = images * positions;
+        for (int64_t image = 0; image < images; ++image) {
+          const int64_t n = n0 + image;
+          for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+            const int64_t id = g.tap_source(0, od, kd);
+            if (id >= 0) {
+              for (int64_t ci = 0; ci < c_in; ++ci) {
+                planes.gather(x_data + (n * g.conv_in_channels + group * c_in + ci) * g.conv_in_volume() + id * slice,
+                              band, ci);
               }
-              const acc_t* src = planes.taps()[tap] + ci * planes.channel_stride();
-              for (int64_t r = 0; r < band.rows; ++r) {
-                std::copy_n(src + r * planes.pitch(), band.cols, dst + r * band.cols);
+            }
+            for (int64_t ci = 0; ci < c_in; ++ci) {
+              for (int64_t tap = 0; tap < taps_2d; ++tap) {
+                acc_t* dst = cols.data() + (ci * taps + kd * taps_2d + tap) * columns + image * positions;
+                if (id < 0) {  // the whole slice lies in zero padding along depth
+                  std::fill_n(dst, positions, acc_t(0));
+                  continue;
+                }
+                const acc_t* src = planes.taps()[tap] + ci * planes.channel_stride();
+                for (int64_t r = 0; r < band.rows; ++r) {
+                  std::copy_n(src + r * planes.pitch(), band.cols, dst + r * band.cols);
+                }
               }
             }
           }
         }
         // The band's outputs are contiguous in gy: whole rows, or part of one row.
-        const auto gy = gy_flat[n]
-                            .narrow(0, group * c_out, c_out)
-                            .narrow(1, (od * g.conv_out_sizes[1] + band.row0) * out_w + band.col0, positions);
-        acc.addmm_(gy.to(acc_dtype), wrap_buffer(cols.data(), {reduce, positions}).t());
+        at::Tensor gy = gy_flat.narrow(0, n0, images)
+                            .narrow(1, group * c_out, c_out)
+                            .narrow(2, (od * g.conv_out_sizes[1] + band.row0) * out_w + band.col0, positions)
+                            .transpose(0, 1);  // [Cg_out, images, positions]
+        if (images > 1) {
+          auto gathered = wrap_buffer(gy_gathered.data(), {c_out, images, positions});
+          gathered.copy_(gy);
+          gy = gathered;
+        }
+        acc.addmm_(gy.reshape({c_out, columns}).to(acc_dtype), wrap_buffer(cols.data(), {reduce, columns}).t());
       }
     }
   });
