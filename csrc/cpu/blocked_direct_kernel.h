@@ -9,8 +9,6 @@
 //
 // Included only from blocked_direct_<isa>.cpp: no include guard, no includes (they come before the target region).
 
-// Input channels per pass over the band: the pass's weights for one block of channels, taps x ci x width floats,
-// stay in L1 (16 KiB of its 32-48 KiB) while every tile of the band reuses them.
 // A tile of P positions [t0, t0 + P) x U vectors of channels at c0, over every tap and input channel: out is set from
 // init, or added onto (a.accumulate). The block's weights (taps x lanes x width floats) stream from L2 once per tile:
 // splitting the reduction into L1-sized passes, re-reading and re-writing out between them, measured slower.
