@@ -3,6 +3,8 @@
 #include "kernel_paths.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/cpu/vec/vec.h>
 #include <torch/library.h>
 
 #include <cstdlib>
@@ -36,6 +38,27 @@ CpuIsa cpu_isa() {
                 "'");
   }
   return std::min(supported, cap);
+}
+
+bool cpu_all_finite(const at::Tensor& t) {
+  const at::Tensor c = t.contiguous();
+  if (c.scalar_type() != at::kFloat) return at::isfinite(c).all().item<bool>();
+  // x * 0 is 0 for a finite x and NaN for an inf or NaN, and a sum with a NaN stays NaN: one vectorized pass.
+  using Vec = at::vec::Vectorized<float>;
+  const float* data = c.const_data_ptr<float>();
+  return at::parallel_reduce(
+      0, c.numel(), int64_t(1) << 16, true, [&](int64_t begin, int64_t end, bool finite) {
+        Vec sum(0.0f);
+        int64_t i = begin;
+        for (; i + Vec::size() <= end; i += Vec::size()) sum = sum + Vec::loadu(data + i) * Vec(0.0f);
+        float tail = 0.0f;
+        for (; i < end; ++i) tail += data[i] * 0.0f;
+        float lanes[Vec::size()];
+        sum.store(lanes);
+        for (const float lane : lanes) tail += lane;
+        return finite && tail == 0.0f;
+      },
+      [](bool a, bool b) { return a && b; });
 }
 
 CpuIsa cpu_isa_for(const at::Tensor& t) {
@@ -83,7 +106,7 @@ std::string conv_transpose_path(const at::Tensor& input, const at::Tensor& weigh
                                 int64_t groups, c10::string_view padding_mode, c10::string_view backend) {
   const ConvGeometry g =
       conv_transpose_geometry(input, weight, bias, stride, crop_lo, out_size, dilation, groups, padding_mode);
-  const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
+  const auto weight_finite = [&] { return cpu_all_finite(weight); };
   return path_name(choose_conv_transpose_path(g, parse_backend(backend), is_channels_last(input),
                                               accumulator_bytes(input), is_reduced_precision(input),
                                               cpu_isa_for(input), weight_finite,

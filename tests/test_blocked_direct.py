@@ -307,17 +307,26 @@ def test_strided_transposed_convs_below_the_phase_floor_keep_the_col2im():
         assert path == expected.replace("avx512_bf16", "avx512"), case.describe()
 
 
-def test_an_inf_weight_keeps_stride_one_transposed_convs_off_the_blocked_kernel():
-    """The conv a transposed conv is multiplies weights by the zeros around x; the reference never does, so an inf
-    weight must take a kernel that does not (the GEMM + col2im path)."""
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+@pytest.mark.parametrize("index", [(0, 0, 0, 0), (3, 2, 1, 1), (15, 15, 2, 2)])
+def test_an_inf_weight_keeps_stride_one_transposed_convs_off_the_blocked_kernel(value, index):
+    """The conv a transposed conv is multiplies weights by the zeros around x; the reference never does, so an inf or
+    NaN weight must take a kernel that does not (the GEMM + col2im path): the first, a middle and the last of the
+    2304 weights (the vectorized check's last lanes)."""
     case = ConvCase(True, (9, 9), 16, 16, 3, 1, "same")
     x, w, b = case.random_inputs()
     crop_lo, out_size = case.crops()
     args = ([1, 1], crop_lo, out_size, [1, 1], 1, "zeros", "cpu")
     blocked_here = machine_isa() != "baseline"
     assert torch.ops.fastpad._conv_transpose_path(x, w, b, *args).startswith("cpu_blocked") == blocked_here
-    w[3, 2, 1, 1] = float("inf")
+    w[index] = value
     assert not torch.ops.fastpad._conv_transpose_path(x, w, b, *args).startswith("cpu_blocked")
+    expected = case.reference_function()(x.double(), w.double(), b.double())
+    poison(expected.shape, x.dtype)
+    y = torch.ops.fastpad.conv_transpose(x, w, b, *args[:-1])
+    assert torch.equal(y.isnan(), expected.isnan()) and torch.equal(y.isinf(), expected.isinf())
+    finite = expected.isfinite()
+    assert_matches(y[finite], expected[finite].float(), what=case.describe())
 
 
 def test_the_isa_cap_picks_the_kernel():

@@ -218,19 +218,34 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   const int64_t depth = g.kernel[0], taps_2d = g.kernel[1] * g.kernel[2];
   const int64_t co_blocks = (c_out + block_width - 1) / block_width, out_pitch = (c_out + vector - 1) / vector * vector;
   const auto options = at::TensorOptions(at::kFloat);
-  // [groups, kd, co_blocks, kh*kw, Cg_in, block_width] (pairs: [.., Cg_in / 2, block_width, 2]), zero beyond Cg_out;
-  // bias (or zeros) [groups, co_blocks * block_width].
-  const at::Tensor w_padded = at::zeros({groups, co_blocks * block_width, depth, taps_2d, c_in},
-                                        options.dtype(kPairs ? at::kBFloat16 : at::kFloat));
-  w_padded.narrow(1, 0, c_out).copy_(weight.reshape({groups, c_out, c_in, depth, taps_2d}).permute({0, 1, 3, 4, 2}));
-  const at::Tensor w_packed =
-      kPairs ? w_padded.view({groups, co_blocks, block_width, depth, taps_2d, c_in / 2, 2})
-                   .permute({0, 3, 1, 4, 5, 2, 6})
-                   .contiguous()
-             : w_padded.view({groups, co_blocks, block_width, depth, taps_2d, c_in})
-                   .permute({0, 3, 1, 4, 5, 2})
-                   .contiguous();
-  const Element* w_data = reinterpret_cast<const Element*>(w_packed.const_data_ptr());
+  // [groups, kd, co_blocks, kh*kw, Cg_in, block_width] (pairs: [.., Cg_in / 2, block_width, 2]), zero beyond Cg_out,
+  // in one pass over the weight [C_out, Cg_in, kd, kh*kw] (large weights over few positions spent longer in three
+  // ATen copies than in the kernel); bias (or zeros) [groups, co_blocks * block_width].
+  const at::Tensor w_source = weight.to(kPairs ? at::kBFloat16 : at::kFloat).contiguous();
+  const Element* w_from = reinterpret_cast<const Element*>(w_source.const_data_ptr());
+  at::Tensor w_packed = at::empty({groups * depth * co_blocks * taps_2d * c_in * block_width},
+                                  options.dtype(kPairs ? at::kBFloat16 : at::kFloat));
+  Element* w_to = reinterpret_cast<Element*>(w_packed.mutable_data_ptr());
+  at::parallel_for(0, groups * depth * co_blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t block = item % co_blocks, kd = (item / co_blocks) % depth, group = item / (co_blocks * depth);
+      Element* to = w_to + item * taps_2d * c_in * block_width;
+      for (int64_t ci = 0; ci < c_in; ++ci) {
+        for (int64_t tap = 0; tap < taps_2d; ++tap) {
+          // Pairs: [tap][ci / 2][b][ci % 2]; floats: [tap][ci][b].
+          Element* row = to + tap * c_in * block_width +
+                         (kPairs ? (ci / 2) * block_width * 2 + ci % 2 : ci * block_width);
+          const int64_t lane_step = kPairs ? 2 : 1;
+          for (int64_t b = 0; b < block_width; ++b) {
+            const int64_t co = block * block_width + b;
+            row[b * lane_step] =
+                co < c_out ? w_from[(((group * c_out + co) * c_in + ci) * depth + kd) * taps_2d + tap] : Element(0);
+          }
+        }
+      }
+    }
+  });
+  const Element* w_data = w_to;
   const at::Tensor init = at::zeros({groups, co_blocks * block_width}, options);
   if (bias.defined()) init.narrow(1, 0, c_out).copy_(bias.view({groups, c_out}));
   const float* init_data = init.const_data_ptr<float>();

@@ -301,7 +301,7 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
   if (y.numel() == 0) return y;
   advise_huge_pages(y);
   const auto x = input.contiguous(format);
-  const auto weight_finite = [&] { return at::isfinite(weight).all().item<bool>(); };
+  const auto weight_finite = [&] { return cpu_all_finite(weight); };
   const ConvTransposePath path =
       choose_conv_transpose_path(g, Backend::Cpu, channels_last, accumulator_bytes(input), is_reduced_precision(input),
                                  cpu_isa_for(input), weight_finite);
