@@ -226,21 +226,29 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   at::Tensor w_packed = at::empty({groups * depth * co_blocks * taps_2d * c_in * block_width},
                                   options.dtype(kPairs ? at::kBFloat16 : at::kFloat));
   Element* w_to = reinterpret_cast<Element*>(w_packed.mutable_data_ptr());
-  at::parallel_for(0, groups * depth * co_blocks, 1, [&](int64_t begin, int64_t end) {
+  // Items of kPackChannels input channels: each output channel's source taps are read in runs, and the item's
+  // destination (taps x kPackChannels x block_width) stays in cache while it is written a column at a time.
+  constexpr int64_t kPackChannels = 16;
+  const int64_t ci_chunks = (c_in + kPackChannels - 1) / kPackChannels;
+  at::parallel_for(0, groups * depth * co_blocks * ci_chunks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t block = item % co_blocks, kd = (item / co_blocks) % depth, group = item / (co_blocks * depth);
-      Element* to = w_to + item * taps_2d * c_in * block_width;
-      for (int64_t ci = 0; ci < c_in; ++ci) {
-        for (int64_t tap = 0; tap < taps_2d; ++tap) {
-          // Pairs: [tap][ci / 2][b][ci % 2]; floats: [tap][ci][b].
-          Element* row = to + tap * c_in * block_width +
-                         (kPairs ? (ci / 2) * block_width * 2 + ci % 2 : ci * block_width);
-          const int64_t lane_step = kPairs ? 2 : 1;
-          for (int64_t b = 0; b < block_width; ++b) {
-            const int64_t co = block * block_width + b;
-            row[b * lane_step] =
-                co < c_out ? w_from[(((group * c_out + co) * c_in + ci) * depth + kd) * taps_2d + tap] : Element(0);
+      const int64_t chunk = item % ci_chunks, block_item = item / ci_chunks;
+      const int64_t block = block_item % co_blocks, kd = (block_item / co_blocks) % depth,
+                    group = block_item / (co_blocks * depth);
+      Element* to = w_to + block_item * taps_2d * c_in * block_width;
+      const int64_t ci_end = std::min(c_in, (chunk + 1) * kPackChannels);
+      const int64_t lane_step = kPairs ? 2 : 1;
+      for (int64_t b = 0; b < block_width; ++b) {
+        const int64_t co = block * block_width + b;
+        for (int64_t ci = chunk * kPackChannels; ci < ci_end; ++ci) {
+          // Pairs: [tap][ci / 2][b][ci % 2]; floats: [tap][ci][b]. The source's taps are contiguous.
+          Element* column = to + (kPairs ? (ci / 2) * block_width * 2 + ci % 2 : ci * block_width) + b * lane_step;
+          if (co >= c_out) {  // the last block's lanes past the real channels
+            for (int64_t tap = 0; tap < taps_2d; ++tap) column[tap * c_in * block_width] = Element(0);
+            continue;
           }
+          const Element* taps = w_from + (((group * c_out + co) * c_in + ci) * depth + kd) * taps_2d;
+          for (int64_t tap = 0; tap < taps_2d; ++tap) column[tap * c_in * block_width] = taps[tap];
         }
       }
     }
