@@ -48,8 +48,9 @@ bool is_reduced_precision(const at::Tensor& t);
 // cpu_isa() in kernel_paths.cpp, which the CUDA execution shim does not build.
 CpuIsa cpu_isa_for(const at::Tensor& t);
 
-// Whether every element of a CPU tensor is finite (no inf or NaN): for the kernels that multiply weights by the zeros
-// around their input, which the reference never does. Defined in kernel_paths.cpp, like cpu_isa_for.
+// Whether every element of t is finite (no inf or NaN), for the CPU kernels that multiply weights by the zeros around
+// their input, which the reference never does: one vectorized pass for a CPU float32 tensor, at::isfinite otherwise
+// (the private path ops take tensors on any device). Defined in kernel_paths.cpp, like cpu_isa_for.
 bool cpu_all_finite(const at::Tensor& t);
 
 // Whether t's channels can be read as aligned 16-byte vectors (8 bfloat16/float16, 4 float32, 2 float64 channels):

@@ -42,7 +42,8 @@ CpuIsa cpu_isa() {
 
 bool cpu_all_finite(const at::Tensor& t) {
   const at::Tensor c = t.contiguous();
-  if (c.scalar_type() != at::kFloat) return at::isfinite(c).all().item<bool>();
+  // The private path ops take tensors on any device: only a CPU float32 tensor's data is read here.
+  if (c.scalar_type() != at::kFloat || !c.is_cpu()) return at::isfinite(c).all().item<bool>();
   // x * 0 is 0 for a finite x and NaN for an inf or NaN, and a sum with a NaN stays NaN: one vectorized pass.
   using Vec = at::vec::Vectorized<float>;
   const float* data = c.const_data_ptr<float>();

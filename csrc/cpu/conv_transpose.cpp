@@ -77,11 +77,14 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
       auto cols_view = wrap_buffer(cols.data(), {columns, spread});
       at::mm_out(cols_view, x_tile.to(acc_dtype), w_acc[group]);
     } else {
-      at::Tensor x_tile = x_flat[n0].narrow(0, group * x_per_group, x_per_group).narrow(1, pixel_begin, tile_pixels);
+      const auto x_group = x_flat.narrow(0, n0, images).narrow(1, group * x_per_group, x_per_group);
+      at::Tensor x_tile;
       if (images > 1) {  // [C, images, positions]: the images side by side
-        auto gathered = wrap_buffer(x_gathered.data(), {x_per_group, images, x_volume});
-        gathered.copy_(x_flat.narrow(0, n0, images).narrow(1, group * x_per_group, x_per_group).transpose(0, 1));
-        x_tile = gathered.view({x_per_group, columns});
+        x_tile = wrap_buffer(x_gathered.data(), {x_per_group, images, x_volume});
+        x_tile.copy_(x_group.transpose(0, 1));
+        x_tile = x_tile.view({x_per_group, columns});
+      } else {
+        x_tile = x_group[0].narrow(1, pixel_begin, tile_pixels);
       }
       auto cols_view = wrap_buffer(cols.data(), {spread, columns});
       at::mm_out(cols_view, w_acc[group].t(), x_tile.to(acc_dtype));
@@ -140,7 +143,7 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
 
   // Items: (run of images, group); each runs its tiles in turn and owns its images' slices of y.
   const int64_t items = image_tiles * groups;
-  const int64_t cols_size = spread * plan.buffer_positions() * (plan.tiles == 1 ? images_per_tile : 1);
+  const int64_t cols_size = spread * plan.buffer_positions() * images_per_tile;  // images_per_tile > 1: one tile
   const int64_t gathered_size = channels_last || images_per_tile == 1 ? 0 : x_per_group * images_per_tile * x_volume;
   const auto run_item = [&](int64_t item, std::vector<acc_t>& cols, std::vector<acc_t>& x_gathered) {
     const int64_t n0 = (item / groups) * images_per_tile, group = item % groups;
