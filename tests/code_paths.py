@@ -189,16 +189,16 @@ for _isa in ("avx2", "avx512"):
         f"2d_dense_k4_same_{_isa}": _path(False, (12, 13), 16, 24, 4, isa=_isa,
                                           kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),
         # Fewer than 16 input channels per group: channels-last with a reduction of 8 or more (4 x 9 here, its input
-        # gradient folded, at 2^20 multiply-adds or more; the
-        # depthwise x3 conv's 1 x 9, its input gradient's 3 x 9, one channel per position of the planes), and NCHW
-        # grouped (4 and, for the input gradient, 2 channels per group). Their weight gradients take NCHW copies: the
-        # phase planes, and the NCHW depthwise kernel for the multiplier 3.
+        # gradient folded, at 2^20 multiply-adds or more; the channels-last depthwise x3 conv's input gradient, 3 x 9,
+        # while the conv itself is the depthwise kernel's, with expanded rows), and NCHW grouped (4 and, for the input
+        # gradient, 2 channels per group). Their weight gradients take NCHW copies: the phase planes, and the NCHW
+        # depthwise kernel for the multiplier 3.
         f"2d_grouped_few_channels_channels_last_reflect_{_isa}": _path(
             False, (28, 30), 16, 20, 3, groups=4, padding_mode="reflect", channels_last=True, isa=_isa,
             kernels=_kernels(_blocked, _folded, "cpu_phase_planes")),
         f"2d_depthwise_x3_channels_last_{_isa}": _path(False, (12, 13), 8, 24, 3, groups=8, channels_last=True,
                                                        isa=_isa,
-                                                       kernels=_kernels(_blocked, _blocked, "cpu_depthwise")),
+                                                       kernels=_kernels("cpu_depthwise", _blocked, "cpu_depthwise")),
         f"1d_grouped_few_channels_causal_{_isa}": _path(False, (40,), 12, 6, 5, groups=3, padding="causal", isa=_isa,
                                                         kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),
         # Strided transposed convs with fewer than 16 x channels per group and 2^18 multiply-adds per phase run one

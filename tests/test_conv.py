@@ -168,6 +168,33 @@ def test_channels_last_depthwise_channel_counts(channels, device):
             assert_memory_format_kept(x, y)
 
 
+@pytest.mark.parametrize("channels, multiplier", [(3, 2), (13, 2), (5, 4), (9, 3), (8, 5), (2, 9), (4, 17), (3, 96)])
+def test_channels_last_depthwise_multipliers(channels, multiplier, device):
+    """Channels-last depthwise convs with a channel multiplier m on depthwise.cpp's conv_nhwc, which reads input rows
+    expanded m times (interleaved vectors for m = 2 and 4, broadcast vectors otherwise, the last values of a row one by
+    one) from a per-thread cache: under 8 output channels and over 256 the per-pixel loop, else the tiles; dilation 2
+    (output rows two apart share tap rows), a stride of 3 with a partial last tile, 1x1, 3-d reflect; float64, float32
+    and bfloat16 (whose vectors are 4, 8 and 16 lanes long)."""
+    c_out = channels * multiplier
+    for size, kernel, stride, dilation, padding, mode in (((11, 21), 4, 1, 2, "same_lower", "replicate"),
+                                                          ((13, 17), 3, 3, 1, "same", "circular"),
+                                                          ((7, 9), 1, 1, 1, "valid", "zeros"),
+                                                          ((5, 6, 13), 3, 1, 1, "same", "reflect")):
+        x, w, b = conv_inputs(size, channels, c_out, kernel, channels, batch=3, device=device)
+        x = x.to(memory_format=torch.channels_last if len(size) == 2 else torch.channels_last_3d)
+        for dtype in (torch.float64, torch.float32, torch.bfloat16):
+            xd, wd, bd = x.to(dtype), w.to(dtype), b.to(dtype)
+            if device == "cpu":
+                nd = len(size)
+                pads = resolve_pads(padding, size, wd.shape[2:], (stride,) * nd, (dilation,) * nd)
+                path = torch.ops.fastpad._conv_path(xd, wd, bd, [stride] * nd, [lo for lo, _ in pads],
+                                                    [hi for _, hi in pads], [dilation] * nd, channels, mode, "cpu")
+                assert path == "cpu_depthwise", (size, dtype, path)
+            y = check_conv(xd, wd, bd, stride=stride, dilation=dilation, groups=channels, padding=padding,
+                           padding_mode=mode)
+            assert_memory_format_kept(x, y)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
 @pytest.mark.parametrize("c_in, c_out, size, kernel, stride, groups",
                          [(64, 96, (33, 35), 3, 1, 1), (48, 48, (17, 70), 5, 2, 4), (3, 130, (40, 41), 7, 2, 1),

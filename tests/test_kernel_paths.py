@@ -67,7 +67,7 @@ def test_a_problem_reading_no_padding_takes_the_zeros_kernels_in_every_mode(layo
 
 # (layout, input shape, out channels, groups, kernel): few input channels per group that keep their own kernels on an
 # AVX2 CPU: a channels-last reduction (channels per group x taps) under 8, and NCHW stems (one group).
-FEW_CHANNELS_OFF_THE_BLOCKED_KERNEL = [("channels_last", (2, 7, 20, 20), 14, 7, (1, 1), "cpu_channels_last_direct"),
+FEW_CHANNELS_OFF_THE_BLOCKED_KERNEL = [("channels_last", (2, 14, 20, 20), 14, 7, (1, 1), "cpu_channels_last_direct"),
                                        ("channels_last", (2, 12, 10, 9), 24, 6, (1, 3), "cpu_channels_last_direct"),
                                        ("contiguous", (2, 3, 40, 40), 32, 1, (3, 3), "cpu_column_gemm")]
 

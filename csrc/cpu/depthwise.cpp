@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -253,8 +255,9 @@ void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
 // Positions per register tile of the channels-last conv: its accumulators, one weight and one input vector fit in
 // AVX2's 16 registers.
 constexpr int64_t kNhwcTile = 8;
-// The most vectors of channels the channels-last conv's tiles take: one pass over each row covers them all.
-constexpr int64_t kNhwcGroup = 4;
+// The most vectors of channels the channels-last conv's tiles take: one pass over each row covers them all; and with
+// a multiplier, whose rows are expanded into a per-thread cache (ExpandedRows).
+constexpr int64_t kNhwcGroup = 4, kNhwcExpandedGroup = 32;
 
 // One tile of conv_nhwc: kNhwcTile positions from ow0 (the first `kept` of them stored) x the vector of channels at
 // c0, over every tap row in `rows`; interior: see conv_nhwc.
@@ -304,10 +307,90 @@ void nhwc_tile(const ConvGeometry& g, const scalar_t* x_image, const acc_t* w_ta
   }
 }
 
+// A channels-last conv with multiplier m reads input channel c / m for output channel c. Its kernels read rows of
+// the input with each channel repeated m times (C_out values per pixel, as with m == 1), expanded per thread into a
+// cache of rows keyed by (image, input row): output rows `dilation` apart share all but stride x dilation of their tap
+// rows, so with kd x kh x dilation rows cached each input row is expanded about once per thread.
+template <typename scalar_t>
+class ExpandedRows {
+ public:
+  ExpandedRows(const ConvGeometry& g, const scalar_t* x)
+      : x_(x), in_channels_(g.conv_in_channels), multiplier_(g.conv_out_channels_per_group()), in_w_(g.conv_in_sizes[2]),
+        rows_per_image_(g.conv_in_sizes[0] * g.conv_in_sizes[1]), slots_(g.kernel[0] * g.kernel[1] * g.dilation[1]),
+        keys_(slots_, -1), last_use_(slots_, 0), values_(slots_ * in_w_ * in_channels_ * multiplier_) {}
+
+  const scalar_t* data() const { return values_.data(); }
+
+  // Replaces each row's input row (image n) by the slot that holds it expanded, expanding the rows not held into the
+  // slots least recently used.
+  void hold(int64_t n, std::vector<std::pair<int64_t, int64_t>>& rows) {
+    ++uses_;
+    std::vector<size_t> missing;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const int64_t slot = std::find(keys_.begin(), keys_.end(), key(n, rows[i].second)) - keys_.begin();
+      if (slot == slots_) {
+        missing.push_back(i);
+      } else {
+        last_use_[slot] = uses_;
+        rows[i].second = slot;
+      }
+    }
+    for (const size_t i : missing) {
+      const int64_t slot = std::min_element(last_use_.begin(), last_use_.end()) - last_use_.begin();
+      expand(n, rows[i].second, slot);
+      keys_[slot] = key(n, rows[i].second);
+      last_use_[slot] = uses_;
+      rows[i].second = slot;
+    }
+  }
+
+ private:
+  int64_t key(int64_t n, int64_t in_row) const { return n * rows_per_image_ + in_row; }
+
+  // The row is one run of in_w * C_in values, each written m times in a row. A power-of-two m up to a vector
+  // interleaves a vector with itself log2(m) times, which gives its values repeated m times in m vectors. Other values
+  // store whole broadcast vectors, whose lanes past the value's m the next value's stores overwrite; the last values,
+  // whose stores would run past the row, are written one by one.
+  void expand(int64_t n, int64_t in_row, int64_t slot) {
+    using Vec = at::vec::Vectorized<scalar_t>;
+    constexpr int64_t kLanes = Vec::size();
+    const scalar_t* from = x_ + (n * rows_per_image_ + in_row) * in_w_ * in_channels_;
+    scalar_t* to = values_.data() + slot * in_w_ * in_channels_ * multiplier_;
+    const int64_t count = in_w_ * in_channels_, m = multiplier_;
+    int64_t i = 0;
+    if (m <= kLanes && (m & (m - 1)) == 0) {
+      for (; i + kLanes <= count; i += kLanes, to += m * kLanes) {
+        Vec repeated[kLanes];
+        repeated[0] = Vec::loadu(from + i);
+        for (int64_t copies = 1; copies < m; copies *= 2) {  // each of `copies` vectors becomes two
+          for (int64_t v = copies - 1; v >= 0; --v) {
+            std::tie(repeated[2 * v], repeated[2 * v + 1]) = at::vec::interleave2(repeated[v], repeated[v]);
+          }
+        }
+        for (int64_t v = 0; v < m; ++v) repeated[v].store(to + v * kLanes);
+      }
+    }
+    const int64_t stored = (m + kLanes - 1) / kLanes * kLanes;  // values each broadcast value's stores write
+    for (; (count - i) * m >= stored; ++i, to += m) {
+      const Vec value(from[i]);
+      for (int64_t v = 0; v < m; v += kLanes) value.store(to + v);
+    }
+    for (; i < count; ++i, to += m) std::fill_n(to, m, from[i]);
+  }
+
+  const scalar_t* x_;
+  int64_t in_channels_, multiplier_, in_w_, rows_per_image_, slots_;
+  std::vector<int64_t> keys_;  // the (image, input row) each slot holds, -1 for none
+  std::vector<int64_t> last_use_;  // the call of hold that last used each slot (0: never)
+  int64_t uses_ = 0;
+  std::vector<scalar_t> values_;  // [slot][in_w][C_out]
+};
+
 // Per (image, depth, output row). With one to kNhwcGroup vectors of channels: tiles of kNhwcTile output pixels x one
 // vector of channels stay in registers over every tap, each tap's input read where it lands (its column resolved by
 // the padding mode once, in `columns`), so each output vector is stored once and each multiply-add loads one input
 // vector. Otherwise per pixel: a loop per tap over all C, which loads and stores the accumulators for every tap.
+// With a multiplier the rows come from ExpandedRows.
 template <typename scalar_t>
 void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
                const acc_type<scalar_t>* bias, scalar_t* y) {
@@ -315,6 +398,7 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
   using Vec = at::vec::Vectorized<acc_t>;
   const int64_t channels = g.conv_out_channels, out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
   const int64_t kw_count = g.kernel[2], in_w = g.conv_in_sizes[2];
+  const bool expanded = g.conv_out_channels_per_group() > 1;
   // columns[ow * kw_count + kw]: the input column tap kw of output column ow reads, -1 in zero padding and for the
   // positions past out_w that fill the last tile (computed, never stored).
   const int64_t tiles = (out_w + kNhwcTile - 1) / kNhwcTile;
@@ -333,29 +417,45 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
   at::parallel_for(0, g.batch * g.conv_out_sizes[0] * out_h, 1, [&](int64_t begin, int64_t end) {
     std::vector<std::pair<int64_t, int64_t>> rows;  // (kd * kh_count + kh, input row) of each tap row read
     std::vector<acc_t> acc(channels);
+    std::optional<ExpandedRows<scalar_t>> expanded_rows;
+    if (expanded) expanded_rows.emplace(g, x);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t oh = item % out_h, od = (item / out_h) % g.conv_out_sizes[0],
                     n = item / (out_h * g.conv_out_sizes[0]);
-      const scalar_t* x_image = x + n * g.conv_in_volume() * channels;
       rows.clear();
       for_each_tap_row(g, od, oh, [&](int64_t kd, int64_t kh, int64_t in_row) {
         rows.emplace_back(kd * g.kernel[1] + kh, in_row);
       });
+      // The source of the rows: C_out values per pixel.
+      const scalar_t* x_image = x + n * g.conv_in_volume() * channels;
+      if (expanded) {
+        expanded_rows->hold(n, rows);
+        x_image = expanded_rows->data();
+      }
       scalar_t* y_row = y + item * out_w * channels;
-      // Fewer channels than a vector, or more than one pass of kNhwcGroup vectors: per pixel and tap, all channels at
-      // once. With several passes the tiles re-read each input row once per pass, and large planes ran 1.3-1.7x
-      // slower (64-144 channels, k3 s2, 112^2-190^2: benchmarks/RESULTS.md); with one pass (8-32 float channels) the
-      // tiles took 0.14-0.48x the per-pixel loop's time on eight layers up to 4x30x190x190.
-      if (channels < Vec::size() || channels > kNhwcGroup * Vec::size()) {
+      // Fewer channels than a vector, or more than one pass of kNhwcGroup vectors of an input read in place: per pixel
+      // and tap, all channels at once. With several passes the tiles re-read each input row once per pass, and large
+      // planes ran 1.3-1.7x slower (64-144 channels, k3 s2, 112^2-190^2: benchmarks/RESULTS.md); with one pass (8-32
+      // float channels) the tiles took 0.14-0.48x the per-pixel loop's time on eight layers up to 4x30x190x190.
+      // Expanded rows are cached, and there the tiles took 0.49-0.79x the per-pixel loop's time on 9 random layers
+      // with 40-236 channels (0.98-1.0x on three), and 1.0-1.21x on four with 268-1272 (float32, 2 cores): so up to
+      // kNhwcExpandedGroup vectors.
+      if (channels < Vec::size() || channels > (expanded ? kNhwcExpandedGroup : kNhwcGroup) * Vec::size()) {
         for (int64_t ow = 0; ow < out_w; ++ow) {
           if (bias) {
             std::copy(bias, bias + channels, acc.begin());
           } else {
             std::fill(acc.begin(), acc.end(), acc_t(0));
           }
-          for_each_tap_pixel(g, od, oh, ow, [&](int64_t tap, int64_t in_pixel) {
-            multiply_add(acc.data(), w_taps + tap * channels, x_image + in_pixel * channels, channels);
-          });
+          for (const auto& [tap_row, in_row] : rows) {
+            for (int64_t kw = 0; kw < kw_count; ++kw) {
+              const int64_t column = columns[ow * kw_count + kw];
+              if (column >= 0) {
+                multiply_add(acc.data(), w_taps + (tap_row * kw_count + kw) * channels,
+                             x_image + (in_row * in_w + column) * channels, channels);
+              }
+            }
+          }
           at::vec::convert(acc.data(), y_row + ow * channels, channels);
         }
         continue;

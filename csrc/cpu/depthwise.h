@@ -1,6 +1,7 @@
 // Direct CPU kernels for depthwise problems (one conv-input channel per group, channel multiplier
 // m = C_out / C_in), for all three ops, where kernel_paths.h's cpu_depthwise says so.
-// Layout: contiguous N,C,spatial (any m) or channels-last (m == 1).
+// Layout: contiguous N,C,spatial (any m) or channels-last (any m for the conv, which reads input rows expanded by m;
+// m == 1 for the transposed conv and the weight gradient).
 // Padding: NCHW rows are read through phase rows whose borders the padding mode resolves; channels-last
 // resolves each tap's source pixel. No padded tensor is built.
 #pragma once
