@@ -1,4 +1,5 @@
-"""Interleaved in one process: O = the path before (FP_OLD set: the blocked or direct kernel), N = cpu_depthwise with
+"""Interleaved in one process: O = the path before (FP_OLD set: the blocked or direct kernel; a temporary toggle in
+choose_conv_path of the measured build, removed before commit 81cf3bf), N = cpu_depthwise with
 expanded rows, P = F.pad + conv (fastpad's reference); float32 forward, medians of `rounds`."""
 import os, sys, time, statistics, torch
 from fastpad.bench.random_layers import random_layers
