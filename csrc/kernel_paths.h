@@ -77,9 +77,14 @@ constexpr int64_t kTapGemmMinPositions = 256;
 // multiplier ran there in 0.24-0.78x the time of the kernels they had before (the blocked kernel, one group's
 // multiplier in a vector of 16 output channels; the direct kernel below a reduction of 8) on all 21 random layers of
 // seeds 1-8 (multipliers 2-39, float32, 2 cores, interleaved).
+// The expanded rows are cached per thread, kd x kh x dilation rows of W x C_out values each (of at most 4 bytes), at most
+// kExpandedRowsMaxBytes: wider rows keep the kernels whose buffers are bounded by a band (random layers: up to 1.1 MiB).
+constexpr int64_t kExpandedRowsMaxBytes = int64_t(8) << 20;
 inline bool cpu_depthwise(const ConvGeometry& g, bool channels_last, bool forward_conv = false) {
-  return g.conv_in_channels_per_group() == 1 &&
-         (!channels_last || forward_conv || g.conv_out_channels_per_group() == 1);
+  if (g.conv_in_channels_per_group() != 1) return false;
+  if (!channels_last || g.conv_out_channels_per_group() == 1) return true;
+  return forward_conv && g.kernel[0] * g.kernel[1] * g.dilation[1] * g.conv_in_sizes[2] * g.conv_out_channels * 4 <=
+                             kExpandedRowsMaxBytes;
 }
 
 // Whether torch's own convolution computes the problem with no padded copy: zero padding, and pad_lo on both sides

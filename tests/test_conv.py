@@ -195,6 +195,17 @@ def test_channels_last_depthwise_multipliers(channels, multiplier, device):
             assert_memory_format_kept(x, y)
 
 
+def test_channels_last_depthwise_multiplier_on_a_long_row_keeps_bounded_buffers():
+    """A channels-last depthwise conv with a multiplier whose expanded rows would pass 8 MiB per thread (one row of
+    300,000 pixels x 8 output channels x 4 bytes = 9.6 MB; kernel_paths.h's kExpandedRowsMaxBytes) runs a kernel with
+    band-sized buffers instead; 250,000 pixels (8 MB) still take the depthwise kernel."""
+    for width, expected in ((250_000, "cpu_depthwise"), (300_000, "cpu_channels_last_direct")):
+        x, w, b = conv_inputs((1, width), 4, 8, (1, 3), 4, batch=1, dtype=torch.float32)
+        x = x.to(memory_format=torch.channels_last)
+        assert torch.ops.fastpad._conv_path(x, w, b, [1, 1], [0, 1], [0, 1], [1, 1], 4, "reflect", "cpu") == expected
+        check_conv(x, w, b, groups=4, padding=((0, 0), (1, 1)), padding_mode="reflect")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
 @pytest.mark.parametrize("c_in, c_out, size, kernel, stride, groups",
                          [(64, 96, (33, 35), 3, 1, 1), (48, 48, (17, 70), 5, 2, 4), (3, 130, (40, 41), 7, 2, 1),
