@@ -55,13 +55,14 @@ def _per_dim(rng, nd, draw):
 
 
 def _channels(rng):
-    """(c_in, c_out, groups): dense, grouped, depthwise, depthwise with a multiplier, and now and then >= 16
-    channels per group, where the CPU kernels switch to tap GEMMs."""
+    """(c_in, c_out, groups): dense, grouped (4 and 8 groups: 8 output channels or more, where channels-last convs
+    with few channels per group take cpu_grouped_expanded), depthwise, depthwise with a multiplier, and now and then
+    >= 16 channels per group, where the CPU kernels switch to tap GEMMs."""
     kind = rng.choice(("dense", "dense", "grouped", "depthwise", "depthwise_multiplier", "wide"))
     if kind == "dense":
         return rng.randint(1, 6), rng.randint(1, 6), 1
     if kind == "grouped":
-        groups = rng.choice((2, 3))
+        groups = rng.choice((2, 3, 4, 8))
         return groups * rng.randint(1, 3), groups * rng.randint(1, 3), groups
     if kind == "depthwise":
         channels = rng.randint(1, 9)

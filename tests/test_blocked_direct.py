@@ -173,8 +173,8 @@ def test_stride_one_transposed_convs_at_every_isa_here(seed):
 def random_few_channels_case(rng):
     """Fewer than 16 input channels per group (of the conv, or of the convs a transposed conv's phases are: x's), where
     kernel_paths.h still takes them to the blocked kernel: a reduction (channels per group x taps) of 8 or more
-    (channels-last, and transposed in either layout), including depthwise convs with a multiplier (one channel per
-    position of the planes); NCHW grouped convs."""
+    (channels-last, and transposed in either layout), including transposed convs with one x channel per group (a
+    depthwise conv's input gradient with a multiplier: one channel per position of the planes); NCHW grouped convs."""
     while True:
         dims = rng.choice([1, 2, 2, 3])
         transposed = rng.random() < 0.3
@@ -186,15 +186,20 @@ def random_few_channels_case(rng):
         transposed_stride = (1,) * dims  # strided blocked phases need 2^18 multiply-adds each: STRIDED_TRANSPOSED
         # (A channels-last input with one channel is contiguous too, and runs as such.)
         nchw = layout == "contiguous" or groups * in_per_group == 1
+        # (A channels-last conv with one input channel per group is depthwise with any multiplier; the transposed conv
+        # only with multiplier 1.)
         depthwise = (out_per_group if transposed else in_per_group) == 1 and (
-            nchw or (in_per_group if transposed else out_per_group) == 1)
+            nchw or not transposed or in_per_group == 1)
         taps = phases = 1
         for k, s in zip(kernel, transposed_stride):
             taps, phases = taps * k, phases * (s if transposed else 1)
         # A transposed conv's rule is the channels-last one in both layouts (it has no column GEMM to keep stems).
         # With a stride, at least 2 taps per phase on average (with 'same', y is what the stride makes of x).
         blocked_transposed = in_per_group * max(1, taps // phases) >= 8 and (phases == 1 or taps >= 2 * phases)
-        if not depthwise and ((nchw and not transposed and groups > 1) or blocked_transposed):
+        # Channels-last grouped convs with up to 3 output channels per group may take cpu_grouped_expanded instead
+        # (tests/test_conv.py).
+        grouped_expanded = not nchw and not transposed and groups > 1 and in_per_group > 1 and out_per_group <= 3
+        if not depthwise and not grouped_expanded and ((nchw and not transposed and groups > 1) or blocked_transposed):
             break
     dilation = tuple(rng.randint(1, 2) for _ in range(dims))
     size = tuple(rng.randint((k - 1) * d + 1, 12 if dims < 3 else 7) for k, d in zip(kernel, dilation))

@@ -195,6 +195,49 @@ def test_channels_last_depthwise_multipliers(channels, multiplier, device):
             assert_memory_format_kept(x, y)
 
 
+@pytest.mark.parametrize("per_group, multiplier, groups",
+                         [(2, 1, 8), (3, 2, 5), (5, 3, 4), (17, 1, 8), (2, 2, 4), (2, 2, 65)])
+def test_channels_last_grouped_expanded(per_group, multiplier, groups, device):
+    """Channels-last grouped convs with 2-17 input and 1-3 output channels per group on depthwise.cpp's conv_nhwc over
+    rows expanded so that each output channel's lane reads its group's input channels: the tiles (8-15 output
+    channels), and the per-pixel loop past 256 (65 groups x 2 x 2 = 260 output channels); dilation 2 with replicate
+    pads, a stride of 2 with a partial last tile, 3-d reflect; float64, float32 and bfloat16."""
+    c_in, c_out = per_group * groups, multiplier * groups
+    for size, kernel, stride, dilation, padding, mode in (((11, 21), 4, 1, 2, "same_lower", "replicate"),
+                                                          ((13, 17), 3, 2, 1, "same", "circular"),
+                                                          ((5, 6, 13), 3, 1, 1, "same", "reflect")):
+        x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, batch=2, device=device)
+        x = x.to(memory_format=torch.channels_last if len(size) == 2 else torch.channels_last_3d)
+        for dtype in (torch.float64, torch.float32, torch.bfloat16):
+            xd, wd, bd = x.to(dtype), w.to(dtype), b.to(dtype)
+            if device == "cpu":
+                nd = len(size)
+                pads = resolve_pads(padding, size, wd.shape[2:], (stride,) * nd, (dilation,) * nd)
+                path = torch.ops.fastpad._conv_path(xd, wd, bd, [stride] * nd, [lo for lo, _ in pads],
+                                                    [hi for _, hi in pads], [dilation] * nd, groups, mode, "cpu")
+                assert path == "cpu_grouped_expanded", (size, dtype, path)
+            y = check_conv(xd, wd, bd, stride=stride, dilation=dilation, groups=groups, padding=padding,
+                           padding_mode=mode)
+            assert_memory_format_kept(x, y)
+
+
+def test_channels_last_grouped_expanded_bounds():
+    """kernel_paths.h's cpu_grouped_expanded: up to 3 output channels per group (4 keep the blocked kernel), at most 40
+    weights per tap of a group (21 x 2 keep it), at least 2 taps per input position the strides step over (a 2x2 kernel
+    at stride 2 keeps it), at least 8 output channels, never one group, and expanded rows within 8 MiB per thread
+    (3 x 45,000 pixels x 4 x 16 channels x 4 bytes = 34.6 MB)."""
+    def path(size, c_in, c_out, kernel, groups, stride=1):
+        x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, batch=1, dtype=torch.float32)
+        x = x.to(memory_format=torch.channels_last)
+        return torch.ops.fastpad._conv_path(x, w, b, [stride] * 2, [0, 0], [0, 0], [1, 1], groups, "zeros", "cpu")
+    assert path((9, 9), 16, 24, 3, 8) == "cpu_grouped_expanded"
+    assert path((9, 9), 16, 16, 3, 8, stride=2) == "cpu_grouped_expanded"
+    assert path((9, 9), 160, 16, 3, 8) == "cpu_grouped_expanded"  # 20 x 2 weights per tap
+    for others in (path((9, 9), 16, 32, 3, 8), path((9, 9), 168, 16, 3, 8), path((9, 9), 16, 16, 2, 8, stride=2),
+                   path((9, 9), 12, 6, 3, 3), path((9, 9), 8, 3, 3, 1), path((3, 45_000), 64, 16, 3, 16)):
+        assert others != "cpu_grouped_expanded"
+
+
 def test_channels_last_depthwise_multiplier_on_a_long_row_keeps_bounded_buffers():
     """A channels-last depthwise conv with a multiplier whose expanded rows would pass 8 MiB per thread (one row of
     300,000 pixels x 8 output channels x 4 bytes = 9.6 MB; kernel_paths.h's kExpandedRowsMaxBytes) runs a kernel with

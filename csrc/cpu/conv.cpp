@@ -486,7 +486,7 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
                                                         : BlockedKernel::Avx2);
     return y;
   }
-  if (path == ConvPath::CpuDepthwise) {
+  if (path == ConvPath::CpuDepthwise || path == ConvPath::CpuGroupedExpanded) {
     depthwise_conv(g, x, weight, b, y, channels_last);
     return y;
   }

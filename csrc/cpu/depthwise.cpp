@@ -260,35 +260,41 @@ constexpr int64_t kNhwcTile = 8;
 constexpr int64_t kNhwcGroup = 4, kNhwcExpandedGroup = 32;
 
 // One tile of conv_nhwc: kNhwcTile positions from ow0 (the first `kept` of them stored) x the vector of channels at
-// c0, over every tap row in `rows`; interior: see conv_nhwc.
-template <typename scalar_t, typename acc_t>
-void nhwc_tile(const ConvGeometry& g, const scalar_t* x_image, const acc_t* w_taps, const acc_t* bias, scalar_t* y_row,
-               const std::vector<std::pair<int64_t, int64_t>>& rows, const int64_t* tile_columns, bool interior,
-               int64_t ow0, int64_t kept, int64_t c0) {
+// c0, over every tap row in `rows` and the `group_reduction` input channels of each tap (kGroups; otherwise one, known
+// to the compiler, as the depthwise conv's tiles were before grouped convs shared them); interior: see conv_nhwc.
+template <bool kGroups, typename scalar_t, typename acc_t>
+void nhwc_tile(const ConvGeometry& g, int64_t group_reduction, const scalar_t* x_image, const acc_t* w_taps,
+               const acc_t* bias, scalar_t* y_row, const std::vector<std::pair<int64_t, int64_t>>& rows,
+               const int64_t* tile_columns, bool interior, int64_t ow0, int64_t kept, int64_t c0) {
   using Vec = at::vec::Vectorized<acc_t>;
+  const int64_t reduction = kGroups ? group_reduction : 1;
   const int64_t channels = g.conv_out_channels, kw_count = g.kernel[2], in_w = g.conv_in_sizes[2];
-  const int64_t pixel_step = g.stride[2] * channels;
+  const int64_t pixel_values = reduction * channels, pixel_step = g.stride[2] * pixel_values;
   Vec acc[kNhwcTile];
   const Vec init = bias ? load_vector<acc_t>(bias + c0) : Vec(acc_t(0));
 #pragma GCC unroll 8
   for (int64_t p = 0; p < kNhwcTile; ++p) acc[p] = init;
   for (const auto& [tap_row, in_row] : rows) {
-    const scalar_t* x_row = x_image + in_row * in_w * channels + c0;
-    const acc_t* w_row = w_taps + tap_row * kw_count * channels + c0;
+    const scalar_t* x_row = x_image + in_row * in_w * pixel_values + c0;
+    const acc_t* w_row = w_taps + tap_row * kw_count * pixel_values + c0;
     for (int64_t kw = 0; kw < kw_count; ++kw) {
-      const Vec w = load_vector<acc_t>(w_row + kw * channels);
-      if (interior) {  // the tile's inputs a stride apart: no column look-up, no test
-        const scalar_t* x_tap = x_row + tile_columns[kw] * channels;
+      for (int64_t ci = 0; ci < reduction; ++ci) {
+        const Vec w = load_vector<acc_t>(w_row + (kw * reduction + ci) * channels);
+        if (interior) {  // the tile's inputs a stride apart: no column look-up, no test
+          const scalar_t* x_tap = x_row + tile_columns[kw] * pixel_values + ci * channels;
+#pragma GCC unroll 8
+          for (int64_t p = 0; p < kNhwcTile; ++p) {
+            acc[p] = at::vec::fmadd(load_vector<acc_t>(x_tap + p * pixel_step), w, acc[p]);
+          }
+          continue;
+        }
 #pragma GCC unroll 8
         for (int64_t p = 0; p < kNhwcTile; ++p) {
-          acc[p] = at::vec::fmadd(load_vector<acc_t>(x_tap + p * pixel_step), w, acc[p]);
+          const int64_t column = tile_columns[p * kw_count + kw];
+          if (column >= 0) {
+            acc[p] = at::vec::fmadd(load_vector<acc_t>(x_row + column * pixel_values + ci * channels), w, acc[p]);
+          }
         }
-        continue;
-      }
-#pragma GCC unroll 8
-      for (int64_t p = 0; p < kNhwcTile; ++p) {
-        const int64_t column = tile_columns[p * kw_count + kw];
-        if (column >= 0) acc[p] = at::vec::fmadd(load_vector<acc_t>(x_row + column * channels), w, acc[p]);
       }
     }
   }
@@ -307,17 +313,27 @@ void nhwc_tile(const ConvGeometry& g, const scalar_t* x_image, const acc_t* w_ta
   }
 }
 
-// A channels-last conv with multiplier m reads input channel c / m for output channel c. Its kernels read rows of
-// the input with each channel repeated m times (C_out values per pixel, as with m == 1), expanded per thread into a
-// cache of rows keyed by (image, input row): output rows `dilation` apart share all but stride x dilation of their tap
-// rows, so with kd x kh x dilation rows cached each input row is expanded about once per thread.
+// A channels-last conv with R input and m output channels per group reads input channels (c / m) * R + ci, ci < R,
+// for output channel c. Its kernels read rows of the input expanded so that output channel c's lane reads them:
+// per pixel, R runs of C_out values, run ci holding input channel (c / m) * R + ci at lane c (with R == 1, each
+// channel repeated m times). The rows are expanded per thread into a cache keyed by (image, input row): output rows
+// `dilation` apart share all but stride x dilation of their tap rows, so with kd x kh x dilation rows cached each
+// input row is expanded about once per thread.
 template <typename scalar_t>
 class ExpandedRows {
  public:
   ExpandedRows(const ConvGeometry& g, const scalar_t* x)
-      : x_(x), in_channels_(g.conv_in_channels), multiplier_(g.conv_out_channels_per_group()), in_w_(g.conv_in_sizes[2]),
+      : x_(x), in_channels_(g.conv_in_channels), reduction_(g.conv_in_channels_per_group()),
+        multiplier_(g.conv_out_channels_per_group()), out_channels_(g.conv_out_channels), in_w_(g.conv_in_sizes[2]),
         rows_per_image_(g.conv_in_sizes[0] * g.conv_in_sizes[1]), slots_(g.kernel[0] * g.kernel[1] * g.dilation[1]),
-        keys_(slots_, -1), last_use_(slots_, 0), values_(slots_ * in_w_ * in_channels_ * multiplier_) {}
+        keys_(slots_, -1), last_use_(slots_, 0), values_(slots_ * in_w_ * reduction_ * out_channels_) {
+    if (reduction_ > 1) {
+      source_.resize(reduction_ * out_channels_);
+      for (int64_t ci = 0; ci < reduction_; ++ci) {
+        for (int64_t c = 0; c < out_channels_; ++c) source_[ci * out_channels_ + c] = c / multiplier_ * reduction_ + ci;
+      }
+    }
+  }
 
   const scalar_t* data() const { return values_.data(); }
 
@@ -351,11 +367,19 @@ class ExpandedRows {
   // interleaves a vector with itself log2(m) times, which gives its values repeated m times in m vectors. Other values
   // store whole broadcast vectors, whose lanes past the value's m the next value's stores overwrite; the last values,
   // whose stores would run past the row, are written one by one.
+  // With R > 1, each pixel's R x C_out values are gathered through source_.
   void expand(int64_t n, int64_t in_row, int64_t slot) {
     using Vec = at::vec::Vectorized<scalar_t>;
     constexpr int64_t kLanes = Vec::size();
     const scalar_t* from = x_ + (n * rows_per_image_ + in_row) * in_w_ * in_channels_;
-    scalar_t* to = values_.data() + slot * in_w_ * in_channels_ * multiplier_;
+    scalar_t* to = values_.data() + slot * in_w_ * reduction_ * out_channels_;
+    if (reduction_ > 1) {
+      const int64_t pixel_values = reduction_ * out_channels_;
+      for (int64_t iw = 0; iw < in_w_; ++iw, from += in_channels_, to += pixel_values) {
+        for (int64_t i = 0; i < pixel_values; ++i) to[i] = from[source_[i]];
+      }
+      return;
+    }
     const int64_t count = in_w_ * in_channels_, m = multiplier_;
     int64_t i = 0;
     if (m <= kLanes && (m & (m - 1)) == 0) {
@@ -379,18 +403,20 @@ class ExpandedRows {
   }
 
   const scalar_t* x_;
-  int64_t in_channels_, multiplier_, in_w_, rows_per_image_, slots_;
+  int64_t in_channels_, reduction_, multiplier_, out_channels_, in_w_, rows_per_image_, slots_;
   std::vector<int64_t> keys_;  // the (image, input row) each slot holds, -1 for none
   std::vector<int64_t> last_use_;  // the call of hold that last used each slot (0: never)
   int64_t uses_ = 0;
-  std::vector<scalar_t> values_;  // [slot][in_w][C_out]
+  std::vector<scalar_t> values_;  // [slot][in_w][R][C_out]
+  std::vector<int64_t> source_;  // R > 1: [R][C_out], the input channel each expanded value copies
 };
 
 // Per (image, depth, output row). With one to kNhwcGroup vectors of channels: tiles of kNhwcTile output pixels x one
 // vector of channels stay in registers over every tap, each tap's input read where it lands (its column resolved by
 // the padding mode once, in `columns`), so each output vector is stored once and each multiply-add loads one input
 // vector. Otherwise per pixel: a loop per tap over all C, which loads and stores the accumulators for every tap.
-// With a multiplier the rows come from ExpandedRows.
+// With a multiplier, or more than one input channel per group (cpu_grouped_expanded), the rows come from ExpandedRows,
+// and each tap reduces over the R runs of its pixel. w_taps: [taps][R][C_out].
 template <typename scalar_t>
 void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
                const acc_type<scalar_t>* bias, scalar_t* y) {
@@ -398,7 +424,8 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
   using Vec = at::vec::Vectorized<acc_t>;
   const int64_t channels = g.conv_out_channels, out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
   const int64_t kw_count = g.kernel[2], in_w = g.conv_in_sizes[2];
-  const bool expanded = g.conv_out_channels_per_group() > 1;
+  const bool expanded = g.conv_out_channels_per_group() > 1 || g.conv_in_channels_per_group() > 1;
+  const int64_t reduction = g.conv_in_channels_per_group(), pixel_values = reduction * channels;
   // columns[ow * kw_count + kw]: the input column tap kw of output column ow reads, -1 in zero padding and for the
   // positions past out_w that fill the last tile (computed, never stored).
   const int64_t tiles = (out_w + kNhwcTile - 1) / kNhwcTile;
@@ -426,7 +453,7 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
       for_each_tap_row(g, od, oh, [&](int64_t kd, int64_t kh, int64_t in_row) {
         rows.emplace_back(kd * g.kernel[1] + kh, in_row);
       });
-      // The source of the rows: C_out values per pixel.
+      // The source of the rows: R x C_out values per pixel.
       const scalar_t* x_image = x + n * g.conv_in_volume() * channels;
       if (expanded) {
         expanded_rows->hold(n, rows);
@@ -450,9 +477,10 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
           for (const auto& [tap_row, in_row] : rows) {
             for (int64_t kw = 0; kw < kw_count; ++kw) {
               const int64_t column = columns[ow * kw_count + kw];
-              if (column >= 0) {
-                multiply_add(acc.data(), w_taps + (tap_row * kw_count + kw) * channels,
-                             x_image + (in_row * in_w + column) * channels, channels);
+              if (column < 0) continue;
+              for (int64_t ci = 0; ci < reduction; ++ci) {
+                multiply_add(acc.data(), w_taps + ((tap_row * kw_count + kw) * reduction + ci) * channels,
+                             x_image + (in_row * in_w + column) * pixel_values + ci * channels, channels);
               }
             }
           }
@@ -463,19 +491,26 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
       // One pass along the row, tile by tile, each tile once per vector of channels while its pixels stay in L1.
       // Channels past the last whole vector are the last vector that ends at C, whose channels shared with the one
       // before are computed again, alike.
-      const int64_t pixel_bytes = channels * static_cast<int64_t>(sizeof(scalar_t));
+      const int64_t pixel_bytes = pixel_values * static_cast<int64_t>(sizeof(scalar_t));
       for (int64_t tile = 0; tile < tiles; ++tile) {
         const int64_t ow0 = tile * kNhwcTile;
         if (tile + 1 < tiles && interior[tile + 1]) {  // the next tile's input pixels, row by row, in order
           const int64_t first = columns[(ow0 + kNhwcTile) * kw_count], bytes = kNhwcTile * g.stride[2] * pixel_bytes;
           for (const auto& row : rows) {
-            const char* start = reinterpret_cast<const char*>(x_image + (row.second * in_w + first) * channels);
+            const char* start = reinterpret_cast<const char*>(x_image + (row.second * in_w + first) * pixel_values);
             for (int64_t b = 0; b < bytes + 63; b += 64) __builtin_prefetch(start + b);  // every line it touches
           }
         }
         for (int64_t c = 0; c < channels; c += Vec::size()) {
-          nhwc_tile(g, x_image, w_taps, bias, y_row, rows, columns.data() + ow0 * kw_count, interior[tile], ow0,
-                    std::min(kNhwcTile, out_w - ow0), std::min(c, channels - Vec::size()));
+          const int64_t* tile_columns = columns.data() + ow0 * kw_count;
+          const int64_t kept = std::min(kNhwcTile, out_w - ow0), c0 = std::min(c, channels - Vec::size());
+          if (reduction > 1) {
+            nhwc_tile<true>(g, reduction, x_image, w_taps, bias, y_row, rows, tile_columns, interior[tile], ow0, kept,
+                            c0);
+          } else {
+            nhwc_tile<false>(g, reduction, x_image, w_taps, bias, y_row, rows, tile_columns, interior[tile], ow0, kept,
+                             c0);
+          }
         }
       }
     }
@@ -535,9 +570,9 @@ void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
   });
 }
 
-// The weight as [taps, C] in the accumulation type, for the channels-last kernels.
+// The weight [C, R, taps] as [taps, R, C] in the accumulation type, for the channels-last kernels.
 at::Tensor weight_by_tap(const at::Tensor& weight, at::ScalarType acc_dtype) {
-  return weight.to(acc_dtype).reshape({weight.size(0), -1}).t().contiguous();
+  return weight.to(acc_dtype).reshape({weight.size(0), weight.size(1), -1}).permute({2, 1, 0}).contiguous();
 }
 
 }  // namespace
