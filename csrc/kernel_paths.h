@@ -48,6 +48,7 @@ enum class ConvTransposePath {
   CpuBlockedFoldedAvx2,    // another mode: the full transposed conv on the blocked kernel, then folded, AVX2
   CpuBlockedFoldedAvx512,  // the same, AVX-512
   CpuDepthwise,       // cpu/depthwise.cpp
+  CpuGroupedExpanded,  // channels-last, few channels per group: depthwise.cpp's scatter over expanded x pixels
   CpuPhasePlanes,     // NCHW: the adjoint of conv's tap GEMMs
   CpuGemmCol2im,      // a GEMM per tile of x positions, then col2im
   CudaPipelinedGemm,  // the conv each stride phase is (transpose_phase_as_conv) on cuda/pipelined_gemm.cuh
@@ -118,6 +119,22 @@ inline bool cpu_grouped_expanded(const ConvGeometry& g, bool channels_last) {
          in_per_group * out_per_group <= kGroupedExpandedMaxGroupWeights &&
          g.kernel_volume() >= kGroupedExpandedMinTapsPerStride * g.stride[0] * g.stride[1] * g.stride[2] &&
          g.conv_out_channels >= kGroupedExpandedMinChannels && expanded_rows_bytes(g) <= kExpandedRowsMaxBytes;
+}
+
+// Whether a channels-last transposed conv (x on the conv_out side, m channels per group; y, R) with more than one
+// group runs depthwise.cpp's channels-last scatter with each x pixel expanded per group (cpu_grouped_expanded): per
+// x pixel and tap, m multiply-adds over y's channels, every lane a real one, where the GEMM + col2im runs a GEMM and a
+// col2im of R channels per group, and the blocked kernel gives each group's R y channels a vector of their own. Up to
+// kGroupedExpandedTransposeMaxGroupWeights weights per tap of a group (R x m), and not where the zeros-mode blocked
+// conv takes the problem (choose_conv_transpose_path). Random channels-last layers of seeds 1-8 whose input gradient
+// (or transposed forward) it takes, float32 forward+backward, 2 cores, interleaved: 0.32-1.01x the time with the GEMM +
+// col2im or the folded blocked conv before, on all 29 within these bounds; outside them (seeds 1-4), the zeros-mode
+// blocked conv 0.96x and 1.37x, 8 weights per tap 1.15x, 30-64 1.07-1.51x (benchmarks/RESULTS.md).
+constexpr int64_t kGroupedExpandedTransposeMaxGroupWeights = 6;
+inline bool cpu_grouped_expanded_transpose(const ConvGeometry& g, bool channels_last) {
+  return channels_last && g.groups > 1 &&
+         g.conv_in_channels_per_group() * g.conv_out_channels_per_group() <= kGroupedExpandedTransposeMaxGroupWeights &&
+         !cpu_depthwise(g, channels_last);
 }
 
 // Whether torch's own convolution computes the problem with no padded copy: zero padding, and pad_lo on both sides
@@ -384,8 +401,11 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
   // planes, those convs multiply weights by the zeros around x, so they take only finite weights.
   // Another padding mode runs the full transposed conv and folds (float32 only: the fold adds in the output's type).
   const bool folded = g.mode != PaddingMode::Zeros;
-  if (cpu_blocked_transpose(g, channels_last, isa, element_bytes) &&
-      (!folded || (!reduced_precision && folded_transpose_fits(g))) && weight_finite()) {
+  const bool blocked = cpu_blocked_transpose(g, channels_last, isa, element_bytes);
+  if (cpu_grouped_expanded_transpose(g, channels_last) && (folded || !blocked)) {
+    return ConvTransposePath::CpuGroupedExpanded;
+  }
+  if (blocked && (!folded || (!reduced_precision && folded_transpose_fits(g))) && weight_finite()) {
     if (isa >= CpuIsa::Avx512) {
       return folded ? ConvTransposePath::CpuBlockedFoldedAvx512 : ConvTransposePath::CpuBlockedAvx512;
     }
@@ -466,6 +486,7 @@ inline const char* path_name(ConvTransposePath path) {
     case ConvTransposePath::CpuBlockedFoldedAvx2: return "cpu_blocked_folded_avx2";
     case ConvTransposePath::CpuBlockedFoldedAvx512: return "cpu_blocked_folded_avx512";
     case ConvTransposePath::CpuDepthwise: return "cpu_depthwise";
+    case ConvTransposePath::CpuGroupedExpanded: return "cpu_grouped_expanded";
     case ConvTransposePath::CpuPhasePlanes: return "cpu_phase_planes";
     case ConvTransposePath::CpuGemmCol2im: return "cpu_gemm_col2im";
     case ConvTransposePath::CudaPipelinedGemm: return "cuda_pipelined_gemm";

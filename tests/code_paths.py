@@ -120,10 +120,12 @@ CODE_PATHS = {
                                                     kernels=_kernels("cpu_channels_last_phase_planes",
                                                                      "cpu_gemm_col2im", "cpu_channels_last_gemm")),
     "2d_depthwise_symmetric_zeros": _path(False, (12, 13), 16, 16, 3, groups=16, kernels=DEPTHWISE),
-    # Channels-last with 2 input and 2 output channels per group: the depthwise kernel's rows expanded per group.
+    # Channels-last with 2 input and 2 output channels per group: the depthwise kernel's rows expanded per group, and
+    # for the input gradient its scatter over x pixels expanded per group.
     "2d_grouped_two_channels_channels_last_reflect": _path(False, (20, 21), 16, 16, 3, groups=8, channels_last=True,
                                                            padding_mode="reflect",
-                                                           kernels=_kernels("cpu_grouped_expanded", "cpu_gemm_col2im",
+                                                           kernels=_kernels("cpu_grouped_expanded",
+                                                                            "cpu_grouped_expanded",
                                                                             "cpu_phase_planes")),
     "1d_transposed_symmetric_crop": _path(True, (20_000,), 16, 8, 4, stride=2, kernels=TORCH),
     "1d_transposed_strided_symmetric_crop": _path(True, (300,), 16, 16, 4, stride=2,

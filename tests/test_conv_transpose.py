@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 
 import fastpad
+from code_paths import RESULT_NAMES, CodePath, kernels_reached, run_forward_backward, run_reference
+from fastpad.cases import ConvCase
 from reference import (CHANNELS_LAST, EXPLICIT_PADDINGS, GROUP_CASES, as_tuple, assert_matches,
                        assert_memory_format_kept, check_conv_transpose, conv_inputs, effective_kernel, expected_conv_transpose, poison,
                        reference_conv_transpose, resolve_crops)
@@ -270,3 +272,51 @@ def test_crop_past_the_full_extent(batch, device):
                           device=device)
     y = check_conv_transpose(x, w, b, stride=(1, 1, 3), padding=((0, 0), (0, 0), (3, 0)), output_padding=(0, 0, 2))
     torch.testing.assert_close(y, b.view(1, -1, 1, 1, 1).expand_as(y), rtol=0, atol=0)
+
+
+# (transposed, size, c_in, c_out, kernel, stride, groups, mode, batch, dtype): channels-last problems whose transposed
+# op (a conv's input gradient, or a transposed conv's forward) has 1-6 x and 1-6 y channels per group, at most 6
+# weights per tap of a group, and runs depthwise.cpp's scatter over x pixels expanded per group: 2 x 2 reflect at
+# stride 2, a depthwise conv with multiplier 6 in replicate, 3-d circular in bfloat16, 6 y channels per group over 36
+# (two channel blocks) at stride 3, and a transposed conv's forward with 3 x and 2 y channels per group.
+GROUPED_EXPANDED_TRANSPOSE = [(False, (20, 21), 16, 16, 3, 2, 8, "reflect", 2, torch.float32),
+                              (False, (9, 11), 5, 30, 4, 1, 5, "replicate", 3, torch.float64),
+                              (False, (6, 7, 8), 9, 6, 3, 2, 3, "circular", 2, torch.bfloat16),
+                              (False, (13, 17), 36, 6, 5, 3, 6, "zeros", 2, torch.float32),
+                              (True, (7, 9), 12, 8, 3, 2, 4, "zeros", 2, torch.float64)]
+
+
+@pytest.mark.parametrize("transposed, size, c_in, c_out, kernel, stride, groups, mode, batch, dtype",
+                         GROUPED_EXPANDED_TRANSPOSE)
+def test_channels_last_grouped_expanded_transpose(transposed, size, c_in, c_out, kernel, stride, groups, mode, batch,
+                                                  dtype):
+    """The output and gradients against the float64 reference, outputs poisoned; the transposed op takes
+    cpu_grouped_expanded."""
+    case = ConvCase(transposed, size, c_in, c_out, kernel, stride, "same", groups=groups, padding_mode=mode,
+                    layout="channels_last")
+    path = CodePath(case, (), None)
+    inputs = path.inputs(dtype, batch=batch)
+    assert ("conv_transpose", "cpu_grouped_expanded") in kernels_reached(path, inputs)
+    for result, expected, name in zip(run_forward_backward(path, inputs, poison_outputs=True),
+                                      run_reference(path, inputs), RESULT_NAMES):
+        assert_matches(result, expected, what=name)
+
+
+def test_channels_last_grouped_expanded_transpose_bounds():
+    """kernel_paths.h's cpu_grouped_expanded_transpose: at most 6 weights per tap of a group (2 x 4 keep the GEMM +
+    col2im), channels-last with several groups only, and not where the zeros-mode blocked conv takes the problem (a
+    stride-1 k3 with 2 x channels per group: the blocked kernel in zeros, the expanded scatter in reflect)."""
+    def path(x_channels, y_channels, groups, stride, mode, channels_last=True):
+        x = torch.randn(2, x_channels, 12, 13)
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        w = torch.randn(x_channels, y_channels // groups, 3, 3)
+        out_size = [(12 - 1) * stride + 1, (13 - 1) * stride + 1]
+        return torch.ops.fastpad._conv_transpose_path(x, w, None, [stride] * 2, [1, 1], out_size, [1, 1], groups,
+                                                      mode, "cpu")
+    assert path(16, 24, 8, 2, "zeros") == "cpu_grouped_expanded"  # 2 x 3
+    assert path(32, 16, 8, 2, "zeros") != "cpu_grouped_expanded"  # 4 x 2
+    assert path(16, 24, 8, 2, "zeros", channels_last=False) != "cpu_grouped_expanded"
+    assert path(16, 24, 1, 2, "zeros") != "cpu_grouped_expanded"
+    assert path(16, 8, 8, 1, "zeros").startswith("cpu_blocked")
+    assert path(16, 8, 8, 1, "reflect") == "cpu_grouped_expanded"

@@ -416,16 +416,17 @@ class ExpandedRows {
 // the padding mode once, in `columns`), so each output vector is stored once and each multiply-add loads one input
 // vector. Otherwise per pixel: a loop per tap over all C, which loads and stores the accumulators for every tap.
 // With a multiplier, or more than one input channel per group (cpu_grouped_expanded), the rows come from ExpandedRows,
-// and each tap reduces over the R runs of its pixel. w_taps: [taps][R][C_out].
-template <typename scalar_t>
+// and each tap reduces over the R runs of its pixel (kGroups: R > 1; otherwise R is 1, known to the compiler, and the
+// depthwise conv's loops compile as they did before grouped convs shared them). w_taps: [taps][R][C_out].
+template <bool kGroups, typename scalar_t>
 void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
                const acc_type<scalar_t>* bias, scalar_t* y) {
   using acc_t = acc_type<scalar_t>;
   using Vec = at::vec::Vectorized<acc_t>;
   const int64_t channels = g.conv_out_channels, out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
   const int64_t kw_count = g.kernel[2], in_w = g.conv_in_sizes[2];
-  const bool expanded = g.conv_out_channels_per_group() > 1 || g.conv_in_channels_per_group() > 1;
-  const int64_t reduction = g.conv_in_channels_per_group(), pixel_values = reduction * channels;
+  const bool expanded = kGroups || g.conv_out_channels_per_group() > 1;
+  const int64_t reduction = kGroups ? g.conv_in_channels_per_group() : 1, pixel_values = reduction * channels;
   // columns[ow * kw_count + kw]: the input column tap kw of output column ow reads, -1 in zero padding and for the
   // positions past out_w that fill the last tile (computed, never stored).
   const int64_t tiles = (out_w + kNhwcTile - 1) / kNhwcTile;
@@ -502,37 +503,52 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
           }
         }
         for (int64_t c = 0; c < channels; c += Vec::size()) {
-          const int64_t* tile_columns = columns.data() + ow0 * kw_count;
-          const int64_t kept = std::min(kNhwcTile, out_w - ow0), c0 = std::min(c, channels - Vec::size());
-          if (reduction > 1) {
-            nhwc_tile<true>(g, reduction, x_image, w_taps, bias, y_row, rows, tile_columns, interior[tile], ow0, kept,
-                            c0);
-          } else {
-            nhwc_tile<false>(g, reduction, x_image, w_taps, bias, y_row, rows, tile_columns, interior[tile], ow0, kept,
-                             c0);
-          }
+          nhwc_tile<kGroups>(g, reduction, x_image, w_taps, bias, y_row, rows, columns.data() + ow0 * kw_count,
+                             interior[tile], ow0, std::min(kNhwcTile, out_w - ow0), std::min(c, channels - Vec::size()));
         }
       }
     }
   });
 }
 
-// Parallel over (image, channel block): each block of y is written by one thread.
+// Parallel over (image, channel block of y): each block of y is written by one thread. With more than one channel per
+// group on either side (cpu_grouped_expanded: m x channels and R y channels per group), each x pixel's channels are
+// first expanded for the block: per k < m, a run with x channel (c / R) * m + k at y channel c's lane, the x channel
+// of c's group that reaches c through weight k. w_taps: [taps][m][C_y] (transpose_weight_by_tap).
 template <typename scalar_t>
 void conv_transpose_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
                          acc_type<scalar_t>* y_acc) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t channels = g.conv_in_channels, out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
+  const int64_t channels = g.conv_in_channels, x_channels = g.conv_out_channels, out_h = g.conv_out_sizes[1],
+                out_w = g.conv_out_sizes[2];
+  const int64_t m = g.conv_out_channels_per_group(), reduction = g.conv_in_channels_per_group();
+  const bool expanded = m > 1 || reduction > 1;
   const int64_t block = channel_block<acc_t>(channels), blocks = (channels + block - 1) / block;
   at::parallel_for(0, g.batch * blocks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<acc_t> x_expanded(expanded ? m * block : 0);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / blocks, c0 = (item % blocks) * block, len = std::min(block, channels - c0);
       acc_t* y_image = y_acc + n * g.conv_in_volume() * channels + c0;
       for (int64_t pixel = 0; pixel < g.conv_out_volume(); ++pixel) {
-        const scalar_t* x_pixel = x + (n * g.conv_out_volume() + pixel) * channels + c0;
+        const scalar_t* x_pixel = x + (n * g.conv_out_volume() + pixel) * x_channels;
+        if (expanded) {
+          for (int64_t k = 0; k < m; ++k) {
+            for (int64_t c = 0; c < len; ++c) {
+              x_expanded[k * block + c] = static_cast<acc_t>(x_pixel[(c0 + c) / reduction * m + k]);
+            }
+          }
+        }
         for_each_tap_pixel(g, pixel / (out_w * out_h), (pixel / out_w) % out_h, pixel % out_w,
                            [&](int64_t tap, int64_t in_pixel) {
-                             multiply_add(y_image + in_pixel * channels, w_taps + tap * channels + c0, x_pixel, len);
+                             acc_t* y_pixel = y_image + in_pixel * channels;
+                             if (!expanded) {
+                               multiply_add(y_pixel, w_taps + tap * channels + c0, x_pixel + c0, len);
+                               return;
+                             }
+                             for (int64_t k = 0; k < m; ++k) {
+                               multiply_add(y_pixel, w_taps + (tap * m + k) * channels + c0,
+                                            x_expanded.data() + k * block, len);
+                             }
                            });
       }
     }
@@ -575,6 +591,13 @@ at::Tensor weight_by_tap(const at::Tensor& weight, at::ScalarType acc_dtype) {
   return weight.to(acc_dtype).reshape({weight.size(0), weight.size(1), -1}).permute({2, 1, 0}).contiguous();
 }
 
+// The weight [C_x, R, taps] of a transposed conv with m x and R y channels per group as [taps, m, C_y] in the
+// accumulation type: [tap][k][c] = weight[(c / R) * m + k][c % R][tap], for conv_transpose_nhwc.
+at::Tensor transpose_weight_by_tap(const ConvGeometry& g, const at::Tensor& weight, at::ScalarType acc_dtype) {
+  const int64_t m = g.conv_out_channels_per_group(), reduction = g.conv_in_channels_per_group();
+  return weight.to(acc_dtype).reshape({g.groups, m, reduction, -1}).permute({3, 1, 0, 2}).contiguous();
+}
+
 }  // namespace
 
 void depthwise_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
@@ -585,8 +608,9 @@ void depthwise_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
       const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
       const auto w_taps = weight_by_tap(weight, acc_dtype);
       const auto b_acc = bias.defined() ? bias.to(acc_dtype) : at::Tensor();
-      conv_nhwc<scalar_t>(g, x.const_data_ptr<scalar_t>(), w_taps.const_data_ptr<acc_t>(),
-                          b_acc.defined() ? b_acc.const_data_ptr<acc_t>() : nullptr, y.mutable_data_ptr<scalar_t>());
+      const auto conv = g.conv_in_channels_per_group() > 1 ? conv_nhwc<true, scalar_t> : conv_nhwc<false, scalar_t>;
+      conv(g, x.const_data_ptr<scalar_t>(), w_taps.const_data_ptr<acc_t>(),
+           b_acc.defined() ? b_acc.const_data_ptr<acc_t>() : nullptr, y.mutable_data_ptr<scalar_t>());
     } else {
       const auto w = weight.contiguous();
       conv_nchw<scalar_t>(g, x.const_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(),
@@ -600,7 +624,7 @@ void depthwise_conv_transpose(const ConvGeometry& g, const at::Tensor& x, const 
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_depthwise_conv_transpose", [&] {
     using acc_t = acc_type<scalar_t>;
     if (channels_last) {
-      const auto w_taps = weight_by_tap(weight, y_acc.scalar_type());
+      const auto w_taps = transpose_weight_by_tap(g, weight, y_acc.scalar_type());
       conv_transpose_nhwc<scalar_t>(g, x.const_data_ptr<scalar_t>(), w_taps.const_data_ptr<acc_t>(),
                                     y_acc.mutable_data_ptr<acc_t>());
     } else {

@@ -2,8 +2,9 @@
 // m = C_out / C_in), for all three ops, where kernel_paths.h's cpu_depthwise says so.
 // Layout: contiguous N,C,spatial (any m) or channels-last (any m for the conv, which reads input rows expanded by m;
 // m == 1 for the transposed conv and the weight gradient).
-// The channels-last conv also takes grouped convs with a few input channels per group (cpu_grouped_expanded): its
-// input rows are expanded so that each output channel's lane reads its own group's channels.
+// The channels-last conv and transposed conv also take grouped problems with a few channels per group
+// (cpu_grouped_expanded): the conv's input rows, and the transposed conv's x pixels, are expanded so that each output
+// channel's lane reads its own group's channels.
 // Padding: NCHW rows are read through phase rows whose borders the padding mode resolves; channels-last
 // resolves each tap's source pixel. No padded tensor is built.
 #pragma once
