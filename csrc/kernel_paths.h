@@ -79,11 +79,12 @@ constexpr int64_t kTapGemmMinPositions = 256;
 // multiplier ran there in 0.24-0.78x the time of the kernels they had before (the blocked kernel, one group's
 // multiplier in a vector of 16 output channels; the direct kernel below a reduction of 8) on all 21 random layers of
 // seeds 1-8 (multipliers 2-39, float32, 2 cores, interleaved).
-// The expanded rows are cached per thread, kd x kh x dilation rows of W x C_out values each (of at most 4 bytes), at most
-// kExpandedRowsMaxBytes: wider rows keep the kernels whose buffers are bounded by a band (random layers: up to 1.1 MiB).
+// The expanded rows are cached per thread, kd x kh x dilation rows of W x C_out values each, at most
+// kExpandedRowsMaxBytes (expanded_rows_bytes): wider rows keep the kernels whose buffers are bounded by a band (random
+// layers: up to 1.1 MiB).
 constexpr int64_t kExpandedRowsMaxBytes = int64_t(8) << 20;
-// The bytes of a thread's cache of expanded rows (at most 4 per value): kd x kh x dilation rows of W pixels, each
-// pixel the input channels per group x C_out values.
+// The bytes of a thread's cache of expanded rows at 4 bytes per value (float64's rows take twice that): kd x kh x
+// dilation rows of W pixels, each pixel the input channels per group x C_out values.
 inline int64_t expanded_rows_bytes(const ConvGeometry& g) {
   return g.kernel[0] * g.kernel[1] * g.dilation[1] * g.conv_in_sizes[2] * g.conv_in_channels_per_group() *
          g.conv_out_channels * 4;

@@ -512,26 +512,25 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
 }
 
 // Parallel over (image, channel block of y): each block of y is written by one thread. With more than one channel per
-// group on either side (cpu_grouped_expanded: m x channels and R y channels per group), each x pixel's channels are
-// first expanded for the block: per k < m, a run with x channel (c / R) * m + k at y channel c's lane, the x channel
-// of c's group that reaches c through weight k. w_taps: [taps][m][C_y] (transpose_weight_by_tap).
-template <typename scalar_t>
+// group on either side (kExpanded, cpu_grouped_expanded: m x channels and R y channels per group), each x pixel's
+// channels are first expanded for the block: per k < m, a run with x channel (c / R) * m + k at y channel c's lane, the
+// x channel of c's group that reaches c through weight k. w_taps: [taps][m][C_y] (transpose_weight_by_tap).
+template <bool kExpanded, typename scalar_t>
 void conv_transpose_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
                          acc_type<scalar_t>* y_acc) {
   using acc_t = acc_type<scalar_t>;
   const int64_t channels = g.conv_in_channels, x_channels = g.conv_out_channels, out_h = g.conv_out_sizes[1],
                 out_w = g.conv_out_sizes[2];
   const int64_t m = g.conv_out_channels_per_group(), reduction = g.conv_in_channels_per_group();
-  const bool expanded = m > 1 || reduction > 1;
   const int64_t block = channel_block<acc_t>(channels), blocks = (channels + block - 1) / block;
   at::parallel_for(0, g.batch * blocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<acc_t> x_expanded(expanded ? m * block : 0);
+    std::vector<acc_t> x_expanded(kExpanded ? m * block : 0);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / blocks, c0 = (item % blocks) * block, len = std::min(block, channels - c0);
       acc_t* y_image = y_acc + n * g.conv_in_volume() * channels + c0;
       for (int64_t pixel = 0; pixel < g.conv_out_volume(); ++pixel) {
         const scalar_t* x_pixel = x + (n * g.conv_out_volume() + pixel) * x_channels;
-        if (expanded) {
+        if constexpr (kExpanded) {
           for (int64_t k = 0; k < m; ++k) {
             for (int64_t c = 0; c < len; ++c) {
               x_expanded[k * block + c] = static_cast<acc_t>(x_pixel[(c0 + c) / reduction * m + k]);
@@ -541,13 +540,13 @@ void conv_transpose_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_typ
         for_each_tap_pixel(g, pixel / (out_w * out_h), (pixel / out_w) % out_h, pixel % out_w,
                            [&](int64_t tap, int64_t in_pixel) {
                              acc_t* y_pixel = y_image + in_pixel * channels;
-                             if (!expanded) {
+                             if constexpr (kExpanded) {
+                               for (int64_t k = 0; k < m; ++k) {
+                                 multiply_add(y_pixel, w_taps + (tap * m + k) * channels + c0,
+                                              x_expanded.data() + k * block, len);
+                               }
+                             } else {
                                multiply_add(y_pixel, w_taps + tap * channels + c0, x_pixel + c0, len);
-                               return;
-                             }
-                             for (int64_t k = 0; k < m; ++k) {
-                               multiply_add(y_pixel, w_taps + (tap * m + k) * channels + c0,
-                                            x_expanded.data() + k * block, len);
                              }
                            });
       }
@@ -625,8 +624,9 @@ void depthwise_conv_transpose(const ConvGeometry& g, const at::Tensor& x, const 
     using acc_t = acc_type<scalar_t>;
     if (channels_last) {
       const auto w_taps = transpose_weight_by_tap(g, weight, y_acc.scalar_type());
-      conv_transpose_nhwc<scalar_t>(g, x.const_data_ptr<scalar_t>(), w_taps.const_data_ptr<acc_t>(),
-                                    y_acc.mutable_data_ptr<acc_t>());
+      const bool expanded = g.conv_out_channels_per_group() > 1 || g.conv_in_channels_per_group() > 1;
+      const auto transpose = expanded ? conv_transpose_nhwc<true, scalar_t> : conv_transpose_nhwc<false, scalar_t>;
+      transpose(g, x.const_data_ptr<scalar_t>(), w_taps.const_data_ptr<acc_t>(), y_acc.mutable_data_ptr<acc_t>());
     } else {
       const auto w = weight.contiguous();
       conv_transpose_nchw<scalar_t>(g, x.const_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(),

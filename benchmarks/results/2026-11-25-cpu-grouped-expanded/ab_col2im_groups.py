@@ -1,10 +1,9 @@
 """Interleaved in one process: O = one col2im per group (FP_AB set: a temporary toggle in transpose_gemm of the
 measured build, removed before commit), N = channels-last groups with < 16 y channels sharing one col2im, P = F.pad +
 conv (the reference); float32 forward+backward (grad_output of ones), medians of `rounds`. Random layers in
-channels-last with groups whose backward or forward reaches cpu_gemm_col2im with fewer than 16 y channels per group."""
+channels-last with groups whose backward or forward reaches cpu_gemm_col2im with fewer than 16 y channels per group.
+Run from the repository root with PYTHONPATH=tests (for tests/code_paths.py)."""
 import os, sys, time, statistics, torch
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "tests"))
-sys.path.insert(0, "tests")
 from code_paths import CodePath, kernels_reached
 from fastpad.bench.random_layers import random_layers
 seeds = [int(s) for s in sys.argv[1].split(",")]

@@ -1,10 +1,9 @@
 """Interleaved in one process: O = the transposed path before (FP_AB set: a temporary toggle in choose_conv_transpose_path of the
 measured build, removed before commit), N = cpu_grouped_expanded for the transposed op, P = F.pad +
 conv (the reference); float32 forward+backward (grad_output of ones), medians of `rounds`. Random layers in
-channels-last whose forward or backward reaches cpu_grouped_expanded in the transposed op."""
+channels-last whose forward or backward reaches cpu_grouped_expanded in the transposed op.
+Run from the repository root with PYTHONPATH=tests (for tests/code_paths.py)."""
 import os, sys, time, statistics, torch
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "tests"))
-sys.path.insert(0, "tests")
 from code_paths import CodePath, kernels_reached
 from fastpad.bench.random_layers import random_layers
 seeds = [int(s) for s in sys.argv[1].split(",")]
