@@ -168,19 +168,11 @@ def test_channels_last_depthwise_channel_counts(channels, device):
             assert_memory_format_kept(x, y)
 
 
-@pytest.mark.parametrize("channels, multiplier", [(3, 2), (13, 2), (5, 4), (9, 3), (8, 5), (2, 9), (4, 17), (3, 96)])
-def test_channels_last_depthwise_multipliers(channels, multiplier, device):
-    """Channels-last depthwise convs with a channel multiplier m on depthwise.cpp's conv_nhwc, which reads input rows
-    expanded m times (interleaved vectors for m = 2 and 4, broadcast vectors otherwise, the last values of a row one by
-    one) from a per-thread cache: under 8 output channels and over 256 the per-pixel loop, else the tiles; dilation 2
-    (output rows two apart share tap rows), a stride of 3 with a partial last tile, 1x1, 3-d reflect; float64, float32
-    and bfloat16 (whose vectors are 4, 8 and 16 lanes long)."""
-    c_out = channels * multiplier
-    for size, kernel, stride, dilation, padding, mode in (((11, 21), 4, 1, 2, "same_lower", "replicate"),
-                                                          ((13, 17), 3, 3, 1, "same", "circular"),
-                                                          ((7, 9), 1, 1, 1, "valid", "zeros"),
-                                                          ((5, 6, 13), 3, 1, 1, "same", "reflect")):
-        x, w, b = conv_inputs(size, channels, c_out, kernel, channels, batch=3, device=device)
+def check_channels_last_kernel(c_in, c_out, groups, cases, expected_path, device):
+    """Channels-last convs over `cases` (size, kernel, stride, dilation, padding, mode) in float64, float32 and
+    bfloat16 against the reference; on CPU each takes `expected_path`."""
+    for size, kernel, stride, dilation, padding, mode in cases:
+        x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, batch=3, device=device)
         x = x.to(memory_format=torch.channels_last if len(size) == 2 else torch.channels_last_3d)
         for dtype in (torch.float64, torch.float32, torch.bfloat16):
             xd, wd, bd = x.to(dtype), w.to(dtype), b.to(dtype)
@@ -188,11 +180,24 @@ def test_channels_last_depthwise_multipliers(channels, multiplier, device):
                 nd = len(size)
                 pads = resolve_pads(padding, size, wd.shape[2:], (stride,) * nd, (dilation,) * nd)
                 path = torch.ops.fastpad._conv_path(xd, wd, bd, [stride] * nd, [lo for lo, _ in pads],
-                                                    [hi for _, hi in pads], [dilation] * nd, channels, mode, "cpu")
-                assert path == "cpu_depthwise", (size, dtype, path)
-            y = check_conv(xd, wd, bd, stride=stride, dilation=dilation, groups=channels, padding=padding,
+                                                    [hi for _, hi in pads], [dilation] * nd, groups, mode, "cpu")
+                assert path == expected_path, (size, dtype, path)
+            y = check_conv(xd, wd, bd, stride=stride, dilation=dilation, groups=groups, padding=padding,
                            padding_mode=mode)
             assert_memory_format_kept(x, y)
+
+
+@pytest.mark.parametrize("channels, multiplier", [(3, 2), (13, 2), (5, 4), (9, 3), (8, 5), (2, 9), (4, 17), (3, 96)])
+def test_channels_last_depthwise_multipliers(channels, multiplier, device):
+    """Channels-last depthwise convs with a channel multiplier m on depthwise.cpp's conv_nhwc, which reads input rows
+    expanded m times (interleaved vectors for m = 2 and 4, broadcast vectors otherwise, the last values of a row one by
+    one) from a per-thread cache: under 8 output channels and over 256 the per-pixel loop, else the tiles; dilation 2
+    (output rows two apart share tap rows), a stride of 3 with a partial last tile, 1x1, 3-d reflect; float64, float32
+    and bfloat16 (whose vectors are 4, 8 and 16 lanes long)."""
+    check_channels_last_kernel(channels, channels * multiplier, channels,
+                               (((11, 21), 4, 1, 2, "same_lower", "replicate"), ((13, 17), 3, 3, 1, "same", "circular"),
+                                ((7, 9), 1, 1, 1, "valid", "zeros"), ((5, 6, 13), 3, 1, 1, "same", "reflect")),
+                               "cpu_depthwise", device)
 
 
 @pytest.mark.parametrize("per_group, multiplier, groups",
@@ -202,23 +207,10 @@ def test_channels_last_grouped_expanded(per_group, multiplier, groups, device):
     rows expanded so that each output channel's lane reads its group's input channels: the tiles (8-15 output
     channels), and the per-pixel loop past 256 (65 groups x 2 x 2 = 260 output channels); dilation 2 with replicate
     pads, a stride of 2 with a partial last tile, 3-d reflect; float64, float32 and bfloat16."""
-    c_in, c_out = per_group * groups, multiplier * groups
-    for size, kernel, stride, dilation, padding, mode in (((11, 21), 4, 1, 2, "same_lower", "replicate"),
-                                                          ((13, 17), 3, 2, 1, "same", "circular"),
-                                                          ((5, 6, 13), 3, 1, 1, "same", "reflect")):
-        x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, batch=2, device=device)
-        x = x.to(memory_format=torch.channels_last if len(size) == 2 else torch.channels_last_3d)
-        for dtype in (torch.float64, torch.float32, torch.bfloat16):
-            xd, wd, bd = x.to(dtype), w.to(dtype), b.to(dtype)
-            if device == "cpu":
-                nd = len(size)
-                pads = resolve_pads(padding, size, wd.shape[2:], (stride,) * nd, (dilation,) * nd)
-                path = torch.ops.fastpad._conv_path(xd, wd, bd, [stride] * nd, [lo for lo, _ in pads],
-                                                    [hi for _, hi in pads], [dilation] * nd, groups, mode, "cpu")
-                assert path == "cpu_grouped_expanded", (size, dtype, path)
-            y = check_conv(xd, wd, bd, stride=stride, dilation=dilation, groups=groups, padding=padding,
-                           padding_mode=mode)
-            assert_memory_format_kept(x, y)
+    check_channels_last_kernel(per_group * groups, multiplier * groups, groups,
+                               (((11, 21), 4, 1, 2, "same_lower", "replicate"), ((13, 17), 3, 2, 1, "same", "circular"),
+                                ((5, 6, 13), 3, 1, 1, "same", "reflect")),
+                               "cpu_grouped_expanded", device)
 
 
 def test_channels_last_grouped_expanded_bounds():
