@@ -260,14 +260,14 @@ constexpr int64_t kNhwcTile = 8;
 constexpr int64_t kNhwcGroup = 4, kNhwcExpandedGroup = 32;
 
 // One tile of conv_nhwc: kNhwcTile positions from ow0 (the first `kept` of them stored) x the vector of channels at
-// c0, over every tap row in `rows` and the `group_reduction` input channels of each tap (kGroups; otherwise one, known
-// to the compiler, as the depthwise conv's tiles were before grouped convs shared them); interior: see conv_nhwc.
+// c0, over every tap row in `rows` and the input channels per group of each tap (kGroups; otherwise one, known to
+// the compiler, as the depthwise conv's tiles were before grouped convs shared them); interior: see conv_nhwc.
 template <bool kGroups, typename scalar_t, typename acc_t>
-void nhwc_tile(const ConvGeometry& g, int64_t group_reduction, const scalar_t* x_image, const acc_t* w_taps,
-               const acc_t* bias, scalar_t* y_row, const std::vector<std::pair<int64_t, int64_t>>& rows,
-               const int64_t* tile_columns, bool interior, int64_t ow0, int64_t kept, int64_t c0) {
+void nhwc_tile(const ConvGeometry& g, const scalar_t* x_image, const acc_t* w_taps, const acc_t* bias, scalar_t* y_row,
+               const std::vector<std::pair<int64_t, int64_t>>& rows, const int64_t* tile_columns, bool interior,
+               int64_t ow0, int64_t kept, int64_t c0) {
   using Vec = at::vec::Vectorized<acc_t>;
-  const int64_t reduction = kGroups ? group_reduction : 1;
+  const int64_t reduction = kGroups ? g.conv_in_channels_per_group() : 1;
   const int64_t channels = g.conv_out_channels, kw_count = g.kernel[2], in_w = g.conv_in_sizes[2];
   const int64_t pixel_values = reduction * channels, pixel_step = g.stride[2] * pixel_values;
   Vec acc[kNhwcTile];
@@ -503,8 +503,8 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
           }
         }
         for (int64_t c = 0; c < channels; c += Vec::size()) {
-          nhwc_tile<kGroups>(g, reduction, x_image, w_taps, bias, y_row, rows, columns.data() + ow0 * kw_count,
-                             interior[tile], ow0, std::min(kNhwcTile, out_w - ow0), std::min(c, channels - Vec::size()));
+          nhwc_tile<kGroups>(g, x_image, w_taps, bias, y_row, rows, columns.data() + ow0 * kw_count, interior[tile],
+                             ow0, std::min(kNhwcTile, out_w - ow0), std::min(c, channels - Vec::size()));
         }
       }
     }
