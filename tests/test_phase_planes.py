@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+from code_paths import _RecordFastpadOps
 from fastpad.cases import ConvCase
 from fastpad.reference import output_and_grads
 from reference import PADDING_MODES, assert_matches, pads_supported, resolve_pads
@@ -73,22 +74,30 @@ def test_several_bands(channels, groups, mode):
                                         batch=1))
 
 
+@pytest.mark.parametrize("stride", [2, 1])
 @pytest.mark.parametrize("padding, mode", [("valid", "zeros"), ("same", "reflect")])
-@pytest.mark.parametrize("channels, groups", [(16, 1), (4, 4)], ids=["dense", "depthwise"])
-def test_non_finite_weight_poisons_only_what_it_reaches(channels, groups, padding, mode):
+@pytest.mark.parametrize("in_channels, out_channels, groups", [(16, 16, 1), (4, 4, 4), (4, 8, 4)],
+                         ids=["dense", "depthwise", "depthwise_multiplier"])
+def test_non_finite_weight_poisons_only_what_it_reaches(in_channels, out_channels, groups, padding, mode, stride):
     """An inf weight gives the input gradient NaN/inf exactly where the reference has them. The discarded columns
     of a band reach input columns that no output reads (width 30, k3, s2, 'valid': column 29) or, in reflect
-    mode, fold back onto real ones; they must add nothing there."""
-    case = float64_case(False, (40, 30), channels, channels, 3, stride=2, padding=padding, groups=groups,
+    mode, fold back onto real ones; they must add nothing there. The depthwise input gradient sums each phase plane
+    over the taps that read it, so a product with a position outside the band's outputs must add nothing either."""
+    case = float64_case(False, (40, 30), in_channels, out_channels, 3, stride=stride, padding=padding, groups=groups,
                         padding_mode=mode, batch=1)
     x, w, b = case.random_inputs()
     w[0, 0, 1, 1] = float("inf")
     grads = []
     for function in (case.fastpad_function(), case.reference_function()):
         leaf = x.clone().requires_grad_()
-        output = function(leaf, w, b)
-        output.backward(torch.ones_like(output))
+        with _RecordFastpadOps() as record:
+            output = function(leaf, w, b)
+            output.backward(torch.ones_like(output))
         grads.append(leaf.grad)
+        if groups > 1 and record.calls:
+            paths = {torch.ops.fastpad._conv_transpose_path(*args, "cpu") for op, args in record.calls
+                     if op == "conv_transpose"}
+            assert paths == {"cpu_depthwise"}
     mine, theirs = grads
     assert not theirs.isfinite().all() and theirs.isfinite().any()
     assert torch.equal(mine.isfinite(), theirs.isfinite())

@@ -9,6 +9,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <optional>
@@ -39,40 +40,41 @@ int64_t channel_block(int64_t channels) {
 constexpr int64_t kVecBlock = 4;
 
 // out[t] += sum over taps k of w[k] * taps[k][t], for t in [0, n), n a multiple of the vector size: kVecBlock
-// vectors of accumulators stay in registers while every tap is read once per block.
-template <typename acc_t>
-void add_taps(acc_t* out, const std::vector<acc_t*>& taps, const acc_t* w, int64_t n) {
+// vectors of accumulators stay in registers while every tap is read once per block. kMasked: only where
+// keeps[k][t] (all bits set or clear), so that a masked product adds exactly nothing even when a weight is inf or nan.
+template <bool kMasked = false, typename acc_t>
+void add_taps(acc_t* out, const std::vector<acc_t*>& taps, const acc_t* w, int64_t n,
+              const std::vector<const acc_t*>& keeps = {}) {
   using Vec = at::vec::Vectorized<acc_t>;
   constexpr int64_t V = Vec::size();
+  const auto product = [&](size_t k, const Vec& wk, int64_t i) {
+    if constexpr (kMasked) {
+      return (wk * Vec::loadu(taps[k] + i)) & Vec::loadu(keeps[k] + i);
+    } else {
+      return wk * Vec::loadu(taps[k] + i);
+    }
+  };
+  const auto add = [&](size_t k, const Vec& wk, int64_t i, const Vec& acc) {
+    if constexpr (kMasked) {
+      return acc + product(k, wk, i);
+    } else {
+      return at::vec::fmadd(wk, Vec::loadu(taps[k] + i), acc);
+    }
+  };
   int64_t t = 0;
   for (; t + kVecBlock * V <= n; t += kVecBlock * V) {
     Vec acc[kVecBlock];
     for (int64_t u = 0; u < kVecBlock; ++u) acc[u] = Vec::loadu(out + t + u * V);
     for (size_t k = 0; k < taps.size(); ++k) {
       const Vec wk(w[k]);
-      for (int64_t u = 0; u < kVecBlock; ++u) acc[u] = at::vec::fmadd(wk, Vec::loadu(taps[k] + t + u * V), acc[u]);
+      for (int64_t u = 0; u < kVecBlock; ++u) acc[u] = add(k, wk, t + u * V, acc[u]);
     }
     for (int64_t u = 0; u < kVecBlock; ++u) acc[u].store(out + t + u * V);
   }
   for (; t < n; t += V) {
     Vec acc = Vec::loadu(out + t);
-    for (size_t k = 0; k < taps.size(); ++k) acc = at::vec::fmadd(Vec(w[k]), Vec::loadu(taps[k] + t), acc);
+    for (size_t k = 0; k < taps.size(); ++k) acc = add(k, Vec(w[k]), t, acc);
     acc.store(out + t);
-  }
-}
-
-// Adjoint of add_taps: tap[tap][t] += w[tap] * x[t] where keep[t], for t in [0, n). The mask (all bits set or
-// clear) makes the discarded columns add exactly nothing, even when a weight is inf or nan.
-template <typename acc_t>
-void scatter_taps(const std::vector<acc_t*>& taps, const acc_t* w, const acc_t* x, const acc_t* keep, int64_t n) {
-  using Vec = at::vec::Vectorized<acc_t>;
-  constexpr int64_t V = Vec::size();
-  for (int64_t t = 0; t < n; t += V) {
-    const Vec xv = Vec::loadu(x + t), kv = Vec::loadu(keep + t);
-    for (size_t k = 0; k < taps.size(); ++k) {
-      acc_t* p = taps[k] + t;
-      (Vec::loadu(p) + ((Vec(w[k]) * xv) & kv)).store(p);
-    }
   }
 }
 
@@ -100,25 +102,27 @@ void dot_taps(acc_t* sums, const std::vector<acc_t*>& taps, const acc_t* y, cons
 }
 
 // keep[t]: all bits set where flattened position t of a band (its rows of its columns, at the planes' pitch) is a
-// real output, clear elsewhere. Rebuilt only when the band's shape changes (a short last band or column tile).
+// real output, clear elsewhere, for t in [-lead, size). Rebuilt only when the band's shape changes (a short last band
+// or column tile).
 template <typename acc_t>
 class KeepMask {
  public:
-  KeepMask(int64_t size, int64_t pitch) : mask_(size), pitch_(pitch) {}
+  KeepMask(int64_t size, int64_t pitch, int64_t lead = 0) : mask_(lead + size), pitch_(pitch), lead_(lead) {}
 
   const acc_t* for_band(const Band& band) {
+    acc_t* keep = mask_.data() + lead_;
     if (band.rows != rows_ || band.cols != cols_) {
       rows_ = band.rows;
       cols_ = band.cols;
       std::memset(mask_.data(), 0, mask_.size() * sizeof(acc_t));
-      for (int64_t r = 0; r < rows_; ++r) std::memset(mask_.data() + r * pitch_, 0xff, cols_ * sizeof(acc_t));
+      for (int64_t r = 0; r < rows_; ++r) std::memset(keep + r * pitch_, 0xff, cols_ * sizeof(acc_t));
     }
-    return mask_.data();
+    return keep;
   }
 
  private:
   std::vector<acc_t> mask_;
-  int64_t pitch_, rows_ = -1, cols_ = -1;
+  int64_t pitch_, lead_, rows_ = -1, cols_ = -1;
 };
 
 // The weights of the m output-side channels of input-side channel c_in, [m, kd, kh, kw] (weights.size() values),
@@ -169,8 +173,14 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
   });
 }
 
-// y_acc (input side) += the adjoint of conv_nchw applied to x (output side). Parallel over y planes, each
-// written by one thread: per band, the taps scatter into zeroed phase planes, which scatter_add folds back.
+// y_acc (input side) += the adjoint of conv_nchw applied to x (output side). Parallel over y planes, each written by
+// one thread. Per band and kernel depth, every phase plane is computed as a gather: its position s is the sum, over
+// the taps k that read the plane (from offset o_k) and the m output channels j, of w[j, k] * x_j[s - o_k], x_j being
+// the band's x with zeros outside its kept outputs (held in shifted_x behind max_tap_offset() zeros); scatter_add
+// then folds the planes back. The sums stay in registers, where scattering each tap into the planes re-read and
+// re-wrote them per tap, and stride 1's overlapping taps stalled each load on the previous tap's store (7x7 at
+// multiplier 4: 14x conv's time). A channel with an inf or NaN weight masks each product by its x position's keep
+// mask, so that the weight reaches only what it multiplies.
 template <typename scalar_t>
 void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, acc_type<scalar_t>* y_acc) {
   using acc_t = acc_type<scalar_t>;
@@ -179,30 +189,68 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
   const int64_t taps_2d = g.kernel[1] * g.kernel[2], out_slice = g.conv_out_sizes[1] * out_w;
   at::parallel_for(0, g.batch * g.conv_in_channels, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes(g);
-    const auto& taps = planes.taps();
+    const int64_t lead = planes.max_tap_offset(), shifted_size = lead + planes.plane_size();
     const int64_t band_size = planes.band_buffer_size();
-    std::vector<acc_t> x_band(m * band_size, acc_t(0)), weights(m * g.kernel_volume());
-    KeepMask<acc_t> keep(band_size, planes.pitch());
+    std::vector<acc_t> shifted_x(m * shifted_size, acc_t(0)), weights(m * g.kernel_volume());
+    std::optional<KeepMask<acc_t>> keep;
+    // Per phase plane, its products: pointers at x_j[-o_k], the weights' indexes j * kernel volume + k, and per
+    // plane the weights of each kernel depth kd (phase_weights[p][kd * products + i]); where the keep mask is used,
+    // pointers into it as into x.
+    const int64_t phases = planes.phase_count();
+    std::vector<std::vector<acc_t*>> phase_x(phases);
+    std::vector<std::vector<const acc_t*>> phase_keep(phases);
+    std::vector<std::vector<int64_t>> phase_weight(phases);
+    std::vector<std::vector<acc_t>> phase_weights(phases);
+    for (int64_t j = 0; j < m; ++j) {
+      for (int64_t k = 0; k < taps_2d; ++k) {
+        const int64_t p = planes.tap_phase(k);
+        phase_x[p].push_back(shifted_x.data() + j * shifted_size + lead - planes.tap_offset(k));
+        phase_weight[p].push_back(j * g.kernel_volume() + k);
+      }
+    }
+    for (int64_t p = 0; p < phases; ++p) phase_weights[p].resize(g.kernel[0] * phase_weight[p].size());
     for (int64_t plane = begin; plane < end; ++plane) {
       const int64_t c_in = plane % g.conv_in_channels, n = plane / g.conv_in_channels;
       load_channel_weights(w, c_in, weights);
+      const bool masked = !std::all_of(weights.begin(), weights.end(), [](acc_t v) { return std::isfinite(v); });
+      if (masked && !keep) keep.emplace(planes.plane_size(), planes.pitch(), lead);
+      for (int64_t p = 0; p < phases; ++p) {
+        const int64_t products = phase_weight[p].size();
+        for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+          for (int64_t i = 0; i < products; ++i) {
+            phase_weights[p][kd * products + i] = weights[phase_weight[p][i] + kd * taps_2d];
+          }
+        }
+      }
       for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
         for (int64_t b = 0; b < planes.bands(); ++b) {
           const Band band = planes.band(b);
-          const int64_t n_pos = planes.positions(band.rows);
-          const acc_t* keep_mask = keep.for_band(band);
           for (int64_t j = 0; j < m; ++j) {
             const scalar_t* x_slice =
                 x + ((n * g.conv_out_channels + c_in * m + j) * g.conv_out_sizes[0] + od) * out_slice;
-            load_band(x_band.data() + j * band_size, x_slice, band, planes.pitch(), out_w);
+            acc_t* x_j = shifted_x.data() + j * shifted_size + lead;
+            load_band(x_j, x_slice, band, planes.pitch(), out_w);
+            std::fill(x_j + band.rows * planes.pitch(), x_j + band_size, acc_t(0));  // a longer band's rows
+          }
+          if (masked) {
+            const acc_t* keep_mask = keep->for_band(band);
+            for (int64_t p = 0; p < phases; ++p) {
+              phase_keep[p].clear();
+              for (const int64_t i : phase_weight[p]) phase_keep[p].push_back(keep_mask - planes.tap_offset(i % taps_2d));
+            }
           }
           for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
             const int64_t id = g.tap_source(0, od, kd);
             if (id < 0) continue;
             planes.zero();
-            for (int64_t j = 0; j < m; ++j) {
-              scatter_taps(taps, &weights[(j * g.kernel[0] + kd) * taps_2d], x_band.data() + j * band_size,
-                           keep_mask, n_pos);
+            for (int64_t p = 0; p < phases; ++p) {
+              if (phase_x[p].empty()) continue;
+              const acc_t* w_kd = phase_weights[p].data() + kd * phase_x[p].size();
+              if (masked) {
+                add_taps<true>(planes.phase_plane(p), phase_x[p], w_kd, planes.plane_positions(band), phase_keep[p]);
+              } else {
+                add_taps(planes.phase_plane(p), phase_x[p], w_kd, planes.plane_positions(band));
+              }
             }
             planes.scatter_add(y_acc + plane * g.conv_in_volume() + id * slice, band);
           }

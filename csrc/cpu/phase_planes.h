@@ -202,6 +202,20 @@ class PhasePlanes {
   // with lanes, [t * lanes + lane]).
   const std::vector<acc_t*>& taps() const { return taps_; }
 
+  // The same taps by phase plane, for a kernel that computes the planes themselves (a transposed conv's gather): tap
+  // k = kh * kw_count + kw reads phase plane tap_phase(k) from tap_offset(k) on (taps()[k] == phase_plane(tap_phase(k))
+  // + tap_offset(k) for channel 0), never beyond max_tap_offset(). A band reads plane_positions(band) positions of
+  // each plane (its rows and their halo; a whole number of vectors, at most plane_size()).
+  int64_t phase_count() const { return stride_h_ * stride_w_; }
+  acc_t* phase_plane(int64_t phase) { return data_.data() + phase * plane_size_; }
+  int64_t tap_phase(int64_t k) const { return phase_index(k / g_.kernel[2], k % g_.kernel[2]); }
+  int64_t tap_offset(int64_t k) const { return taps_[k] - data_.data() - tap_phase(k) * plane_size_; }
+  int64_t max_tap_offset() const { return (extra_rows_ * pitch_ + extra_cols_) * lanes_; }
+  int64_t plane_positions(const Band& band) const {
+    return ((band.rows + extra_rows_) * pitch_ + Vec::size() - 1) / Vec::size() * Vec::size() * lanes_;
+  }
+  int64_t plane_size() const { return plane_size_; }
+
  private:
   // `count` pixels of `lanes_` consecutive values each, pixel t at first + t * step, into consecutive positions: one
   // run where the pixels are adjacent, else a loop of fixed length for a stem's few channels (a call per pixel made
