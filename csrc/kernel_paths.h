@@ -60,6 +60,7 @@ enum class ConvTransposePath {
 
 enum class WeightGradPath {
   CpuDepthwise,            // cpu/depthwise.cpp
+  CpuTapDots,              // NCHW, few output channels per group: depthwise.cpp's kernel, over R input channels
   CpuPhasePlanes,          // NCHW: chunked GEMM reductions over phase-plane columns
   CpuChannelsLastGemm,     // channels-last: chunked GEMM reductions over im2col columns
   CudaPipelinedGemm,       // 16-bit or TF32, channels contiguous: cuda/pipelined_gemm.cuh split along the reduction
@@ -433,6 +434,16 @@ inline bool cuda_pipelined_weight_grad(const ConvGeometry& g, int64_t element_by
 // positions or more, and 1.32x and 1.51x with 20. One group keeps the channels-last GEMM (9 layers: 0.83-1.58x).
 constexpr int64_t kWeightGradNchwMinPositions = 64;
 
+// The most output channels per group whose NCHW weight gradient runs depthwise.cpp's kernel, generalized to any
+// number of input channels per group (cpu_tap_dots): per input channel and band, its phase planes gathered once, then
+// register blocks of 3 output channels x 4 taps of dot products over the band. The phase planes' GEMMs instead reduce
+// a band's positions into a [C_out, C_in x taps] partial gradient: for few output channels a skinny product that
+// re-reads and re-writes the partial per band. Random layers, float32, 2 cores, the op alone, interleaved against the
+// phase planes: up to 12 output channels per group 0.09-1.07x its time on 58 calls of seeds 1-2 (a 451 -> 3 k6x7
+// conv 0.10x); 13-63 mixed, 0.22-2.63x. Under this bound on seeds 3-5: geomean 0.51x on 81 calls, 4 above 1.05x (up
+// to 1.36x: a stride-3 1x1 kernel, and 1-d rows of 9-18 outputs).
+constexpr int64_t kTapDotsMaxOutChannels = 12;
+
 // conv_weight_grad. element_bytes, reduced_precision and cuda as for conv (cuda.channel_vectors: of x and grad_output
 // both).
 inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend backend, bool channels_last,
@@ -447,7 +458,9 @@ inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend bac
   if (channels_last && (g.groups == 1 || g.conv_out_volume() < kWeightGradNchwMinPositions)) {
     return WeightGradPath::CpuChannelsLastGemm;
   }
-  return cpu_depthwise(g, /*channels_last=*/false) ? WeightGradPath::CpuDepthwise : WeightGradPath::CpuPhasePlanes;
+  if (cpu_depthwise(g, /*channels_last=*/false)) return WeightGradPath::CpuDepthwise;
+  return g.conv_out_channels_per_group() <= kTapDotsMaxOutChannels ? WeightGradPath::CpuTapDots
+                                                                  : WeightGradPath::CpuPhasePlanes;
 }
 
 // Whether a CPU weight-gradient path reads channels-last tensors in place; where it does not, the op gives it NCHW
@@ -502,6 +515,7 @@ inline const char* path_name(ConvTransposePath path) {
 inline const char* path_name(WeightGradPath path) {
   switch (path) {
     case WeightGradPath::CpuDepthwise: return "cpu_depthwise";
+    case WeightGradPath::CpuTapDots: return "cpu_tap_dots";
     case WeightGradPath::CpuPhasePlanes: return "cpu_phase_planes";
     case WeightGradPath::CpuChannelsLastGemm: return "cpu_channels_last_gemm";
     case WeightGradPath::CudaPipelinedGemm: return "cuda_pipelined_gemm";

@@ -126,7 +126,7 @@ CODE_PATHS = {
                                                            padding_mode="reflect",
                                                            kernels=_kernels("cpu_grouped_expanded",
                                                                             "cpu_grouped_expanded",
-                                                                            "cpu_phase_planes")),
+                                                                            "cpu_tap_dots")),
     "1d_transposed_symmetric_crop": _path(True, (20_000,), 16, 8, 4, stride=2, kernels=TORCH),
     "1d_transposed_strided_symmetric_crop": _path(True, (300,), 16, 16, 4, stride=2,
                                                   kernels=_kernels("cpu_tap_gemms", "cpu_phase_planes",
@@ -173,7 +173,7 @@ CODE_PATHS = {
                                                           "cpu_channels_last_gemm")),
     "2d_transposed_depthwise": _path(True, (9, 9), 8, 8, 4, groups=8, stride=2, kernels=DEPTHWISE),
     "3d_transposed": _path(True, (4, 5, 6), 4, 6, 3, stride=2,
-                           kernels=_kernels("cpu_column_gemm", "cpu_gemm_col2im", "cpu_phase_planes")),
+                           kernels=_kernels("cpu_column_gemm", "cpu_gemm_col2im", "cpu_tap_dots")),
 }
 # The register-blocked kernels (float accumulation; kernel_paths.h's cpu_blocked_direct) at each ISA: NCHW with 'same'
 # stride-2 pads (0, 1), channels-last grouped reflect with a partial last block of output channels (40 per group),
@@ -198,25 +198,26 @@ for _isa in ("avx2", "avx512"):
         # Fewer than 16 input channels per group: channels-last with a reduction of 8 or more (4 x 9 here, its input
         # gradient folded, at 2^20 multiply-adds or more; the channels-last depthwise x3 conv's input gradient, 3 x 9,
         # while the conv itself is the depthwise kernel's, with expanded rows), and NCHW grouped (4 and, for the input
-        # gradient, 2 channels per group). Their weight gradients take NCHW copies: the phase planes, and the NCHW
-        # depthwise kernel for the multiplier 3.
+        # gradient, 2 channels per group). Their weight gradients take NCHW copies: with at most 12 output channels
+        # per group the NCHW depthwise kernel's tap dots over several input channels per group, and that kernel
+        # itself for the multiplier 3.
         f"2d_grouped_few_channels_channels_last_reflect_{_isa}": _path(
             False, (28, 30), 16, 20, 3, groups=4, padding_mode="reflect", channels_last=True, isa=_isa,
-            kernels=_kernels(_blocked, _folded, "cpu_phase_planes")),
+            kernels=_kernels(_blocked, _folded, "cpu_tap_dots")),
         f"2d_depthwise_x3_channels_last_{_isa}": _path(False, (12, 13), 8, 24, 3, groups=8, channels_last=True,
                                                        isa=_isa,
                                                        kernels=_kernels("cpu_depthwise", _blocked, "cpu_depthwise")),
         f"1d_grouped_few_channels_causal_{_isa}": _path(False, (40,), 12, 6, 5, groups=3, padding="causal", isa=_isa,
-                                                        kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),
+                                                        kernels=_kernels(_blocked, _blocked, "cpu_tap_dots")),
         # Strided transposed convs with fewer than 16 x channels per group and 2^18 multiply-adds per phase run one
-        # blocked conv per stride phase: in zeros (6 x channels, 4 phases of 4 taps; crops torch's cannot express), and in reflect
-        # for a stride-2 conv's input gradient (10 x channels, 4 phases of about 2 taps).
+        # blocked conv per stride phase: in zeros (6 x channels, 4 phases of 4 taps; crops torch's cannot express),
+        # and in reflect for a stride-2 conv's input gradient (10 x channels, 4 phases of about 2 taps).
         f"2d_transposed_few_channels_s2_{_isa}": _path(True, (64, 70), 6, 20, 4, stride=2, padding=((1, 2), (1, 2)),
                                                        isa=_isa,
-                                                       kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),
+                                                       kernels=_kernels(_blocked, _blocked, "cpu_tap_dots")),
         f"2d_reflect_s2_few_output_channels_{_isa}": _path(False, (120, 130), 32, 10, 3, stride=2,
                                                            padding_mode="reflect", isa=_isa,
-                                                           kernels=_kernels(_blocked, _folded, "cpu_phase_planes")),
+                                                           kernels=_kernels(_blocked, _folded, "cpu_tap_dots")),
     })
 # The bfloat16 dot-product kernel (AVX512_BF16), asserted in bfloat16 (the case's dtype; float32 calls at this ISA run
 # AVX-512's float32 kernel): bfloat16 convs with an even number of input channels per group, NCHW and channels-last

@@ -229,9 +229,9 @@ def test_conv_transpose_grads_vs_reference(padding, dtype, device):
 # (size, c_in, c_out, kernel, stride, groups, mode, dtype): NCHW weight gradients over images of few positions, which
 # the CPU's phase planes reduce several images to a GEMM (a short last run of images: batch 7); 1-d and 2-d, grouped.
 FEW_POSITION_WEIGHT_GRADS = [((9,), 24, 20, 4, 3, 1, "reflect", torch.float32),
-                             ((5, 6), 16, 12, 3, 2, 4, "zeros", torch.float32),
-                             ((4, 4), 12, 10, 2, 1, 2, "circular", torch.float64),
-                             ((7,), 16, 8, 5, 2, 2, "replicate", torch.bfloat16)]
+                             ((5, 6), 16, 56, 3, 2, 4, "zeros", torch.float32),
+                             ((4, 4), 12, 26, 2, 1, 2, "circular", torch.float64),
+                             ((7,), 16, 28, 5, 2, 2, "replicate", torch.bfloat16)]
 
 
 @pytest.mark.parametrize("size, c_in, c_out, kernel, stride, groups, mode, dtype", FEW_POSITION_WEIGHT_GRADS)

@@ -2,8 +2,8 @@
 
 - on CPU, repeated calls of every kernel path, forward and backward, are bitwise identical for a fixed thread count
   (float64, float32, bfloat16; values and bit patterns are compared, so -0.0 against 0.0 counts as a difference);
-- across thread counts results are only reported (run with -rP to see the table), except the depthwise weight
-  gradient, which csrc/cpu/depthwise.cpp documents as independent of the thread count;
+- across thread counts results are only reported (run with -rP to see the table), except the weight gradients of
+  csrc/cpu/depthwise.cpp (depthwise and tap dots), which it documents as independent of the thread count;
 - on CUDA, torch.use_deterministic_algorithms(True) gives bitwise-identical repeats or a clear error.
 """
 
@@ -76,15 +76,16 @@ def test_bitwise_comparison_sees_negative_zero():
 # --------------------------------------------------------------------------------------------
 # CPU: across thread counts (reported; required only where the code documents it).
 
-# depthwise.cpp: each channel's weight gradient is summed by one thread in an order fixed by the geometry. (Depthwise
-# calls that kernel_paths.h leaves to torch have torch's own guarantees.)
-DEPTHWISE_PATHS = {name for name, path in CODE_PATHS.items() if ("conv_weight_grad", "cpu_depthwise") in path.kernels}
+# depthwise.cpp: each weight-gradient value is summed by one thread in an order fixed by the geometry, depthwise and
+# tap dots alike. (Depthwise calls that kernel_paths.h leaves to torch have torch's own guarantees.)
+DEPTHWISE_PATHS = {name for name, path in CODE_PATHS.items()
+                   if {("conv_weight_grad", "cpu_depthwise"), ("conv_weight_grad", "cpu_tap_dots")} & set(path.kernels)}
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_results_across_thread_counts(dtype):
     """Prints which op's results change with the thread count. Requires the results at every count to be within
-    tolerance, and the depthwise weight gradient to be bitwise independent of it."""
+    tolerance, and depthwise.cpp's weight gradients to be bitwise independent of it."""
     counts = sorted({1, 2, torch.get_num_threads()})
     report = []
     for name, path in CODE_PATHS.items():
@@ -103,7 +104,7 @@ def test_results_across_thread_counts(dtype):
                     differing[result_name] = op
         report.append(f"{name:38s} " + (", ".join(differing.values()) or "identical"))
         if name in DEPTHWISE_PATHS:
-            assert "weight grad" not in differing, f"{name}: depthwise weight gradient changes with the thread count"
+            assert "weight grad" not in differing, f"{name}: depthwise.cpp's weight gradient changes with the thread count"
     print(f"\n{dtype}, thread counts {counts}: results that differ between thread counts\n" + "\n".join(report))
 
 

@@ -30,7 +30,8 @@ def test_every_cpu_kernel_path_is_reached():
                                                     "cpu_blocked_folded_avx2", "cpu_blocked_folded_avx512",
                                                     "cpu_depthwise", "cpu_grouped_expanded", "cpu_phase_planes",
                                                     "cpu_gemm_col2im")}
-    every |= {("conv_weight_grad", name) for name in ("cpu_depthwise", "cpu_phase_planes", "cpu_channels_last_gemm")}
+    every |= {("conv_weight_grad", name) for name in ("cpu_depthwise", "cpu_tap_dots", "cpu_phase_planes",
+                                                      "cpu_channels_last_gemm")}
     assert reached == every
 
 

@@ -105,6 +105,36 @@ def test_non_finite_weight_poisons_only_what_it_reaches(in_channels, out_channel
     torch.testing.assert_close(mine[finite], theirs[finite])
 
 
+@pytest.mark.parametrize("column", [29, 10], ids=["unread", "read"])
+@pytest.mark.parametrize("in_channels, out_channels, groups, path", [
+    (16, 16, 1, "cpu_phase_planes"), (4, 4, 4, "cpu_depthwise"), (8, 8, 4, "cpu_tap_dots")])
+def test_non_finite_input_reaches_only_the_weight_gradients_that_read_it(in_channels, out_channels, groups, path,
+                                                                         column):
+    """An inf in the input gives the weight gradient NaN/inf exactly where the reference has them. Width 30, k3, s2,
+    'valid': no output reads column 29, but a band's discarded column gathers it into a tap; a product with it must
+    add nothing (the tap-dot kernels sum again with masks once a sum comes out non-finite). Column 10 is read."""
+    case = float64_case(False, (40, 30), in_channels, out_channels, 3, stride=2, padding="valid", groups=groups,
+                        batch=2)
+    x, w, b = case.random_inputs()
+    x[1, 1, 7, column] = float("inf")
+    grads = []
+    for function in (case.fastpad_function(), case.reference_function()):
+        weight = w.clone().requires_grad_()
+        with _RecordFastpadOps() as record:
+            output = function(x, weight, b)
+            output.backward(torch.randn_like(output, generator=torch.Generator().manual_seed(0)))
+        grads.append(weight.grad)
+        if record.calls:
+            paths = {torch.ops.fastpad._conv_weight_grad_path(*args, "cpu") for op, args in record.calls
+                     if op == "conv_weight_grad"}
+            assert paths == {path}
+    mine, theirs = grads
+    assert theirs.isfinite().all() == (column == 29)
+    assert torch.equal(mine.isfinite(), theirs.isfinite())
+    finite = theirs.isfinite()
+    torch.testing.assert_close(mine[finite], theirs[finite])
+
+
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
 @pytest.mark.parametrize("mode", PADDING_MODES)
 @pytest.mark.parametrize("kernel, stride", [(3, 2), (7, 2), (4, 1)])

@@ -159,6 +159,7 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_weight_grad_cpu", [&] {
     switch (path) {
       case WeightGradPath::CpuDepthwise:
+      case WeightGradPath::CpuTapDots:
         grad = depthwise_weight_grad(g, x, gy, kernel_channels_last);
         break;
       case WeightGradPath::CpuChannelsLastGemm:

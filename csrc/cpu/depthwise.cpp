@@ -78,29 +78,6 @@ void add_taps(acc_t* out, const std::vector<acc_t*>& taps, const acc_t* w, int64
   }
 }
 
-// sums[tap] += sum over t in [0, n) of (y[t] * tap[tap][t]) where keep[t]: one tap at a time, kVecBlock
-// partial sums, in a fixed order.
-template <typename acc_t>
-void dot_taps(acc_t* sums, const std::vector<acc_t*>& taps, const acc_t* y, const acc_t* keep, int64_t n) {
-  using Vec = at::vec::Vectorized<acc_t>;
-  constexpr int64_t V = Vec::size();
-  for (size_t k = 0; k < taps.size(); ++k) {
-    Vec partial[kVecBlock];
-    std::fill_n(partial, kVecBlock, Vec(acc_t(0)));
-    int64_t t = 0;
-    for (; t + kVecBlock * V <= n; t += kVecBlock * V) {
-      for (int64_t u = 0; u < kVecBlock; ++u) {
-        const int64_t i = t + u * V;
-        partial[u] = partial[u] + ((Vec::loadu(y + i) * Vec::loadu(taps[k] + i)) & Vec::loadu(keep + i));
-      }
-    }
-    for (; t < n; t += V) partial[0] = partial[0] + ((Vec::loadu(y + t) * Vec::loadu(taps[k] + t)) & Vec::loadu(keep + t));
-    acc_t lanes[V];
-    ((partial[0] + partial[1]) + (partial[2] + partial[3])).store(lanes);
-    sums[k] += std::accumulate(lanes, lanes + V, acc_t(0));
-  }
-}
-
 // keep[t]: all bits set where flattened position t of a band (its rows of its columns, at the planes' pitch) is a
 // real output, clear elsewhere, for t in [-lead, size). Rebuilt only when the band's shape changes (a short last band
 // or column tile).
@@ -236,7 +213,9 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
             const acc_t* keep_mask = keep->for_band(band);
             for (int64_t p = 0; p < phases; ++p) {
               phase_keep[p].clear();
-              for (const int64_t i : phase_weight[p]) phase_keep[p].push_back(keep_mask - planes.tap_offset(i % taps_2d));
+              for (const int64_t i : phase_weight[p]) {
+                phase_keep[p].push_back(keep_mask - planes.tap_offset(i % taps_2d));
+              }
             }
           }
           for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
@@ -260,37 +239,131 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
   });
 }
 
-// gw[c, tap] = sum over images and output positions of gy * the tap's padded input. Parallel over channels, each
-// summed by one thread in an order fixed by the geometry alone, so the result does not depend on the thread count.
+// The register blocks of the NCHW weight gradient: kDotOutBlock output channels x kDotTapBlock taps of vector sums,
+// one gy vector per output channel and one tap vector in AVX2's 16 registers.
+constexpr int64_t kDotOutBlock = 3, kDotTapBlock = 4;
+
+// sums[o * sums_stride + k] += sum over t in [0, n) of gy[o][t] * taps[k][t] (kMasked: where keep[t]), for kOut
+// output channels (gy rows gy_stride apart) and kTaps taps, n a multiple of the vector size: every gy and tap vector
+// is loaded once for all kOut x kTaps sums, which stay in registers, and are added in a fixed order.
+template <int64_t kOut, int64_t kTaps, bool kMasked, typename acc_t>
+void dot_block(acc_t* sums, int64_t sums_stride, const acc_t* const* taps, const acc_t* gy, int64_t gy_stride,
+               const acc_t* keep, int64_t n) {
+  using Vec = at::vec::Vectorized<acc_t>;
+  constexpr int64_t V = Vec::size();
+  Vec acc[kOut][kTaps];
+  for (int64_t o = 0; o < kOut; ++o) std::fill_n(acc[o], kTaps, Vec(acc_t(0)));
+  for (int64_t t = 0; t < n; t += V) {
+    Vec y[kOut];
+    for (int64_t o = 0; o < kOut; ++o) y[o] = Vec::loadu(gy + o * gy_stride + t);
+    for (int64_t k = 0; k < kTaps; ++k) {
+      const Vec x = Vec::loadu(taps[k] + t);
+      for (int64_t o = 0; o < kOut; ++o) {
+        if constexpr (kMasked) {
+          acc[o][k] = acc[o][k] + ((y[o] * x) & Vec::loadu(keep + t));
+        } else {
+          acc[o][k] = at::vec::fmadd(y[o], x, acc[o][k]);
+        }
+      }
+    }
+  }
+  for (int64_t o = 0; o < kOut; ++o) {
+    for (int64_t k = 0; k < kTaps; ++k) {
+      acc_t lanes[V];
+      acc[o][k].store(lanes);
+      sums[o * sums_stride + k] += std::accumulate(lanes, lanes + V, acc_t(0));
+    }
+  }
+}
+
+// dot_block for `outs` (1..kDotOutBlock) output channels and `tap_count` (1..kDotTapBlock) taps.
+template <bool kMasked, typename acc_t>
+void dot_block(int64_t outs, int64_t tap_count, acc_t* sums, int64_t sums_stride, const acc_t* const* taps,
+               const acc_t* gy, int64_t gy_stride, const acc_t* keep, int64_t n) {
+  const auto run = [&](auto out_count) {
+    constexpr int64_t kOut = decltype(out_count)::value;
+    switch (tap_count) {
+      case 1: return dot_block<kOut, 1, kMasked>(sums, sums_stride, taps, gy, gy_stride, keep, n);
+      case 2: return dot_block<kOut, 2, kMasked>(sums, sums_stride, taps, gy, gy_stride, keep, n);
+      case 3: return dot_block<kOut, 3, kMasked>(sums, sums_stride, taps, gy, gy_stride, keep, n);
+      default: return dot_block<kOut, kDotTapBlock, kMasked>(sums, sums_stride, taps, gy, gy_stride, keep, n);
+    }
+  };
+  static_assert(kDotOutBlock == 3 && kDotTapBlock == 4, "the cases below");
+  switch (outs) {
+    case 1: return run(std::integral_constant<int64_t, 1>());
+    case 2: return run(std::integral_constant<int64_t, 2>());
+    default: return run(std::integral_constant<int64_t, kDotOutBlock>());
+  }
+}
+
+// gw[c, r, tap] = sum over images and output positions of gy[c] * the tap's padded input channel r of c's group, for
+// any R input and m output channels per group (depthwise: R = 1). Parallel over runs of a group's input channels
+// (about one run per thread); each gradient value is summed by one thread in an order fixed by the geometry alone, so
+// the result does not depend on the thread count. Per band, the gy of the group's m output channels is loaded once
+// for the run; per input channel and kernel depth, its phase planes are gathered once, and dot_block reduces every tap
+// against each output channel's gy. The band's discarded columns hold zeros in gy but real input values in the taps,
+// which add exactly zero where they are finite. So a run whose sums all come out finite met no inf or NaN there; one
+// whose sums do not is summed again with each product masked by its position's keep mask, so that an inf or NaN
+// reaches only the sums the reference's products take it to.
 template <typename scalar_t>
 void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* gy, acc_type<scalar_t>* gw) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t m = g.conv_out_channels_per_group(), out_w = g.conv_out_sizes[2],
-                slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
-  const int64_t taps_2d = g.kernel[1] * g.kernel[2], out_slice = g.conv_out_sizes[1] * out_w;
-  at::parallel_for(0, g.conv_out_channels, 1, [&](int64_t begin, int64_t end) {
-    PhasePlanes<acc_t> planes(g);
-    const auto& taps = planes.taps();
-    std::vector<acc_t> gy_band(planes.band_buffer_size(), acc_t(0));
-    KeepMask<acc_t> keep(planes.band_buffer_size(), planes.pitch());
-    for (int64_t c = begin; c < end; ++c) {
-      acc_t* sums = gw + c * g.kernel_volume();
-      std::fill_n(sums, g.kernel_volume(), acc_t(0));
+  const int64_t m = g.conv_out_channels_per_group(), reduction = g.conv_in_channels_per_group(),
+                out_w = g.conv_out_sizes[2], slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
+  const int64_t taps_2d = g.kernel[1] * g.kernel[2], taps = g.kernel_volume(), out_slice = g.conv_out_sizes[1] * out_w;
+  const int64_t runs_per_group = std::min(reduction, (at::get_num_threads() + g.groups - 1) / g.groups);
+  const int64_t run_length = (reduction + runs_per_group - 1) / runs_per_group;
+  at::parallel_for(0, g.groups * runs_per_group, 1, [&](int64_t begin, int64_t end) {
+    PhasePlanes<acc_t> planes(g, 1, kPhasePlaneBytes, m * static_cast<int64_t>(sizeof(acc_t)));  // and the gy bands
+    const int64_t band_size = planes.band_buffer_size();
+    std::vector<acc_t> gy_bands(m * band_size, acc_t(0)), sums(m * run_length * taps);  // sums: [r - r0][j][tap]
+    KeepMask<acc_t> keep(band_size, planes.pitch());
+    const auto sum_run = [&](int64_t group, int64_t r0, int64_t run, auto masked) {
+      constexpr bool kMasked = decltype(masked)::value;
+      std::fill(sums.begin(), sums.end(), acc_t(0));
       for (int64_t n = 0; n < g.batch; ++n) {
-        const scalar_t* x_plane = x + (n * g.conv_in_channels + c / m) * g.conv_in_volume();
         for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
-          const scalar_t* gy_slice = gy + ((n * g.conv_out_channels + c) * g.conv_out_sizes[0] + od) * out_slice;
           for (int64_t b = 0; b < planes.bands(); ++b) {
             const Band band = planes.band(b);
-            const acc_t* keep_mask = keep.for_band(band);
-            load_band(gy_band.data(), gy_slice, band, planes.pitch(), out_w);
-            for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-              const int64_t id = g.tap_source(0, od, kd);
-              if (id < 0) continue;
-              planes.gather(x_plane + id * slice, band);
-              dot_taps(sums + kd * taps_2d, taps, gy_band.data(), keep_mask, planes.positions(band.rows));
+            const int64_t n_pos = planes.positions(band.rows);
+            const acc_t* keep_mask = kMasked ? keep.for_band(band) : nullptr;
+            for (int64_t j = 0; j < m; ++j) {
+              acc_t* gy_band = gy_bands.data() + j * band_size;
+              load_band(gy_band, gy + ((n * g.conv_out_channels + group * m + j) * g.conv_out_sizes[0] + od) * out_slice,
+                        band, planes.pitch(), out_w);
+              std::fill(gy_band + band.rows * planes.pitch(), gy_band + band_size, acc_t(0));  // a longer band's rows
+            }
+            for (int64_t r = r0; r < r0 + run; ++r) {
+              const scalar_t* x_plane = x + (n * g.conv_in_channels + group * reduction + r) * g.conv_in_volume();
+              acc_t* r_sums = sums.data() + (r - r0) * m * taps;
+              for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+                const int64_t id = g.tap_source(0, od, kd);
+                if (id < 0) continue;
+                planes.gather(x_plane + id * slice, band);
+                for (int64_t j0 = 0; j0 < m; j0 += kDotOutBlock) {
+                  for (int64_t k0 = 0; k0 < taps_2d; k0 += kDotTapBlock) {
+                    dot_block<kMasked>(std::min(kDotOutBlock, m - j0), std::min(kDotTapBlock, taps_2d - k0),
+                                       r_sums + j0 * taps + kd * taps_2d + k0, taps, planes.taps().data() + k0,
+                                       gy_bands.data() + j0 * band_size, band_size, keep_mask, n_pos);
+                  }
+                }
+              }
             }
           }
+        }
+      }
+    };
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t group = item / runs_per_group, r0 = (item % runs_per_group) * run_length;
+      const int64_t run = std::min(run_length, reduction - r0);
+      sum_run(group, r0, run, std::false_type());
+      if (!std::all_of(sums.begin(), sums.end(), [](acc_t v) { return std::isfinite(v); })) {
+        sum_run(group, r0, run, std::true_type());
+      }
+      for (int64_t r = r0; r < r0 + run; ++r) {
+        for (int64_t j = 0; j < m; ++j) {
+          std::copy_n(sums.data() + ((r - r0) * m + j) * taps, taps, gw + ((group * m + j) * reduction + r) * taps);
         }
       }
     }
@@ -688,7 +761,7 @@ at::Tensor depthwise_weight_grad(const ConvGeometry& g, const at::Tensor& x, con
   at::Tensor grad;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_depthwise_weight_grad", [&] {
     using acc_t = acc_type<scalar_t>;
-    grad = at::empty({g.conv_out_channels, 1, g.kernel_volume()},
+    grad = at::empty({g.conv_out_channels, g.conv_in_channels_per_group(), g.kernel_volume()},
                      x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
     const auto weight_grad = channels_last ? weight_grad_nhwc<scalar_t> : weight_grad_nchw<scalar_t>;
     weight_grad(g, x.const_data_ptr<scalar_t>(), grad_output.const_data_ptr<scalar_t>(), grad.mutable_data_ptr<acc_t>());

@@ -4,7 +4,8 @@
 // m == 1 for the transposed conv and the weight gradient).
 // The channels-last conv and transposed conv also take grouped problems with a few channels per group
 // (cpu_grouped_expanded): the conv's input rows, and the transposed conv's x pixels, are expanded so that each output
-// channel's lane reads its own group's channels.
+// channel's lane reads its own group's channels. The NCHW weight gradient takes any number of input channels per group
+// (cpu_tap_dots: few output channels per group).
 // Padding: NCHW rows are read through phase rows whose borders the padding mode resolves; channels-last
 // resolves each tap's source pixel. No padded tensor is built.
 #pragma once
@@ -23,7 +24,7 @@ void depthwise_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
 void depthwise_conv_transpose(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
                               at::Tensor& y_acc, bool channels_last);
 
-// The weight gradient, [C_out, 1, *k] in the accumulation type.
+// The weight gradient, [C_out, C_in / groups, *k] in the accumulation type.
 at::Tensor depthwise_weight_grad(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
                                  bool channels_last);
 
