@@ -172,6 +172,12 @@ CODE_PATHS = {
                                          kernels=_kernels("cpu_channels_last_direct", "cpu_gemm_col2im",
                                                           "cpu_channels_last_gemm")),
     "2d_transposed_depthwise": _path(True, (9, 9), 8, 8, 4, groups=8, stride=2, kernels=DEPTHWISE),
+    # NCHW grouped with 2 output channels per group: the input gradient (4 y and 2 x channels per group) sums each
+    # y plane over its group's x channels in depthwise.cpp's NCHW kernel, the weight gradient is its tap dots.
+    "2d_grouped_two_x_channels_reflect_s2": _path(False, (17, 18), 12, 6, 3, groups=3, stride=2,
+                                                  padding_mode="reflect",
+                                                  kernels=_kernels("cpu_column_gemm", "cpu_grouped_planes",
+                                                                   "cpu_tap_dots")),
     "3d_transposed": _path(True, (4, 5, 6), 4, 6, 3, stride=2,
                            kernels=_kernels("cpu_column_gemm", "cpu_gemm_col2im", "cpu_tap_dots")),
 }
@@ -198,7 +204,7 @@ for _isa in ("avx2", "avx512"):
         # Fewer than 16 input channels per group: channels-last with a reduction of 8 or more (4 x 9 here, its input
         # gradient folded, at 2^20 multiply-adds or more; the channels-last depthwise x3 conv's input gradient, 3 x 9,
         # while the conv itself is the depthwise kernel's, with expanded rows), and NCHW grouped (4 and, for the input
-        # gradient, 2 channels per group). Their weight gradients take NCHW copies: with at most 12 output channels
+        # gradient, 5 channels per group). Their weight gradients take NCHW copies: with at most 12 output channels
         # per group the NCHW depthwise kernel's tap dots over several input channels per group, and that kernel
         # itself for the multiplier 3.
         f"2d_grouped_few_channels_channels_last_reflect_{_isa}": _path(
@@ -207,7 +213,7 @@ for _isa in ("avx2", "avx512"):
         f"2d_depthwise_x3_channels_last_{_isa}": _path(False, (12, 13), 8, 24, 3, groups=8, channels_last=True,
                                                        isa=_isa,
                                                        kernels=_kernels("cpu_depthwise", _blocked, "cpu_depthwise")),
-        f"1d_grouped_few_channels_causal_{_isa}": _path(False, (40,), 12, 6, 5, groups=3, padding="causal", isa=_isa,
+        f"1d_grouped_few_channels_causal_{_isa}": _path(False, (40,), 12, 15, 5, groups=3, padding="causal", isa=_isa,
                                                         kernels=_kernels(_blocked, _blocked, "cpu_tap_dots")),
         # Strided transposed convs with fewer than 16 x channels per group and 2^18 multiply-adds per phase run one
         # blocked conv per stride phase: in zeros (6 x channels, 4 phases of 4 taps; crops torch's cannot express),

@@ -199,7 +199,11 @@ def random_few_channels_case(rng):
         # Channels-last grouped convs with up to 3 output channels per group may take cpu_grouped_expanded instead
         # (tests/test_conv.py).
         grouped_expanded = not nchw and not transposed and groups > 1 and in_per_group > 1 and out_per_group <= 3
-        if not depthwise and not grouped_expanded and ((nchw and not transposed and groups > 1) or blocked_transposed):
+        # NCHW grouped transposed convs with up to 4 x and 2-16 y channels per group take cpu_grouped_planes
+        # (tests/test_phase_planes.py, tests/code_paths.py).
+        grouped_planes = nchw and transposed and groups > 1 and 1 < out_per_group <= 16 and in_per_group <= 4
+        if not depthwise and not grouped_expanded and not grouped_planes and (
+                (nchw and not transposed and groups > 1) or blocked_transposed):
             break
     dilation = tuple(rng.randint(1, 2) for _ in range(dims))
     size = tuple(rng.randint((k - 1) * d + 1, 12 if dims < 3 else 7) for k, d in zip(kernel, dilation))
@@ -248,7 +252,7 @@ def test_channels_last_transposed_with_one_channel_per_group(isa):
 FOLDED_CASES = [ConvCase(False, (30, 31), 16, 24, 3, 1, ((1, 2), (2, 0)), padding_mode="reflect"),
                 ConvCase(False, (20, 21), 5, 12, 3, 1, ((5, 5), (6, 1)), dilation=(1, 2), padding_mode="reflect",
                          layout="channels_last", batch=4),
-                ConvCase(False, (40, 30), 24, 12, (4, 2), 1, ((7, 0), (1, 9)), padding_mode="replicate", groups=3),
+                ConvCase(False, (40, 30), 24, 15, (4, 2), 1, ((7, 0), (1, 9)), padding_mode="replicate", groups=3),
                 ConvCase(False, (8, 9, 10), 8, 16, 3, 1, "same", padding_mode="circular", layout="channels_last"),
                 ConvCase(False, (2000,), 3, 20, 7, 1, "causal", dilation=2, padding_mode="reflect", bias=False),
                 # Strided (2^18 multiply-adds per phase or more): 4 phases of about 2 taps over 10 x channels; the taps never

@@ -76,13 +76,16 @@ def test_several_bands(channels, groups, mode):
 
 @pytest.mark.parametrize("stride", [2, 1])
 @pytest.mark.parametrize("padding, mode", [("valid", "zeros"), ("same", "reflect")])
-@pytest.mark.parametrize("in_channels, out_channels, groups", [(16, 16, 1), (4, 4, 4), (4, 8, 4)],
-                         ids=["dense", "depthwise", "depthwise_multiplier"])
-def test_non_finite_weight_poisons_only_what_it_reaches(in_channels, out_channels, groups, padding, mode, stride):
+@pytest.mark.parametrize("in_channels, out_channels, groups, path", [
+    (16, 16, 1, None), (4, 4, 4, "cpu_depthwise"), (4, 8, 4, "cpu_depthwise"), (12, 6, 3, "cpu_grouped_planes")],
+    ids=["dense", "depthwise", "depthwise_multiplier", "grouped_few_channels"])
+def test_non_finite_weight_poisons_only_what_it_reaches(in_channels, out_channels, groups, path, padding, mode,
+                                                        stride):
     """An inf weight gives the input gradient NaN/inf exactly where the reference has them. The discarded columns
     of a band reach input columns that no output reads (width 30, k3, s2, 'valid': column 29) or, in reflect
-    mode, fold back onto real ones; they must add nothing there. The depthwise input gradient sums each phase plane
-    over the taps that read it, so a product with a position outside the band's outputs must add nothing either."""
+    mode, fold back onto real ones; they must add nothing there. The depthwise (and grouped few-channel) input
+    gradient sums each phase plane over the taps that read it, so a product with a position outside the band's
+    outputs must add nothing either."""
     case = float64_case(False, (40, 30), in_channels, out_channels, 3, stride=stride, padding=padding, groups=groups,
                         padding_mode=mode, batch=1)
     x, w, b = case.random_inputs()
@@ -94,10 +97,10 @@ def test_non_finite_weight_poisons_only_what_it_reaches(in_channels, out_channel
             output = function(leaf, w, b)
             output.backward(torch.ones_like(output))
         grads.append(leaf.grad)
-        if groups > 1 and record.calls:
+        if path and record.calls:
             paths = {torch.ops.fastpad._conv_transpose_path(*args, "cpu") for op, args in record.calls
                      if op == "conv_transpose"}
-            assert paths == {"cpu_depthwise"}
+            assert paths == {path}
     mine, theirs = grads
     assert not theirs.isfinite().all() and theirs.isfinite().any()
     assert torch.equal(mine.isfinite(), theirs.isfinite())

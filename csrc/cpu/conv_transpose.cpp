@@ -358,6 +358,7 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
       switch (path) {
         case ConvTransposePath::CpuDepthwise:
         case ConvTransposePath::CpuGroupedExpanded:
+        case ConvTransposePath::CpuGroupedPlanes:
           depthwise_conv_transpose(gc, xc, weight, y_acc, channels_last);
           break;
         case ConvTransposePath::CpuPhasePlanes:

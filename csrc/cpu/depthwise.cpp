@@ -102,12 +102,18 @@ class KeepMask {
   int64_t pitch_, lead_, rows_ = -1, cols_ = -1;
 };
 
-// The weights of the m output-side channels of input-side channel c_in, [m, kd, kh, kw] (weights.size() values),
-// in the accumulation type.
+// The weights that input-side channel c_in meets, [m, kd, kh, kw] (weights.size() values) in the accumulation type:
+// those of the m output-side channels of its group, at its place r among the group's R input-side channels
+// (w[group * m + j][r][taps]; depthwise: one contiguous run).
 template <typename scalar_t, typename acc_t>
-void load_channel_weights(const scalar_t* w, int64_t c_in, std::vector<acc_t>& weights) {
-  const scalar_t* src = w + c_in * static_cast<int64_t>(weights.size());
-  std::transform(src, src + weights.size(), weights.begin(), [](scalar_t v) { return static_cast<acc_t>(v); });
+void load_channel_weights(const ConvGeometry& g, const scalar_t* w, int64_t c_in, std::vector<acc_t>& weights) {
+  const int64_t reduction = g.conv_in_channels_per_group(), m = g.conv_out_channels_per_group(),
+                taps = g.kernel_volume();
+  const scalar_t* src = w + ((c_in / reduction) * m * reduction + c_in % reduction) * taps;
+  for (int64_t j = 0; j < m; ++j) {
+    std::transform(src + j * reduction * taps, src + (j * reduction + 1) * taps, weights.begin() + j * taps,
+                   [](scalar_t v) { return static_cast<acc_t>(v); });
+  }
 }
 
 // Parallel over input-side planes (image, channel); the m output channels of a plane share its phase planes.
@@ -124,7 +130,7 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
     std::vector<acc_t> out(m * band_size), weights(m * g.kernel_volume());
     for (int64_t plane = begin; plane < end; ++plane) {
       const int64_t c_in = plane % g.conv_in_channels, n = plane / g.conv_in_channels;
-      load_channel_weights(w, c_in, weights);
+      load_channel_weights(g, w, c_in, weights);
       for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
         for (int64_t b = 0; b < planes.bands(); ++b) {
           const Band band = planes.band(b);
@@ -150,11 +156,11 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
   });
 }
 
-// y_acc (input side) += the adjoint of conv_nchw applied to x (output side). Parallel over y planes, each written by
-// one thread. Per band and kernel depth, every phase plane is computed as a gather: its position s is the sum, over
-// the taps k that read the plane (from offset o_k) and the m output channels j, of w[j, k] * x_j[s - o_k], x_j being
-// the band's x with zeros outside its kept outputs (held in shifted_x behind max_tap_offset() zeros); scatter_add
-// then folds the planes back. The sums stay in registers, where scattering each tap into the planes re-read and
+// y_acc (input side) += the adjoint of conv_nchw applied to x (output side), for any R y channels per group (depthwise:
+// R = 1). Parallel over y planes, each written by one thread. Per band and kernel depth, every phase plane is computed
+// as a gather: its position s is the sum, over the taps k that read the plane (from offset o_k) and the m x channels
+// j of its group, of w[j, k] * x_j[s - o_k], x_j being the band's x with zeros outside its kept outputs (held in
+// shifted_x behind max_tap_offset() zeros); scatter_add then folds the planes back. The sums stay in registers, where scattering each tap into the planes re-read and
 // re-wrote them per tap, and stride 1's overlapping taps stalled each load on the previous tap's store (7x7 at
 // multiplier 4: 14x conv's time). A channel with an inf or NaN weight masks each product by its x position's keep
 // mask, so that the weight reaches only what it multiplies.
@@ -188,7 +194,8 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
     for (int64_t p = 0; p < phases; ++p) phase_weights[p].resize(g.kernel[0] * phase_weight[p].size());
     for (int64_t plane = begin; plane < end; ++plane) {
       const int64_t c_in = plane % g.conv_in_channels, n = plane / g.conv_in_channels;
-      load_channel_weights(w, c_in, weights);
+      const int64_t group = c_in / g.conv_in_channels_per_group();
+      load_channel_weights(g, w, c_in, weights);
       const bool masked = !std::all_of(weights.begin(), weights.end(), [](acc_t v) { return std::isfinite(v); });
       if (masked && !keep) keep.emplace(planes.plane_size(), planes.pitch(), lead);
       for (int64_t p = 0; p < phases; ++p) {
@@ -204,7 +211,7 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
           const Band band = planes.band(b);
           for (int64_t j = 0; j < m; ++j) {
             const scalar_t* x_slice =
-                x + ((n * g.conv_out_channels + c_in * m + j) * g.conv_out_sizes[0] + od) * out_slice;
+                x + ((n * g.conv_out_channels + group * m + j) * g.conv_out_sizes[0] + od) * out_slice;
             acc_t* x_j = shifted_x.data() + j * shifted_size + lead;
             load_band(x_j, x_slice, band, planes.pitch(), out_w);
             std::fill(x_j + band.rows * planes.pitch(), x_j + band_size, acc_t(0));  // a longer band's rows
