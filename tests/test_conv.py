@@ -152,17 +152,19 @@ def test_depthwise_widths_around_vector_lengths(width, channels_last, device):
         assert_memory_format_kept(x, y)
 
 
-@pytest.mark.parametrize("channels", [7, 8, 19, 32, 33])
+@pytest.mark.parametrize("channels", [7, 8, 19, 32, 33, 77, 1024])
 def test_channels_last_depthwise_channel_counts(channels, device):
-    """Channels-last depthwise convs with one pass of register tiles (8-32 float channels: 8 positions x a vector of
-    channels, depthwise.cpp's conv_nhwc) and with the per-pixel loop (7 and 33): a dilated even kernel with replicate
-    pads, a stride with a partial last tile, a 3-d conv in reflect, in float64 and bfloat16."""
+    """Channels-last depthwise convs on depthwise.cpp's conv_nhwc: the per-pixel loop under a vector of channels (7)
+    and in strided rows whose pixels are a multiple of 4 KiB (1024 channels at stride 2 in float32 and float64), the
+    register tiles (8 positions x a vector of channels) otherwise, with the next tile's pixels prefetched whole (up
+    to 128 bytes) or a 64-byte run of channels at a time (77 channels; 1024 in bfloat16): a dilated even kernel with
+    replicate pads and interior tiles, a stride with a partial last tile, a 3-d conv in reflect."""
     for size, kernel, stride, dilation, padding, mode in (((11, 21), 6, 1, 2, "same_lower", "replicate"),
                                                           ((9, 19), 3, 2, 1, "same", "zeros"),
                                                           ((5, 6, 13), 3, 1, 1, "same", "reflect")):
         x, w, b = conv_inputs(size, channels, channels, kernel, channels, device=device)
         x = x.to(memory_format=torch.channels_last if len(size) == 2 else torch.channels_last_3d)
-        for dtype in (torch.float64, torch.bfloat16):
+        for dtype in (torch.float64, torch.float32, torch.bfloat16):
             y = check_conv(x.to(dtype), w.to(dtype), b.to(dtype), stride=stride, dilation=dilation, groups=channels,
                            padding=padding, padding_mode=mode)
             assert_memory_format_kept(x, y)
@@ -187,13 +189,14 @@ def check_channels_last_kernel(c_in, c_out, groups, cases, expected_path, device
             assert_memory_format_kept(x, y)
 
 
-@pytest.mark.parametrize("channels, multiplier", [(3, 2), (13, 2), (5, 4), (9, 3), (8, 5), (2, 9), (4, 17), (3, 96)])
+@pytest.mark.parametrize("channels, multiplier",
+                         [(3, 2), (13, 2), (5, 4), (9, 3), (8, 5), (2, 9), (4, 17), (3, 96), (4, 256)])
 def test_channels_last_depthwise_multipliers(channels, multiplier, device):
     """Channels-last depthwise convs with a channel multiplier m on depthwise.cpp's conv_nhwc, which reads input rows
     expanded m times (interleaved vectors for m = 2 and 4, broadcast vectors otherwise, the last values of a row one by
-    one) from a per-thread cache: under 8 output channels and over 256 the per-pixel loop, else the tiles; dilation 2
-    (output rows two apart share tap rows), a stride of 3 with a partial last tile, 1x1, 3-d reflect; float64, float32
-    and bfloat16 (whose vectors are 4, 8 and 16 lanes long)."""
+    one) from a per-thread cache: under 8 output channels, and at stride 3 with 1024 (4 KiB pixels in float32), the
+    per-pixel loop, else the tiles; dilation 2 (output rows two apart share tap rows), a stride of 3 with a partial
+    last tile, 1x1, 3-d reflect; float64, float32 and bfloat16 (whose vectors are 4, 8 and 16 lanes long)."""
     check_channels_last_kernel(channels, channels * multiplier, channels,
                                (((11, 21), 4, 1, 2, "same_lower", "replicate"), ((13, 17), 3, 3, 1, "same", "circular"),
                                 ((7, 9), 1, 1, 1, "valid", "zeros"), ((5, 6, 13), 3, 1, 1, "same", "reflect")),
@@ -204,9 +207,10 @@ def test_channels_last_depthwise_multipliers(channels, multiplier, device):
                          [(2, 1, 8), (3, 2, 5), (5, 3, 4), (17, 1, 8), (2, 2, 4), (2, 2, 65)])
 def test_channels_last_grouped_expanded(per_group, multiplier, groups, device):
     """Channels-last grouped convs with 2-17 input and 1-3 output channels per group on depthwise.cpp's conv_nhwc over
-    rows expanded so that each output channel's lane reads its group's input channels: the tiles (8-15 output
-    channels), and the per-pixel loop past 256 (65 groups x 2 x 2 = 260 output channels); dilation 2 with replicate
-    pads, a stride of 2 with a partial last tile, 3-d reflect; float64, float32 and bfloat16."""
+    rows expanded so that each output channel's lane reads its group's input channels: the tiles (8-130 output
+    channels; 65 groups x 2 x 2 with 260 values per pixel prefetched a 64-byte run of each group's input channel at a
+    time); dilation 2 with replicate pads, a stride of 2 with a partial last tile, 3-d reflect; float64, float32 and
+    bfloat16."""
     check_channels_last_kernel(per_group * groups, multiplier * groups, groups,
                                (((11, 21), 4, 1, 2, "same_lower", "replicate"), ((13, 17), 3, 2, 1, "same", "circular"),
                                 ((5, 6, 13), 3, 1, 1, "same", "reflect")),

@@ -383,9 +383,6 @@ void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
 // Positions per register tile of the channels-last conv: its accumulators, one weight and one input vector fit in
 // AVX2's 16 registers.
 constexpr int64_t kNhwcTile = 8;
-// The most vectors of channels the channels-last conv's tiles take: one pass over each row covers them all; and with
-// a multiplier, whose rows are expanded into a per-thread cache (ExpandedRows).
-constexpr int64_t kNhwcGroup = 4, kNhwcExpandedGroup = 32;
 
 // One tile of conv_nhwc: kNhwcTile positions from ow0 (the first `kept` of them stored) x the vector of channels at
 // c0, over every tap row in `rows` and the input channels per group of each tap (kGroups; otherwise one, known to
@@ -539,7 +536,7 @@ class ExpandedRows {
   std::vector<int64_t> source_;  // R > 1: [R][C_out], the input channel each expanded value copies
 };
 
-// Per (image, depth, output row). With one to kNhwcGroup vectors of channels: tiles of kNhwcTile output pixels x one
+// Per (image, depth, output row). With a vector of channels or more: tiles of kNhwcTile output pixels x one
 // vector of channels stay in registers over every tap, each tap's input read where it lands (its column resolved by
 // the padding mode once, in `columns`), so each output vector is stored once and each multiply-add loads one input
 // vector. Otherwise per pixel: a loop per tap over all C, which loads and stores the accumulators for every tap.
@@ -570,6 +567,17 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
     interior[tile] = (tile + 1) * kNhwcTile <= out_w && first >= 0 &&
                      first + (kNhwcTile - 1) * g.stride[2] + (kw_count - 1) * g.dilation[2] < in_w;
   }
+  // The column offsets from a tile's first input column that some tile reads: those whose residue modulo the stride
+  // is some tap's offset kw * dilation (a 1x1 kernel at stride 2 reads every other column).
+  std::vector<int64_t> read_offsets;
+  for (int64_t q = 0; q < kNhwcTile * g.stride[2]; ++q) {
+    for (int64_t kw = 0; kw < kw_count; ++kw) {
+      if ((kw * g.dilation[2]) % g.stride[2] == q % g.stride[2]) {
+        read_offsets.push_back(q);
+        break;
+      }
+    }
+  }
   at::parallel_for(0, g.batch * g.conv_out_sizes[0] * out_h, 1, [&](int64_t begin, int64_t end) {
     std::vector<std::pair<int64_t, int64_t>> rows;  // (kd * kh_count + kh, input row) of each tap row read
     std::vector<acc_t> acc(channels);
@@ -589,14 +597,14 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
         x_image = expanded_rows->data();
       }
       scalar_t* y_row = y + item * out_w * channels;
-      // Fewer channels than a vector, or more than one pass of kNhwcGroup vectors of an input read in place: per pixel
-      // and tap, all channels at once. With several passes the tiles re-read each input row once per pass, and large
-      // planes ran 1.3-1.7x slower (64-144 channels, k3 s2, 112^2-190^2: benchmarks/RESULTS.md); with one pass (8-32
-      // float channels) the tiles took 0.14-0.48x the per-pixel loop's time on eight layers up to 4x30x190x190.
-      // Expanded rows are cached, and there the tiles took 0.49-0.79x the per-pixel loop's time on 9 random layers
-      // with 40-236 channels (0.98-1.0x on three), and 1.0-1.21x on four with 268-1272 (float32, 2 cores): so up to
-      // kNhwcExpandedGroup vectors.
-      if (channels < Vec::size() || channels > (expanded ? kNhwcExpandedGroup : kNhwcGroup) * Vec::size()) {
+      // Fewer channels than a vector, or a strided row whose pixels are a multiple of 4 KiB apart: per pixel and tap,
+      // all channels at once. In such a row every vector a tile reads at one channel offset falls in the same L1 set,
+      // and at stride s tap kw + s re-reads the lines that the taps between evicted (4x1024x28^2 k5 s2: 1.47x the
+      // per-pixel loop's time; 4x1000x28^2 0.72x). Otherwise tiles (benchmarks/RESULTS.md: 0.46-0.86x the per-pixel
+      // loop's time on the suite's channels-last depthwise layers, which had it from 40 channels on).
+      const int64_t pixel_bytes = pixel_values * static_cast<int64_t>(sizeof(scalar_t));
+      const bool aliased = g.stride[2] > 1 && pixel_bytes % 4096 == 0;
+      if (channels < Vec::size() || aliased) {
         for (int64_t ow = 0; ow < out_w; ++ow) {
           if (bias) {
             std::copy(bias, bias + channels, acc.begin());
@@ -619,18 +627,32 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
       }
       // One pass along the row, tile by tile, each tile once per vector of channels while its pixels stay in L1.
       // Channels past the last whole vector are the last vector that ends at C, whose channels shared with the one
-      // before are computed again, alike.
-      const int64_t pixel_bytes = pixel_values * static_cast<int64_t>(sizeof(scalar_t));
+      // before are computed again, alike. While a tile runs, the next one's input is prefetched: pixels of up to two
+      // lines whole, wider ones a 64-byte run of channels at a time, just before the tile's vectors of that run, so
+      // that L1 holds about one tile's lines at once (prefetching wide pixels whole evicted the tile's own lines:
+      // 0.68-0.82x the time on k3 s2 layers of 64-288 channels, 0.94-1.04x on k5).
+      const bool whole_pixels = pixel_bytes <= 128;
+      constexpr int64_t kLineValues = 64 / sizeof(scalar_t);
       for (int64_t tile = 0; tile < tiles; ++tile) {
         const int64_t ow0 = tile * kNhwcTile;
-        if (tile + 1 < tiles && interior[tile + 1]) {  // the next tile's input pixels, row by row, in order
-          const int64_t first = columns[(ow0 + kNhwcTile) * kw_count], bytes = kNhwcTile * g.stride[2] * pixel_bytes;
+        const bool prefetch = tile + 1 < tiles && interior[tile + 1];
+        const int64_t first = prefetch ? columns[(ow0 + kNhwcTile) * kw_count] : 0;
+        if (prefetch && whole_pixels) {  // the next tile's input pixels, row by row, in order
+          const int64_t bytes = kNhwcTile * g.stride[2] * pixel_bytes;
           for (const auto& row : rows) {
             const char* start = reinterpret_cast<const char*>(x_image + (row.second * in_w + first) * pixel_values);
             for (int64_t b = 0; b < bytes + 63; b += 64) __builtin_prefetch(start + b);  // every line it touches
           }
         }
         for (int64_t c = 0; c < channels; c += Vec::size()) {
+          if (prefetch && !whole_pixels && c % kLineValues == 0) {
+            for (const auto& row : rows) {
+              const scalar_t* start = x_image + (row.second * in_w + first) * pixel_values + c;
+              for (const int64_t q : read_offsets) {
+                for (int64_t ci = 0; ci < reduction; ++ci) __builtin_prefetch(start + q * pixel_values + ci * channels);
+              }
+            }
+          }
           nhwc_tile<kGroups>(g, x_image, w_taps, bias, y_row, rows, columns.data() + ow0 * kw_count, interior[tile],
                              ow0, std::min(kNhwcTile, out_w - ow0), std::min(c, channels - Vec::size()));
         }
