@@ -28,6 +28,7 @@ enum class ConvPath {
   CpuBlockedAvx512,            // the same, AVX-512
   CpuBlockedAvx512Bf16,        // the same for bfloat16, AVX512_BF16 dot products over pairs of input channels
   CpuDepthwise,                // cpu/depthwise.cpp: any multiplier
+  CpuDepthwiseChannelBlocks,   // NCHW, multiplier 1: depthwise.cpp's channels-last tiles on blocks of channels
   CpuGroupedExpanded,          // channels-last, few output channels per group: depthwise.cpp's kernel, expanded rows
   CpuTapGemms,                 // NCHW: one GEMM per tap straight off the phase planes
   CpuColumnGemm,               // NCHW stems (few channels): taps copied into columns, one GEMM
@@ -95,6 +96,30 @@ inline bool cpu_depthwise(const ConvGeometry& g, bool channels_last, bool forwar
   if (g.conv_in_channels_per_group() != 1) return false;
   if (!channels_last || g.conv_out_channels_per_group() == 1) return true;
   return forward_conv && expanded_rows_bytes(g) <= kExpandedRowsMaxBytes;
+}
+
+// Whether an NCHW depthwise conv with multiplier 1 runs on blocks of channels (cpu_depthwise_channel_blocks): per
+// image and block of up to 8 vectors of channels, the block's planes are transposed into a channels-last image, the
+// channels-last kernel's register tiles run over it (positions x a vector of channels, over every tap), and the output
+// is transposed back. The NCHW kernel's vectors run along a band's rows of phase planes instead; where the taps read
+// several column phases (a stride along W that the dilation does not step over), each phase's rows are short runs,
+// and where the output rows are no longer than one tile (kChannelBlocksMaxRow), most of each vector loop is fixed
+// cost. Also: the channels fill whole vectors (32 bytes of the accumulation type) to within an eighth (a last vector
+// that ends at C computes some channels twice), and one vector's channels-last image, the copy a thread holds, stays
+// within kChannelBlocksMaxBytes.
+// Float32, 2 cores, interleaved, against the NCHW kernel: the suite's ten strided depthwise layers 0.49-1.06x its time
+// (k3 s2 0.52-0.70, k5 s2 at 14^2 0.49-0.50, at 56^2 1.02-1.06); 7^2 k3 s1 0.57-0.71x; stride-1 rows of 14 and more
+// 0.99-2.1x (the transposes, where the NCHW rows are long runs already).
+constexpr int64_t kChannelBlocksMaxRow = 8;
+constexpr int64_t kChannelBlocksMaxBytes = int64_t(4) << 20;
+inline bool cpu_depthwise_channel_blocks(const ConvGeometry& g, bool channels_last, int64_t element_bytes) {
+  constexpr int64_t kVectorBytes = 32;
+  const int64_t lanes = kVectorBytes / element_bytes, channels = g.conv_in_channels;
+  const int64_t padded_channels = (channels + lanes - 1) / lanes * lanes;
+  const bool column_phases = g.stride[2] > 1 && g.kernel[2] > 1 && g.dilation[2] % g.stride[2] != 0;
+  return !channels_last && channels == g.groups && g.conv_out_channels == g.groups && channels >= lanes &&
+         padded_channels * 8 <= channels * 9 && (column_phases || g.conv_out_sizes[2] <= kChannelBlocksMaxRow) &&
+         g.conv_in_volume() * kVectorBytes <= kChannelBlocksMaxBytes;
 }
 
 // Whether a channels-last grouped conv with more than one input channel per group runs depthwise.cpp's channels-last
@@ -366,7 +391,10 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
                                                                      : ConvPath::CudaDirect;
   }
   if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g), reduced_precision, isa)) return ConvPath::CpuTorch;
-  if (cpu_depthwise(g, channels_last, /*forward_conv=*/true)) return ConvPath::CpuDepthwise;
+  if (cpu_depthwise(g, channels_last, /*forward_conv=*/true)) {
+    return cpu_depthwise_channel_blocks(g, channels_last, element_bytes) ? ConvPath::CpuDepthwiseChannelBlocks
+                                                                          : ConvPath::CpuDepthwise;
+  }
   if (cpu_grouped_expanded(g, channels_last)) return ConvPath::CpuGroupedExpanded;
   if (cpu_blocked_direct(g, channels_last, isa, element_bytes)) {
     if (isa == CpuIsa::Avx512Bf16 && g.conv_in_channels_per_group() % 2 == 0) return ConvPath::CpuBlockedAvx512Bf16;
@@ -496,6 +524,7 @@ inline const char* path_name(ConvPath path) {
     case ConvPath::CpuBlockedAvx512: return "cpu_blocked_avx512";
     case ConvPath::CpuBlockedAvx512Bf16: return "cpu_blocked_avx512_bf16";
     case ConvPath::CpuDepthwise: return "cpu_depthwise";
+    case ConvPath::CpuDepthwiseChannelBlocks: return "cpu_depthwise_channel_blocks";
     case ConvPath::CpuGroupedExpanded: return "cpu_grouped_expanded";
     case ConvPath::CpuTapGemms: return "cpu_tap_gemms";
     case ConvPath::CpuColumnGemm: return "cpu_column_gemm";

@@ -109,6 +109,9 @@ def _kernels(conv, conv_transpose, conv_weight_grad):
 
 
 DEPTHWISE = _kernels("cpu_depthwise", "cpu_depthwise", "cpu_depthwise")
+# NCHW depthwise convs with multiplier 1 whose taps read several column phases (here a stride of 2) run on channel
+# blocks transposed to channels-last; their input gradient and weight gradient stay with the depthwise kernel.
+DEPTHWISE_CHANNEL_BLOCKS = _kernels("cpu_depthwise_channel_blocks", "cpu_depthwise", "cpu_depthwise")
 TORCH = _kernels("cpu_torch", "cpu_torch", "cpu_phase_planes")  # the weight gradient stays with fastpad
 CODE_PATHS = {
     # Zero pads that torch's symmetric padding expresses ((1, 1) here) go to torch's own convolution in NCHW, except
@@ -136,7 +139,7 @@ CODE_PATHS = {
     "1d_dense_reflect_s2": _path(False, (64,), 16, 24, 7, stride=2, padding_mode="reflect",
                                  kernels=_kernels("cpu_tap_gemms", "cpu_gemm_col2im", "cpu_phase_planes")),
     "2d_depthwise_reflect_s2": _path(False, (17, 19), 8, 8, 3, groups=8, stride=2, padding_mode="reflect",
-                                     kernels=DEPTHWISE),
+                                     kernels=DEPTHWISE_CHANNEL_BLOCKS),
     "2d_depthwise_channels_last_circular": _path(False, (15, 16), 16, 16, 5, groups=16, padding_mode="circular",
                                                  channels_last=True, kernels=DEPTHWISE),
     "2d_dense_replicate": _path(False, (20, 20), 16, 16, 3, padding_mode="replicate",
@@ -171,7 +174,8 @@ CODE_PATHS = {
     "2d_transposed_channels_last": _path(True, (9, 10), 8, 12, 3, stride=2, channels_last=True,
                                          kernels=_kernels("cpu_channels_last_direct", "cpu_gemm_col2im",
                                                           "cpu_channels_last_gemm")),
-    "2d_transposed_depthwise": _path(True, (9, 9), 8, 8, 4, groups=8, stride=2, kernels=DEPTHWISE),
+    # The input gradient of a stride-2 transposed conv is a stride-2 conv.
+    "2d_transposed_depthwise": _path(True, (9, 9), 8, 8, 4, groups=8, stride=2, kernels=DEPTHWISE_CHANNEL_BLOCKS),
     # NCHW grouped with 2 output channels per group: the input gradient (4 y and 2 x channels per group) sums each
     # y plane over its group's x channels in depthwise.cpp's NCHW kernel, the weight gradient is its tap dots.
     "2d_grouped_two_x_channels_reflect_s2": _path(False, (17, 18), 12, 6, 3, groups=3, stride=2,

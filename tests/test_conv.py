@@ -170,12 +170,13 @@ def test_channels_last_depthwise_channel_counts(channels, device):
             assert_memory_format_kept(x, y)
 
 
-def check_channels_last_kernel(c_in, c_out, groups, cases, expected_path, device):
-    """Channels-last convs over `cases` (size, kernel, stride, dilation, padding, mode) in float64, float32 and
-    bfloat16 against the reference; on CPU each takes `expected_path`."""
+def check_channels_last_kernel(c_in, c_out, groups, cases, expected_path, device, channels_last=True):
+    """Channels-last (or NCHW) convs over `cases` (size, kernel, stride, dilation, padding, mode) in float64, float32
+    and bfloat16 against the reference; on CPU each takes `expected_path`."""
     for size, kernel, stride, dilation, padding, mode in cases:
         x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, batch=3, device=device)
-        x = x.to(memory_format=torch.channels_last if len(size) == 2 else torch.channels_last_3d)
+        if channels_last and len(size) > 1:
+            x = x.to(memory_format=torch.channels_last if len(size) == 2 else torch.channels_last_3d)
         for dtype in (torch.float64, torch.float32, torch.bfloat16):
             xd, wd, bd = x.to(dtype), w.to(dtype), b.to(dtype)
             if device == "cpu":
@@ -201,6 +202,43 @@ def test_channels_last_depthwise_multipliers(channels, multiplier, device):
                                (((11, 21), 4, 1, 2, "same_lower", "replicate"), ((13, 17), 3, 3, 1, "same", "circular"),
                                 ((7, 9), 1, 1, 1, "valid", "zeros"), ((5, 6, 13), 3, 1, 1, "same", "reflect")),
                                "cpu_depthwise", device)
+
+
+@pytest.mark.parametrize("channels", [8, 16, 66, 72, 600])
+def test_nchw_depthwise_channel_blocks(channels, device):
+    """NCHW depthwise convs whose taps read several column phases, or whose output rows are at most 8 long, run on
+    blocks of channels transposed to channels-last (depthwise.cpp's conv_nchw_channel_blocks): one vector (8, and in
+    float32 66 = 9 vectors with the last ending at C), whole blocks of up to 8 vectors plus a block of the rest (72,
+    600), on 2-d planes with and without a partial last tile, a 1-d row, a 3-d volume, stride 1 with 6-position rows,
+    dilation, every padding mode; float64 (4-lane vectors), float32 (8x8 transposes and their scalar tails) and
+    bfloat16."""
+    cases = (((9, 19), 3, 2, 1, "same", "zeros"), ((14, 14), 5, 2, 1, "same_lower", "reflect"),
+             ((31,), 4, 3, 2, "causal", "circular"), ((5, 6, 13), 3, 2, 1, "same", "replicate"),
+             ((7, 6), 3, 1, 1, "same", "reflect"))
+    check_channels_last_kernel(channels, channels, channels, cases, "cpu_depthwise_channel_blocks", device,
+                               channels_last=False)
+
+
+def test_nchw_depthwise_channel_blocks_bounds():
+    """kernel_paths.h's cpu_depthwise_channel_blocks: NCHW depthwise with multiplier 1, a stride along W whose column
+    phases the dilation does not merge, or rows of at most 8 outputs; at least a vector of channels, padded to whole
+    vectors by at most an eighth (9 float32 channels fill 16 lanes: no); one vector's channels-last image within
+    4 MiB (400 x 400 x 8 lanes x 4 bytes = 5.1 MB: no)."""
+    def path(size, channels, kernel, stride=1, dilation=1, c_out=None, channels_last=False, dtype=torch.float32):
+        x, w, b = conv_inputs(size, channels, c_out or channels, kernel, channels, batch=1, dtype=dtype)
+        if channels_last:
+            x = x.to(memory_format=torch.channels_last)
+        nd = len(size)
+        return torch.ops.fastpad._conv_path(x, w, b, [stride] * nd, [0] * nd, [0] * nd, [dilation] * nd, channels,
+                                            "zeros", "cpu")
+    assert path((20, 20), 16, 3, stride=2) == "cpu_depthwise_channel_blocks"
+    assert path((8, 8), 16, 3) == "cpu_depthwise_channel_blocks"  # rows of 6
+    assert path((200, 200), 8, 3, stride=2) == "cpu_depthwise_channel_blocks"  # 1.28 MB
+    assert path((20, 20), 4, 3, stride=2, dtype=torch.float64) == "cpu_depthwise_channel_blocks"  # one 4-lane vector
+    for others in (path((20, 20), 16, 3), path((40, 40), 16, 3, stride=2, dilation=2), path((20, 20), 16, 1, stride=2),
+                   path((20, 20), 9, 3, stride=2), path((20, 20), 7, 3, stride=2), path((400, 400), 8, 3, stride=2),
+                   path((20, 20), 16, 3, stride=2, channels_last=True), path((20, 20), 16, 3, stride=2, c_out=32)):
+        assert others == "cpu_depthwise"
 
 
 @pytest.mark.parametrize("per_group, multiplier, groups",

@@ -486,8 +486,9 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
                                                         : BlockedKernel::Avx2);
     return y;
   }
-  if (path == ConvPath::CpuDepthwise || path == ConvPath::CpuGroupedExpanded) {
-    depthwise_conv(g, x, weight, b, y, channels_last);
+  if (path == ConvPath::CpuDepthwise || path == ConvPath::CpuGroupedExpanded ||
+      path == ConvPath::CpuDepthwiseChannelBlocks) {
+    depthwise_conv(g, x, weight, b, y, channels_last, path == ConvPath::CpuDepthwiseChannelBlocks);
     return y;
   }
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_cpu", [&] {

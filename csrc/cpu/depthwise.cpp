@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <tuple>
@@ -38,6 +39,10 @@ int64_t channel_block(int64_t channels) {
 // flattened output positions. Vector loops cover kVecBlock vectors at a time, in registers.
 
 constexpr int64_t kVecBlock = 4;
+
+// Positions per register tile of the channels-last conv (and of NCHW's channel blocks): its accumulators, one weight and one input vector fit in
+// AVX2's 16 registers.
+constexpr int64_t kNhwcTile = 8;
 
 // out[t] += sum over taps k of w[k] * taps[k][t], for t in [0, n), n a multiple of the vector size: kVecBlock
 // vectors of accumulators stay in registers while every tap is read once per block. kMasked: only where
@@ -380,9 +385,6 @@ void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
 // ---- channels-last (multiplier 1) --------------------------------------------------------------------------
 // `w_taps` is the weight transposed to [taps, C] in the accumulation type; every inner loop is a vector over C.
 
-// Positions per register tile of the channels-last conv: its accumulators, one weight and one input vector fit in
-// AVX2's 16 registers.
-constexpr int64_t kNhwcTile = 8;
 
 // One tile of conv_nhwc: kNhwcTile positions from ow0 (the first `kept` of them stored) x the vector of channels at
 // c0, over every tap row in `rows` and the input channels per group of each tap (kGroups; otherwise one, known to
@@ -536,51 +538,144 @@ class ExpandedRows {
   std::vector<int64_t> source_;  // R > 1: [R][C_out], the input channel each expanded value copies
 };
 
-// Per (image, depth, output row). With a vector of channels or more: tiles of kNhwcTile output pixels x one
-// vector of channels stay in registers over every tap, each tap's input read where it lands (its column resolved by
-// the padding mode once, in `columns`), so each output vector is stored once and each multiply-add loads one input
-// vector. Otherwise per pixel: a loop per tap over all C, which loads and stores the accumulators for every tap.
-// With a multiplier, or more than one input channel per group (cpu_grouped_expanded), the rows come from ExpandedRows,
-// and each tap reduces over the R runs of its pixel (kGroups: R > 1; otherwise R is 1, known to the compiler, and the
-// depthwise conv's loops compile as they did before grouped convs shared them). w_taps: [taps][R][C_out].
+// One output row of a channels-last conv at a time, for conv_nhwc and NCHW's channel blocks. With a vector of
+// channels or more: tiles of kNhwcTile output pixels x one vector of channels stay in registers over every tap, each
+// tap's input read where it lands (its column resolved by the padding mode once, in `columns`), so each output vector
+// is stored once and each multiply-add loads one input vector. Otherwise per pixel: a loop per tap over all C, which
+// loads and stores the accumulators for every tap. With a multiplier, or more than one input channel per group
+// (cpu_grouped_expanded), the rows are expanded (ExpandedRows), and each tap reduces over the R runs of its pixel
+// (kGroups: R > 1; otherwise R is 1, known to the compiler, and the depthwise conv's loops compile as they did before
+// grouped convs shared them). w_taps: [taps][R][C_out].
+template <bool kGroups, typename scalar_t>
+class NhwcRows {
+ public:
+  using acc_t = acc_type<scalar_t>;
+  using Vec = at::vec::Vectorized<acc_t>;
+
+  explicit NhwcRows(const ConvGeometry& g)
+      : g_(g),
+        channels_(g.conv_out_channels),
+        reduction_(kGroups ? g.conv_in_channels_per_group() : 1),
+        pixel_values_(reduction_ * channels_),
+        tiles_((g.conv_out_sizes[2] + kNhwcTile - 1) / kNhwcTile),
+        columns_(tiles_ * kNhwcTile * g.kernel[2], -1),
+        interior_(tiles_) {
+    const int64_t out_w = g.conv_out_sizes[2], kw_count = g.kernel[2];
+    // columns_[ow * kw_count + kw]: the input column tap kw of output column ow reads, -1 in zero padding and for
+    // the positions past out_w that fill the last tile (computed, never stored).
+    for (int64_t ow = 0; ow < out_w; ++ow) {
+      for (int64_t kw = 0; kw < kw_count; ++kw) columns_[ow * kw_count + kw] = g.tap_source(2, ow, kw);
+    }
+    // interior_[tile]: every tap of the tile's kNhwcTile positions reads inside the row, so tap kw of position p
+    // reads column columns_[ow0 * kw_count + kw] + p * stride.
+    for (int64_t tile = 0; tile < tiles_; ++tile) {
+      const int64_t first = tile * kNhwcTile * g.stride[2] - g.pad_lo[2];
+      interior_[tile] = (tile + 1) * kNhwcTile <= out_w && first >= 0 &&
+                        first + (kNhwcTile - 1) * g.stride[2] + (kw_count - 1) * g.dilation[2] < g.conv_in_sizes[2];
+    }
+    // The column offsets from a tile's first input column that some tile reads: those whose residue modulo the
+    // stride is some tap's offset kw * dilation (a 1x1 kernel at stride 2 reads every other column).
+    for (int64_t q = 0; q < kNhwcTile * g.stride[2]; ++q) {
+      for (int64_t kw = 0; kw < kw_count; ++kw) {
+        if ((kw * g.dilation[2]) % g.stride[2] == q % g.stride[2]) {
+          read_offsets_.push_back(q);
+          break;
+        }
+      }
+    }
+    // Fewer channels than a vector, or a strided row whose pixels are a multiple of 4 KiB apart: the per-pixel loop.
+    // In such a row every vector a tile reads at one channel offset falls in the same L1 set, and at stride s tap
+    // kw + s re-reads the lines that the taps between evicted (4x1024x28^2 k5 s2: 1.47x the per-pixel loop's time;
+    // 4x1000x28^2 0.72x). Otherwise tiles (benchmarks/RESULTS.md: 0.46-0.86x the per-pixel loop's time on the
+    // suite's channels-last depthwise layers, which had it from 40 channels on).
+    const int64_t pixel_bytes = pixel_values_ * static_cast<int64_t>(sizeof(scalar_t));
+    per_pixel_ = channels_ < Vec::size() || (g.stride[2] > 1 && pixel_bytes % 4096 == 0);
+    // While a tile runs, the next one's input is prefetched: pixels of up to two lines whole, wider ones a 64-byte
+    // run of channels at a time, just before the tile's vectors of that run, so that L1 holds about one tile's lines
+    // at once (prefetching wide pixels whole evicted the tile's own lines: 0.68-0.82x the time on k3 s2 layers of
+    // 64-288 channels, 0.94-1.04x on k5).
+    whole_pixels_ = pixel_bytes <= 128;
+  }
+
+  // Output row y_row (out_w x C_out) from the image x_image (R x C_out values per pixel) through the tap rows `rows`,
+  // (kd * kh_count + kh, input row) each. scratch: C_out values, for the per-pixel loop.
+  void run(const scalar_t* x_image, const acc_t* w_taps, const acc_t* bias, scalar_t* y_row,
+           const std::vector<std::pair<int64_t, int64_t>>& rows, std::vector<acc_t>& scratch) const {
+    const int64_t out_w = g_.conv_out_sizes[2], kw_count = g_.kernel[2], in_w = g_.conv_in_sizes[2];
+    if (per_pixel_) {
+      for (int64_t ow = 0; ow < out_w; ++ow) {
+        if (bias) {
+          std::copy(bias, bias + channels_, scratch.begin());
+        } else {
+          std::fill(scratch.begin(), scratch.end(), acc_t(0));
+        }
+        for (const auto& [tap_row, in_row] : rows) {
+          for (int64_t kw = 0; kw < kw_count; ++kw) {
+            const int64_t column = columns_[ow * kw_count + kw];
+            if (column < 0) continue;
+            for (int64_t ci = 0; ci < reduction_; ++ci) {
+              multiply_add(scratch.data(), w_taps + ((tap_row * kw_count + kw) * reduction_ + ci) * channels_,
+                           x_image + (in_row * in_w + column) * pixel_values_ + ci * channels_, channels_);
+            }
+          }
+        }
+        at::vec::convert(scratch.data(), y_row + ow * channels_, channels_);
+      }
+      return;
+    }
+    // One pass along the row, tile by tile, each tile once per vector of channels while its pixels stay in L1.
+    // Channels past the last whole vector are the last vector that ends at C, whose channels shared with the one
+    // before are computed again, alike.
+    constexpr int64_t kLineValues = 64 / sizeof(scalar_t);
+    const int64_t pixel_bytes = pixel_values_ * static_cast<int64_t>(sizeof(scalar_t));
+    for (int64_t tile = 0; tile < tiles_; ++tile) {
+      const int64_t ow0 = tile * kNhwcTile;
+      const bool prefetch = tile + 1 < tiles_ && interior_[tile + 1];
+      const int64_t first = prefetch ? columns_[(ow0 + kNhwcTile) * kw_count] : 0;
+      if (prefetch && whole_pixels_) {  // the next tile's input pixels, row by row, in order
+        const int64_t bytes = kNhwcTile * g_.stride[2] * pixel_bytes;
+        for (const auto& row : rows) {
+          const char* start = reinterpret_cast<const char*>(x_image + (row.second * in_w + first) * pixel_values_);
+          for (int64_t b = 0; b < bytes + 63; b += 64) __builtin_prefetch(start + b);  // every line it touches
+        }
+      }
+      for (int64_t c = 0; c < channels_; c += Vec::size()) {
+        if (prefetch && !whole_pixels_ && c % kLineValues == 0) {
+          for (const auto& row : rows) {
+            const scalar_t* start = x_image + (row.second * in_w + first) * pixel_values_ + c;
+            for (const int64_t q : read_offsets_) {
+              for (int64_t ci = 0; ci < reduction_; ++ci) {
+                __builtin_prefetch(start + q * pixel_values_ + ci * channels_);
+              }
+            }
+          }
+        }
+        nhwc_tile<kGroups>(g_, x_image, w_taps, bias, y_row, rows, columns_.data() + ow0 * kw_count, interior_[tile],
+                           ow0, std::min(kNhwcTile, out_w - ow0), std::min(c, channels_ - Vec::size()));
+      }
+    }
+  }
+
+ private:
+  const ConvGeometry& g_;
+  int64_t channels_, reduction_, pixel_values_, tiles_;
+  std::vector<int64_t> columns_;
+  std::vector<bool> interior_;
+  std::vector<int64_t> read_offsets_;
+  bool per_pixel_ = false, whole_pixels_ = false;
+};
+
+// Parallel over (image, depth, output row).
 template <bool kGroups, typename scalar_t>
 void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
                const acc_type<scalar_t>* bias, scalar_t* y) {
   using acc_t = acc_type<scalar_t>;
-  using Vec = at::vec::Vectorized<acc_t>;
   const int64_t channels = g.conv_out_channels, out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
-  const int64_t kw_count = g.kernel[2], in_w = g.conv_in_sizes[2];
   const bool expanded = kGroups || g.conv_out_channels_per_group() > 1;
-  const int64_t reduction = kGroups ? g.conv_in_channels_per_group() : 1, pixel_values = reduction * channels;
-  // columns[ow * kw_count + kw]: the input column tap kw of output column ow reads, -1 in zero padding and for the
-  // positions past out_w that fill the last tile (computed, never stored).
-  const int64_t tiles = (out_w + kNhwcTile - 1) / kNhwcTile;
-  std::vector<int64_t> columns(tiles * kNhwcTile * kw_count, -1);
-  for (int64_t ow = 0; ow < out_w; ++ow) {
-    for (int64_t kw = 0; kw < kw_count; ++kw) columns[ow * kw_count + kw] = g.tap_source(2, ow, kw);
-  }
-  // interior[tile]: every tap of the tile's kNhwcTile positions reads inside the row, so tap kw of position p reads
-  // column columns[ow0 * kw_count + kw] + p * stride.
-  std::vector<bool> interior(tiles);
-  for (int64_t tile = 0; tile < tiles; ++tile) {
-    const int64_t first = tile * kNhwcTile * g.stride[2] - g.pad_lo[2];
-    interior[tile] = (tile + 1) * kNhwcTile <= out_w && first >= 0 &&
-                     first + (kNhwcTile - 1) * g.stride[2] + (kw_count - 1) * g.dilation[2] < in_w;
-  }
-  // The column offsets from a tile's first input column that some tile reads: those whose residue modulo the stride
-  // is some tap's offset kw * dilation (a 1x1 kernel at stride 2 reads every other column).
-  std::vector<int64_t> read_offsets;
-  for (int64_t q = 0; q < kNhwcTile * g.stride[2]; ++q) {
-    for (int64_t kw = 0; kw < kw_count; ++kw) {
-      if ((kw * g.dilation[2]) % g.stride[2] == q % g.stride[2]) {
-        read_offsets.push_back(q);
-        break;
-      }
-    }
-  }
+  const NhwcRows<kGroups, scalar_t> row_kernel(g);
   at::parallel_for(0, g.batch * g.conv_out_sizes[0] * out_h, 1, [&](int64_t begin, int64_t end) {
     std::vector<std::pair<int64_t, int64_t>> rows;  // (kd * kh_count + kh, input row) of each tap row read
-    std::vector<acc_t> acc(channels);
+    std::vector<acc_t> scratch(channels);
     std::optional<ExpandedRows<scalar_t>> expanded_rows;
     if (expanded) expanded_rows.emplace(g, x);
     for (int64_t item = begin; item < end; ++item) {
@@ -596,67 +691,101 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
         expanded_rows->hold(n, rows);
         x_image = expanded_rows->data();
       }
-      scalar_t* y_row = y + item * out_w * channels;
-      // Fewer channels than a vector, or a strided row whose pixels are a multiple of 4 KiB apart: per pixel and tap,
-      // all channels at once. In such a row every vector a tile reads at one channel offset falls in the same L1 set,
-      // and at stride s tap kw + s re-reads the lines that the taps between evicted (4x1024x28^2 k5 s2: 1.47x the
-      // per-pixel loop's time; 4x1000x28^2 0.72x). Otherwise tiles (benchmarks/RESULTS.md: 0.46-0.86x the per-pixel
-      // loop's time on the suite's channels-last depthwise layers, which had it from 40 channels on).
-      const int64_t pixel_bytes = pixel_values * static_cast<int64_t>(sizeof(scalar_t));
-      const bool aliased = g.stride[2] > 1 && pixel_bytes % 4096 == 0;
-      if (channels < Vec::size() || aliased) {
-        for (int64_t ow = 0; ow < out_w; ++ow) {
-          if (bias) {
-            std::copy(bias, bias + channels, acc.begin());
-          } else {
-            std::fill(acc.begin(), acc.end(), acc_t(0));
-          }
-          for (const auto& [tap_row, in_row] : rows) {
-            for (int64_t kw = 0; kw < kw_count; ++kw) {
-              const int64_t column = columns[ow * kw_count + kw];
-              if (column < 0) continue;
-              for (int64_t ci = 0; ci < reduction; ++ci) {
-                multiply_add(acc.data(), w_taps + ((tap_row * kw_count + kw) * reduction + ci) * channels,
-                             x_image + (in_row * in_w + column) * pixel_values + ci * channels, channels);
-              }
-            }
-          }
-          at::vec::convert(acc.data(), y_row + ow * channels, channels);
-        }
-        continue;
-      }
-      // One pass along the row, tile by tile, each tile once per vector of channels while its pixels stay in L1.
-      // Channels past the last whole vector are the last vector that ends at C, whose channels shared with the one
-      // before are computed again, alike. While a tile runs, the next one's input is prefetched: pixels of up to two
-      // lines whole, wider ones a 64-byte run of channels at a time, just before the tile's vectors of that run, so
-      // that L1 holds about one tile's lines at once (prefetching wide pixels whole evicted the tile's own lines:
-      // 0.68-0.82x the time on k3 s2 layers of 64-288 channels, 0.94-1.04x on k5).
-      const bool whole_pixels = pixel_bytes <= 128;
-      constexpr int64_t kLineValues = 64 / sizeof(scalar_t);
-      for (int64_t tile = 0; tile < tiles; ++tile) {
-        const int64_t ow0 = tile * kNhwcTile;
-        const bool prefetch = tile + 1 < tiles && interior[tile + 1];
-        const int64_t first = prefetch ? columns[(ow0 + kNhwcTile) * kw_count] : 0;
-        if (prefetch && whole_pixels) {  // the next tile's input pixels, row by row, in order
-          const int64_t bytes = kNhwcTile * g.stride[2] * pixel_bytes;
-          for (const auto& row : rows) {
-            const char* start = reinterpret_cast<const char*>(x_image + (row.second * in_w + first) * pixel_values);
-            for (int64_t b = 0; b < bytes + 63; b += 64) __builtin_prefetch(start + b);  // every line it touches
-          }
-        }
-        for (int64_t c = 0; c < channels; c += Vec::size()) {
-          if (prefetch && !whole_pixels && c % kLineValues == 0) {
-            for (const auto& row : rows) {
-              const scalar_t* start = x_image + (row.second * in_w + first) * pixel_values + c;
-              for (const int64_t q : read_offsets) {
-                for (int64_t ci = 0; ci < reduction; ++ci) __builtin_prefetch(start + q * pixel_values + ci * channels);
-              }
-            }
-          }
-          nhwc_tile<kGroups>(g, x_image, w_taps, bias, y_row, rows, columns.data() + ow0 * kw_count, interior[tile],
-                             ow0, std::min(kNhwcTile, out_w - ow0), std::min(c, channels - Vec::size()));
+      row_kernel.run(x_image, w_taps, bias, y + item * out_w * channels, rows, scratch);
+    }
+  });
+}
+
+// dst[p * lanes + v] = src[v * src_stride + p] for v < lanes, p < count: `lanes` planes of an NCHW tensor into
+// channels-last positions (float: 8 x 8 blocks by vector shuffles).
+template <typename scalar_t, typename acc_t>
+void planes_to_lanes(const scalar_t* src, int64_t src_stride, acc_t* dst, int64_t count, int64_t lanes) {
+  int64_t p = 0;
+  if constexpr (std::is_same_v<scalar_t, float> && std::is_same_v<acc_t, float>) {
+    if (lanes % 8 == 0) {
+      for (; p + 8 <= count; p += 8) {
+        for (int64_t v = 0; v < lanes; v += 8) {
+          at::vec::transpose_mxn<float, 8, 8>(src + v * src_stride + p, src_stride, dst + p * lanes + v, lanes);
         }
       }
+    }
+  }
+  for (; p < count; ++p) {
+    for (int64_t v = 0; v < lanes; ++v) dst[p * lanes + v] = static_cast<acc_t>(src[v * src_stride + p]);
+  }
+}
+
+// The inverse: dst[v * dst_stride + p] = src[p * lanes + v].
+template <typename acc_t, typename scalar_t>
+void lanes_to_planes(const acc_t* src, int64_t count, int64_t lanes, scalar_t* dst, int64_t dst_stride) {
+  int64_t p = 0;
+  if constexpr (std::is_same_v<scalar_t, float> && std::is_same_v<acc_t, float>) {
+    if (lanes % 8 == 0) {
+      for (; p + 8 <= count; p += 8) {
+        for (int64_t v = 0; v < lanes; v += 8) {
+          at::vec::transpose_mxn<float, 8, 8>(src + p * lanes + v, lanes, dst + v * dst_stride + p, dst_stride);
+        }
+      }
+    }
+  }
+  for (; p < count; ++p) {
+    for (int64_t v = 0; v < lanes; ++v) dst[v * dst_stride + p] = static_cast<scalar_t>(src[p * lanes + v]);
+  }
+}
+
+// NCHW depthwise with multiplier 1 over blocks of channels: per (image, block), the block's input planes are
+// transposed into a channels-last image, NhwcRows' tiles run over it (registers over every tap, each input vector
+// loaded once per tap: a strided or short row gives NCHW's vector loops short runs), and the channels-last output is
+// transposed back into y's planes. A block holds up to kChannelBlockVectors vectors of channels, as many as keep its
+// input image within kChannelBlockBytes (more measured slower on larger planes: the image outgrows L1 and L2), so
+// that each row's fixed costs serve several vectors; the vectors past the last whole block are one block of their own,
+// which ends at C (channels it shares with the block before are computed again, alike). w_taps: [taps][C].
+constexpr int64_t kChannelBlockVectors = 8, kChannelBlockBytes = 64 * 1024;
+
+template <typename scalar_t>
+void conv_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
+                              const acc_type<scalar_t>* bias, scalar_t* y) {
+  using acc_t = acc_type<scalar_t>;
+  constexpr int64_t V = at::vec::Vectorized<acc_t>::size();
+  const int64_t channels = g.conv_out_channels, taps = g.kernel_volume(), vectors = (channels + V - 1) / V;
+  const int64_t in_volume = g.conv_in_volume(), out_volume = g.conv_out_volume(), out_w = g.conv_out_sizes[2];
+  const int64_t out_rows = g.conv_out_sizes[0] * g.conv_out_sizes[1];
+  TORCH_INTERNAL_ASSERT(channels >= V, "fastpad: channel blocks need a vector of channels");
+  const int64_t per_block = std::clamp<int64_t>(
+      kChannelBlockBytes / (in_volume * V * static_cast<int64_t>(sizeof(acc_t))), 1,
+      std::min(kChannelBlockVectors, channels / V));
+  const int64_t whole = vectors / per_block, rest = vectors % per_block, blocks = whole + (rest > 0 ? 1 : 0);
+  // The channels-last geometry of one image of a block of `lanes` channels.
+  const auto block_geometry = [&](int64_t lanes) {
+    ConvGeometry block = g;
+    block.batch = 1;
+    block.conv_in_channels = block.conv_out_channels = block.groups = lanes;
+    return block;
+  };
+  const ConvGeometry whole_block = block_geometry(per_block * V), rest_block = block_geometry(std::max<int64_t>(rest, 1) * V);
+  const NhwcRows<false, acc_t> whole_rows(whole_block), rest_rows(rest_block);
+  at::parallel_for(0, g.batch * blocks, 1, [&](int64_t begin, int64_t end) {
+    const int64_t most = per_block * V;
+    std::unique_ptr<acc_t[]> x_lanes(new acc_t[in_volume * most]), y_lanes(new acc_t[out_volume * most]);
+    std::vector<acc_t> w_block(taps * most), bias_block(most), scratch(most);
+    std::vector<std::pair<int64_t, int64_t>> rows;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / blocks, b = item % blocks;
+      const bool last = b == whole;  // the block of the vectors past the whole blocks
+      const int64_t lanes = last ? rest * V : most;
+      const int64_t c0 = std::min(b * most, channels - lanes);
+      const NhwcRows<false, acc_t>& row_kernel = last ? rest_rows : whole_rows;
+      for (int64_t k = 0; k < taps; ++k) std::copy_n(w_taps + k * channels + c0, lanes, w_block.data() + k * lanes);
+      if (bias) std::copy_n(bias + c0, lanes, bias_block.data());
+      planes_to_lanes(x + (n * channels + c0) * in_volume, in_volume, x_lanes.get(), in_volume, lanes);
+      for (int64_t row = 0; row < out_rows; ++row) {
+        rows.clear();
+        for_each_tap_row(g, row / g.conv_out_sizes[1], row % g.conv_out_sizes[1],
+                         [&](int64_t kd, int64_t kh, int64_t in_row) { rows.emplace_back(kd * g.kernel[1] + kh, in_row); });
+        row_kernel.run(x_lanes.get(), w_block.data(), bias ? bias_block.data() : nullptr,
+                       y_lanes.get() + row * out_w * lanes, rows, scratch);
+      }
+      lanes_to_planes(y_lanes.get(), out_volume, lanes, y + (n * channels + c0) * out_volume, out_volume);
     }
   });
 }
@@ -750,7 +879,7 @@ at::Tensor transpose_weight_by_tap(const ConvGeometry& g, const at::Tensor& weig
 }  // namespace
 
 void depthwise_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                    at::Tensor& y, bool channels_last) {
+                    at::Tensor& y, bool channels_last, bool channel_blocks) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_depthwise_conv", [&] {
     using acc_t = acc_type<scalar_t>;
     if (channels_last) {
@@ -760,6 +889,13 @@ void depthwise_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
       const auto conv = g.conv_in_channels_per_group() > 1 ? conv_nhwc<true, scalar_t> : conv_nhwc<false, scalar_t>;
       conv(g, x.const_data_ptr<scalar_t>(), w_taps.const_data_ptr<acc_t>(),
            b_acc.defined() ? b_acc.const_data_ptr<acc_t>() : nullptr, y.mutable_data_ptr<scalar_t>());
+    } else if (channel_blocks) {
+      const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
+      const auto w_taps = weight_by_tap(weight, acc_dtype);
+      const auto b_acc = bias.defined() ? bias.to(acc_dtype) : at::Tensor();
+      conv_nchw_channel_blocks<scalar_t>(g, x.const_data_ptr<scalar_t>(), w_taps.const_data_ptr<acc_t>(),
+                                         b_acc.defined() ? b_acc.const_data_ptr<acc_t>() : nullptr,
+                                         y.mutable_data_ptr<scalar_t>());
     } else {
       const auto w = weight.contiguous();
       conv_nchw<scalar_t>(g, x.const_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(),

@@ -17,9 +17,10 @@
 
 namespace fastpad::cpu {
 
-// y = conv(x, weight, bias); y allocated in x's layout.
+// y = conv(x, weight, bias); y allocated in x's layout. channel_blocks: NCHW with multiplier 1 on blocks of channels
+// transposed to channels-last (cpu_depthwise_channel_blocks).
 void depthwise_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                    at::Tensor& y, bool channels_last);
+                    at::Tensor& y, bool channels_last, bool channel_blocks = false);
 
 // y_acc += conv_transpose(x, weight); y_acc is in the accumulation type, in x's layout.
 void depthwise_conv_transpose(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
