@@ -269,9 +269,16 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa
 // rule of cpu_blocked_direct in either layout: the transposed op has no column GEMM to keep NCHW stems, and its
 // alternative is the GEMM + col2im, which writes and scatters C_y x taps values per x position (stride-1 input
 // gradients of random layers, float32, 2 cores: 451 <- 3 channels NCHW replicate k6x7 0.07x its time; five more, 2-99
-// x channels per group, 0.15-0.91x; 1.02x the phase planes). With a stride, only below kTapGemmMinChannels x channels
-// per group, where the col2im's scatter outweighs its GEMM: with more, the phase planes and the GEMM + col2im were as
-// fast or faster (benchmarks/RESULTS.md, the strided transposed conv as blocked stride phases: 1.00-1.27x).
+// x channels per group, 0.15-0.91x; 1.02x the phase planes). With a stride: below kTapGemmMinChannels x channels per
+// group, where the col2im's scatter outweighs its GEMM; with more, only on AVX-512 (AVX2's blocked phases ran
+// 1.00-1.27x the phase planes' and GEMM + col2im's time on a Zen 3, and 0.89-1.25x on a Zen 5: benchmarks/RESULTS.md),
+// in zeros mode, with kTapGemmMinChannels y channels per group or more (the phase convs' output vectors: a stem's
+// input gradient, 3 y channels, ran 1.1-3.2x slower), a tap per phase on average (k2 s3 d2, 4 taps over 9 phases:
+// 1.49x), and kBlockedWidePhaseMinPositions y positions per phase over the batch (each phase is a parallel region of
+// its own, and fewer positions left a core idle: batch-1 layers of 100-361 positions per phase ran 1.13-1.57x). On
+// AVX-512 (a Zen 5, 2 cores, float32) that took 0.51-0.87x the time of the suite's strided transposed layers, 0.50-0.53x
+// the suite's ResNet-50 k3 s2 input gradient, 0.50-0.94x on 13 of 14 random transposed layers and 0.47-1.57x on 14
+// random input gradients (geomean 0.74).
 // The phase convs compute every y position over all its taps, zeros around x included, where the col2im adds only
 // x's products: so y may be at most kBlockedTransposeMaxGrowth times what the stride makes of x (a 'valid' k7 d2 3-d
 // transposed conv over 7^3, y 19^3, 20x: 1.57x slower; an input gradient whose y is 1.01x: 0.15x). And a kernel no
@@ -284,6 +291,7 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa
 // folded at stride 1, below kBlockedFoldedMinMultiplyAdds (0.86 M: 1.65x; 1.8 M: 0.28x). An NCHW 1x1 kernel keeps
 // the phase planes, as conv keeps its GEMM (3.27x slower folded).
 constexpr int64_t kBlockedTransposeMaxGrowth = 4;
+constexpr int64_t kBlockedWidePhaseMinPositions = 1024;
 constexpr int64_t kBlockedPhaseMinMultiplyAdds = int64_t(1) << 18;
 constexpr int64_t kBlockedFoldedMinMultiplyAdds = int64_t(1) << 20;
 inline bool cpu_blocked_transpose(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
@@ -294,7 +302,11 @@ inline bool cpu_blocked_transpose(const ConvGeometry& g, bool channels_last, Cpu
                                     : g.mode != PaddingMode::Zeros ? kBlockedFoldedMinMultiplyAdds
                                                                      : 0;
   if (conv_multiply_adds(g) < min_multiply_adds) return false;
-  if (c_in >= kTapGemmMinChannels) return phases == 1;
+  if (c_in >= kTapGemmMinChannels) {
+    return phases == 1 || (isa >= CpuIsa::Avx512 && g.mode == PaddingMode::Zeros &&
+                           g.conv_in_channels_per_group() >= kTapGemmMinChannels && g.kernel_volume() >= phases &&
+                           g.batch * g.conv_in_volume() >= kBlockedWidePhaseMinPositions * phases);
+  }
   return c_in > 0 && (phases == 1 || g.kernel_volume() >= 2 * phases) &&
          c_in * std::max<int64_t>(1, g.kernel_volume() / phases) >= kBlockedMinReduction;
 }

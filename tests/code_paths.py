@@ -229,6 +229,13 @@ for _isa in ("avx2", "avx512"):
                                                            padding_mode="reflect", isa=_isa,
                                                            kernels=_kernels(_blocked, _folded, "cpu_tap_dots")),
     })
+# On AVX-512, strided transposed convs with 16 or more x and y channels per group in zeros mode run their stride
+# phases on the blocked kernel too (k4 s2 here: 4 taps per phase, 2 x 1000 y positions per phase; crops that torch's
+# transposed conv cannot express); the input gradient is a stride-2 conv with 32 channels.
+CODE_PATHS["2d_transposed_wide_s2_avx512"] = _path(True, (32, 32), 32, 32, 4, stride=2, padding=((1, 2), (1, 2)),
+                                                   isa="avx512",
+                                                   kernels=_kernels("cpu_blocked_avx512", "cpu_blocked_avx512",
+                                                                    "cpu_phase_planes"))
 # The bfloat16 dot-product kernel (AVX512_BF16), asserted in bfloat16 (the case's dtype; float32 calls at this ISA run
 # AVX-512's float32 kernel): bfloat16 convs with an even number of input channels per group, NCHW and channels-last
 # grouped; an odd number (17) keeps AVX-512's float32 kernel. Their input gradients take the col2im (16-bit transposed

@@ -37,6 +37,26 @@ def test_every_cpu_kernel_path_is_reached():
     assert reached == every
 
 
+def test_wide_strided_transposed_convs_take_the_blocked_phases_on_avx512_only():
+    """kernel_paths.h's cpu_blocked_transpose with 16 or more x channels per group and a stride: the blocked stride
+    phases on AVX-512, in zeros mode, with 16 or more y channels per group, a tap per phase on average and 1024 y
+    positions per phase over the batch; otherwise the phase planes or the GEMM + col2im, as before."""
+    if ISA_ORDER.index(machine_isa()) < ISA_ORDER.index("avx512"):
+        pytest.skip(f"this CPU lacks avx512 (it has {machine_isa()})")
+
+    def path(batch=2, x_channels=32, y_channels=32, kernel=4, stride=2, size=32, mode="zeros", isa="avx512"):
+        x, w = torch.randn(batch, x_channels, size, size), torch.randn(x_channels, y_channels, kernel, kernel)
+        out = (size - 1) * stride + kernel - 2
+        with cpu_isa_limit(isa):
+            return torch.ops.fastpad._conv_transpose_path(x, w, None, [stride] * 2, [1, 1], [out, out], [1, 1], 1,
+                                                          mode, "cpu")
+    assert path() == "cpu_blocked_avx512"
+    assert path(isa="avx512_bf16") == "cpu_blocked_avx512"
+    for others in (path(isa="avx2"), path(y_channels=3), path(kernel=2, stride=3), path(batch=1, size=16),
+                   path(mode="reflect")):
+        assert others in ("cpu_phase_planes", "cpu_gemm_col2im")
+
+
 def test_a_non_finite_weight_leaves_the_transposed_phase_planes():
     """The CPU phase planes multiply weights by zeros outside x, so an inf weight takes the GEMM + col2im path. (The
     crop, 1 at the start and 2 at the end, is one torch's own transposed convolution cannot express.)"""
