@@ -276,9 +276,9 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa
 // input gradient, 3 y channels, ran 1.1-3.2x slower), a tap per phase on average (k2 s3 d2, 4 taps over 9 phases:
 // 1.49x), and kBlockedWidePhaseMinPositions y positions per phase over the batch (each phase is a parallel region of
 // its own, and fewer positions left a core idle: batch-1 layers of 100-361 positions per phase ran 1.13-1.57x). On
-// AVX-512 (a Zen 5, 2 cores, float32) that took 0.51-0.87x the time of the suite's strided transposed layers, 0.50-0.53x
-// the suite's ResNet-50 k3 s2 input gradient, 0.50-0.94x on 13 of 14 random transposed layers and 0.47-1.57x on 14
-// random input gradients (geomean 0.74).
+// AVX-512 (a Zen 5, 2 cores, float32) that took 0.44-0.83x the time of the suite's strided transposed layers and
+// ResNet-50 k3 s2 input gradient, and 0.48-1.12x (geomean 0.70) on the 20 random transposed layers and input
+// gradients of seeds 1-8 it moves.
 // The phase convs compute every y position over all its taps, zeros around x included, where the col2im adds only
 // x's products: so y may be at most kBlockedTransposeMaxGrowth times what the stride makes of x (a 'valid' k7 d2 3-d
 // transposed conv over 7^3, y 19^3, 20x: 1.57x slower; an input gradient whose y is 1.01x: 0.15x). And a kernel no

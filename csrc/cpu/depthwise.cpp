@@ -592,7 +592,7 @@ class NhwcRows {
     per_pixel_ = channels_ < Vec::size() || (g.stride[2] > 1 && pixel_bytes % 4096 == 0);
     // While a tile runs, the next one's input is prefetched: pixels of up to two lines whole, wider ones a 64-byte
     // run of channels at a time, just before the tile's vectors of that run, so that L1 holds about one tile's lines
-    // at once (prefetching wide pixels whole evicted the tile's own lines: 0.68-0.82x the time on k3 s2 layers of
+    // at once (prefetching wide pixels whole evicted the tile's own lines: 0.68-0.89x the time on k3 layers of
     // 64-288 channels, 0.94-1.04x on k5).
     whole_pixels_ = pixel_bytes <= 128;
   }
