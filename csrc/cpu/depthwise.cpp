@@ -696,40 +696,32 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
   });
 }
 
-// dst[p * lanes + v] = src[v * src_stride + p] for v < lanes, p < count: `lanes` planes of an NCHW tensor into
-// channels-last positions (float: 8 x 8 blocks by vector shuffles).
-template <typename scalar_t, typename acc_t>
-void planes_to_lanes(const scalar_t* src, int64_t src_stride, acc_t* dst, int64_t count, int64_t lanes) {
-  int64_t p = 0;
-  if constexpr (std::is_same_v<scalar_t, float> && std::is_same_v<acc_t, float>) {
-    if (lanes % 8 == 0) {
-      for (; p + 8 <= count; p += 8) {
-        for (int64_t v = 0; v < lanes; v += 8) {
-          at::vec::transpose_mxn<float, 8, 8>(src + v * src_stride + p, src_stride, dst + p * lanes + v, lanes);
-        }
+// dst[j * dst_stride + i] = src[i * src_stride + j] for i < rows, j < cols: NCHW planes into channels-last positions
+// and back. Float: whole 8 x 8 blocks by vector shuffles, the longer dim outermost (the positions), then the strips
+// past the last whole block value by value.
+template <typename src_t, typename dst_t>
+void transpose_matrix(const src_t* src, int64_t src_stride, dst_t* dst, int64_t dst_stride, int64_t rows,
+                      int64_t cols) {
+  constexpr bool kFloat = std::is_same_v<src_t, float> && std::is_same_v<dst_t, float>;
+  const int64_t whole_rows = kFloat ? rows / 8 * 8 : 0, whole_cols = kFloat ? cols / 8 * 8 : 0;
+  if constexpr (kFloat) {
+    const auto block = [&](int64_t i, int64_t j) {
+      at::vec::transpose_mxn<float, 8, 8>(src + i * src_stride + j, src_stride, dst + j * dst_stride + i, dst_stride);
+    };
+    if (whole_rows >= whole_cols) {
+      for (int64_t i = 0; i < whole_rows; i += 8) {
+        for (int64_t j = 0; j < whole_cols; j += 8) block(i, j);
+      }
+    } else {
+      for (int64_t j = 0; j < whole_cols; j += 8) {
+        for (int64_t i = 0; i < whole_rows; i += 8) block(i, j);
       }
     }
   }
-  for (; p < count; ++p) {
-    for (int64_t v = 0; v < lanes; ++v) dst[p * lanes + v] = static_cast<acc_t>(src[v * src_stride + p]);
-  }
-}
-
-// The inverse: dst[v * dst_stride + p] = src[p * lanes + v].
-template <typename acc_t, typename scalar_t>
-void lanes_to_planes(const acc_t* src, int64_t count, int64_t lanes, scalar_t* dst, int64_t dst_stride) {
-  int64_t p = 0;
-  if constexpr (std::is_same_v<scalar_t, float> && std::is_same_v<acc_t, float>) {
-    if (lanes % 8 == 0) {
-      for (; p + 8 <= count; p += 8) {
-        for (int64_t v = 0; v < lanes; v += 8) {
-          at::vec::transpose_mxn<float, 8, 8>(src + p * lanes + v, lanes, dst + v * dst_stride + p, dst_stride);
-        }
-      }
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = i < whole_rows ? whole_cols : 0; j < cols; ++j) {
+      dst[j * dst_stride + i] = static_cast<dst_t>(src[i * src_stride + j]);
     }
-  }
-  for (; p < count; ++p) {
-    for (int64_t v = 0; v < lanes; ++v) dst[v * dst_stride + p] = static_cast<scalar_t>(src[p * lanes + v]);
   }
 }
 
@@ -762,7 +754,8 @@ void conv_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const ac
     block.conv_in_channels = block.conv_out_channels = block.groups = lanes;
     return block;
   };
-  const ConvGeometry whole_block = block_geometry(per_block * V), rest_block = block_geometry(std::max<int64_t>(rest, 1) * V);
+  const ConvGeometry whole_block = block_geometry(per_block * V);
+  const ConvGeometry rest_block = block_geometry(std::max<int64_t>(rest, 1) * V);
   const NhwcRows<false, acc_t> whole_rows(whole_block), rest_rows(rest_block);
   at::parallel_for(0, g.batch * blocks, 1, [&](int64_t begin, int64_t end) {
     const int64_t most = per_block * V;
@@ -777,15 +770,17 @@ void conv_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const ac
       const NhwcRows<false, acc_t>& row_kernel = last ? rest_rows : whole_rows;
       for (int64_t k = 0; k < taps; ++k) std::copy_n(w_taps + k * channels + c0, lanes, w_block.data() + k * lanes);
       if (bias) std::copy_n(bias + c0, lanes, bias_block.data());
-      planes_to_lanes(x + (n * channels + c0) * in_volume, in_volume, x_lanes.get(), in_volume, lanes);
+      transpose_matrix(x + (n * channels + c0) * in_volume, in_volume, x_lanes.get(), lanes, lanes, in_volume);
       for (int64_t row = 0; row < out_rows; ++row) {
         rows.clear();
-        for_each_tap_row(g, row / g.conv_out_sizes[1], row % g.conv_out_sizes[1],
-                         [&](int64_t kd, int64_t kh, int64_t in_row) { rows.emplace_back(kd * g.kernel[1] + kh, in_row); });
+        const int64_t od = row / g.conv_out_sizes[1], oh = row % g.conv_out_sizes[1];
+        for_each_tap_row(g, od, oh, [&](int64_t kd, int64_t kh, int64_t in_row) {
+          rows.emplace_back(kd * g.kernel[1] + kh, in_row);
+        });
         row_kernel.run(x_lanes.get(), w_block.data(), bias ? bias_block.data() : nullptr,
                        y_lanes.get() + row * out_w * lanes, rows, scratch);
       }
-      lanes_to_planes(y_lanes.get(), out_volume, lanes, y + (n * channels + c0) * out_volume, out_volume);
+      transpose_matrix(y_lanes.get(), lanes, y + (n * channels + c0) * out_volume, out_volume, out_volume, lanes);
     }
   });
 }
