@@ -142,6 +142,13 @@ CODE_PATHS = {
                                      kernels=DEPTHWISE_CHANNEL_BLOCKS),
     "2d_depthwise_channels_last_circular": _path(False, (15, 16), 16, 16, 5, groups=16, padding_mode="circular",
                                                  channels_last=True, kernels=DEPTHWISE),
+    # In zeros mode the channels-last depthwise input gradient (and transposed conv) runs as its stride phases' convs
+    # on the channels-last tiles: a y row of 52 at stride 2 has 26 positions of each column phase.
+    "2d_depthwise_channels_last_s2": _path(False, (50, 52), 16, 16, 3, groups=16, stride=2, channels_last=True,
+                                           kernels=_kernels("cpu_depthwise", "cpu_depthwise_phases", "cpu_depthwise")),
+    "2d_transposed_depthwise_channels_last": _path(True, (11, 12), 16, 16, 3, groups=16, channels_last=True,
+                                                   kernels=_kernels("cpu_depthwise", "cpu_depthwise_phases",
+                                                                    "cpu_depthwise")),
     "2d_dense_replicate": _path(False, (20, 20), 16, 16, 3, padding_mode="replicate",
                                 kernels=_kernels("cpu_tap_gemms", "cpu_phase_planes", "cpu_phase_planes")),
     "2d_stem_s2": _path(False, (21, 22), 3, 16, 3, stride=2,

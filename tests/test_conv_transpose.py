@@ -132,6 +132,57 @@ def test_medium_shapes_cross_tile_boundaries(c_in, c_out, size, kernel, stride, 
         assert_memory_format_kept(xl, y)
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=["float64", "float32", "bfloat16"])
+@pytest.mark.parametrize("channels", [5, 16, 77])
+def test_channels_last_depthwise_stride_phases(channels, dtype):
+    """Channels-last depthwise transposed convs in zeros mode run as the depthwise convs their stride phases are, on
+    depthwise.cpp's channels-last tiles, y row by y row (cpu_depthwise_phases): stride 1 (one phase, the kernel
+    flipped), stride 2 with dilation 2 and an output_padding, stride 3 with a kernel below it (phases no tap reaches:
+    the bias), a crop past the kernel's extent (a phase conv with a negative pad_lo), 3-d; under a vector of channels
+    (5: the per-pixel loop), one vector, and 77 (a last vector ending at C); an inf weight, which must meet no zero
+    outside x. Each call asserts the path and is compared with the float64 reference."""
+    cases = [((20, 21), 3, 1, 1, "same", 0), ((30, 26), 4, 2, 2, "same_lower", 1), ((25, 25), 2, 3, 1, "valid", 0),
+             ((27, 30), 3, 2, 1, ((3, 4), (4, 3)), 1), ((4, 5, 26), 3, (1, 1, 2), 1, "same", 0)]
+    for size, kernel, stride, dilation, padding, output_padding in cases:
+        nd = len(size)
+        x, w, b = conv_inputs(size, channels, channels, kernel, channels, batch=2, transposed=True, dtype=dtype)
+        x = x.to(memory_format=CHANNELS_LAST[x.dim()])
+        crop_lo, out_size = resolve_crops(padding, size, as_tuple(kernel, nd), as_tuple(stride, nd),
+                                          as_tuple(dilation, nd), output_padding)
+        path = torch.ops.fastpad._conv_transpose_path(x, w, b, list(as_tuple(stride, nd)), crop_lo, out_size,
+                                                      [dilation] * nd, channels, "zeros", "cpu")
+        assert path == "cpu_depthwise_phases", (size, path)
+        y = check_conv_transpose(x, w, b, stride=stride, padding=padding, dilation=dilation,
+                                 output_padding=output_padding, groups=channels)
+        assert_memory_format_kept(x, y)
+    w[channels // 2, 0, 0, 0] = float("inf")
+    expected = expected_conv_transpose(x.double(), w.double(), b.double(), stride=(1, 1, 2), padding="same",
+                                       groups=channels)
+    poison(expected.shape, x.dtype)
+    y = fastpad.conv_transpose3d(x, w, b, stride=(1, 1, 2), padding="same", groups=channels)
+    assert torch.equal(y.isnan(), expected.isnan()) and torch.equal(y.isinf(), expected.isinf())
+    finite = expected.isfinite()
+    assert_matches(y[finite], expected[finite].to(dtype))
+
+
+def test_channels_last_depthwise_stride_phases_bounds():
+    """kernel_paths.h's cpu_depthwise_phases: channels-last, one x and one y channel per group, zeros mode, and with a
+    stride along W at least 24 y positions of each column phase in a row (48 at stride 2: yes; 46: no); otherwise the
+    scatter (cpu_depthwise)."""
+    def path(width, stride=2, mode="zeros", channels_last=True, y_channels=8):
+        x, w = torch.randn(1, 8, 5, width), torch.randn(8, y_channels // 8, 3, 3)
+        if channels_last:
+            x = x.to(memory_format=torch.channels_last)
+        out = (width - 1) * stride + 3 - 2
+        return torch.ops.fastpad._conv_transpose_path(x, w, None, [stride, stride], [1, 1], [5 * stride, out],
+                                                      [1, 1], 8, mode, "cpu")
+    assert path(25) == "cpu_depthwise_phases"  # y row of 48 + 1 - 2 + ... = 49 at stride 2
+    assert path(5, stride=1) == "cpu_depthwise_phases"
+    for others in (path(24), path(25, mode="reflect"), path(25, channels_last=False)):
+        assert others == "cpu_depthwise"
+    assert path(25, y_channels=16) != "cpu_depthwise_phases"
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
 @pytest.mark.parametrize("nd", NDIMS)
 def test_low_precision(nd, dtype, device):

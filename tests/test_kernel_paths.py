@@ -29,7 +29,8 @@ def test_every_cpu_kernel_path_is_reached():
                                          "cpu_channels_last_im2col")}
     every |= {("conv_transpose", name) for name in ("cpu_torch", "cpu_blocked_avx2", "cpu_blocked_avx512",
                                                     "cpu_blocked_folded_avx2", "cpu_blocked_folded_avx512",
-                                                    "cpu_depthwise", "cpu_grouped_expanded", "cpu_grouped_planes",
+                                                    "cpu_depthwise", "cpu_depthwise_phases", "cpu_grouped_expanded",
+                                                    "cpu_grouped_planes",
                                                     "cpu_phase_planes",
                                                     "cpu_gemm_col2im")}
     every |= {("conv_weight_grad", name) for name in ("cpu_depthwise", "cpu_tap_dots", "cpu_phase_planes",

@@ -240,18 +240,14 @@ at::Tensor per_channel(const at::Tensor& bias, int64_t dims) {
   return bias.view(shape);
 }
 
-// y = the transposed conv of g in zeros mode as the convs its stride phases are (transpose_phase_as_conv), each on the
-// blocked kernel (cpu/blocked_conv.h). At stride 1 the one phase writes y itself; with a stride, each phase writes its
-// y positions a stride apart in place (a strided view of y), and a phase no tap reaches is the bias (or zero).
-void blocked_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                    at::Tensor& y, at::MemoryFormat format, BlockedKernel kernel) {
-  const bool channels_last = format != at::MemoryFormat::Contiguous;
+// y = the transposed conv of g in zeros mode as the convs its stride phases are (transpose_phase_as_conv), each run by
+// conv(phase geometry, phase weight, y_phase). At stride 1 the one phase writes y itself; with a stride, each phase
+// writes its y positions a stride apart in place (y_phase, a strided view of y), and a phase no tap reaches is the bias
+// (or zero).
+template <typename Conv>
+void stride_phase_convs(const ConvGeometry& g, const at::Tensor& weight, const at::Tensor& bias, at::Tensor& y,
+                        const Conv& conv) {
   const int64_t phases = transpose_phase_count(g), spatial = y.dim() - 2;
-  if (phases == 1) {
-    blocked_conv(transpose_phase_as_conv(g, 0).conv, x, transpose_phase_weight(g, weight, 0), bias, y, channels_last,
-                 kernel);
-    return;
-  }
   for (int64_t phase = 0; phase < phases; ++phase) {
     const TransposePhase t = transpose_phase_as_conv(g, phase);
     if (t.conv.conv_out_volume() == 0) continue;  // no y position has this phase
@@ -268,8 +264,17 @@ void blocked_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
       }
       continue;
     }
-    blocked_conv(t.conv, x, transpose_phase_weight(g, weight, phase), bias, y_phase, channels_last, kernel);
+    conv(t.conv, transpose_phase_weight(g, weight, phase), y_phase);
   }
+}
+
+// The stride phases on the blocked kernel (cpu/blocked_conv.h).
+void blocked_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                    at::Tensor& y, at::MemoryFormat format, BlockedKernel kernel) {
+  const bool channels_last = format != at::MemoryFormat::Contiguous;
+  stride_phase_convs(g, weight, bias, y, [&](const ConvGeometry& phase, const at::Tensor& w, at::Tensor& y_phase) {
+    blocked_conv(phase, x, w, bias, y_phase, channels_last, kernel);
+  });
 }
 
 // The positions of full_y (full_transpose_geometry(g), a full transposed conv with zeros) folded into y's: y[q] is
@@ -316,6 +321,11 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
     blocked_phases(g, x, weight, b, y, format,
                    path == ConvTransposePath::CpuBlockedAvx512 ? BlockedKernel::Avx512 : BlockedKernel::Avx2);
+    return y;
+  }
+  if (path == ConvTransposePath::CpuDepthwisePhases) {
+    const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
+    depthwise_conv_transpose_phases(g, x, weight, b, y);
     return y;
   }
   if (path == ConvTransposePath::CpuBlockedFoldedAvx2 || path == ConvTransposePath::CpuBlockedFoldedAvx512) {

@@ -26,6 +26,11 @@ void depthwise_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
 void depthwise_conv_transpose(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
                               at::Tensor& y_acc, bool channels_last);
 
+// y = conv_transpose(x, weight, bias), channels-last, multiplier 1, zeros (cpu_depthwise_phases): its stride phases
+// as depthwise convs on the channels-last tiles, y row by y row. y: the op's output (channels contiguous).
+void depthwise_conv_transpose_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
+                                     const at::Tensor& bias, at::Tensor& y);
+
 // The weight gradient, [C_out, C_in / groups, *k] in the accumulation type.
 at::Tensor depthwise_weight_grad(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
                                  bool channels_last);
