@@ -42,8 +42,8 @@ int64_t channel_block(int64_t channels) {
 
 constexpr int64_t kVecBlock = 4;
 
-// Positions per register tile of the channels-last conv (and of NCHW's channel blocks): its accumulators, one weight and one input vector fit in
-// AVX2's 16 registers.
+// Positions per register tile of the channels-last conv (and of NCHW's channel blocks): its accumulators, one weight
+// and one input vector fit in AVX2's 16 registers.
 constexpr int64_t kNhwcTile = 8;
 
 // out[t] += sum over taps k of w[k] * taps[k][t], for t in [0, n), n a multiple of the vector size: kVecBlock
@@ -674,7 +674,7 @@ template <bool kGroups, typename scalar_t>
 void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
                const acc_type<scalar_t>* bias, scalar_t* y, const std::array<int64_t, 4>& y_strides) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t channels = g.conv_out_channels, out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
+  const int64_t channels = g.conv_out_channels, out_h = g.conv_out_sizes[1];
   const bool expanded = kGroups || g.conv_out_channels_per_group() > 1;
   const NhwcRows<kGroups, scalar_t> row_kernel(g);
   at::parallel_for(0, g.batch * g.conv_out_sizes[0] * out_h, 1, [&](int64_t begin, int64_t end) {
@@ -785,7 +785,7 @@ void conv_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const ac
   };
   const ConvGeometry whole_block = block_geometry(per_block * V);
   const ConvGeometry rest_block = block_geometry(std::max<int64_t>(rest, 1) * V);
-  const NhwcRows<false, acc_t> whole_rows(whole_block), rest_rows(rest_block);
+  const NhwcRows<false, acc_t> whole_kernel(whole_block), rest_kernel(rest_block);
   at::parallel_for(0, g.batch * blocks, 1, [&](int64_t begin, int64_t end) {
     const int64_t most = per_block * V;
     std::unique_ptr<acc_t[]> x_lanes(new acc_t[in_volume * most]), y_lanes(new acc_t[out_volume * most]);
@@ -796,7 +796,7 @@ void conv_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const ac
       const bool last = b == whole;  // the block of the vectors past the whole blocks
       const int64_t lanes = last ? rest * V : most;
       const int64_t c0 = std::min(b * most, channels - lanes);
-      const NhwcRows<false, acc_t>& row_kernel = last ? rest_rows : whole_rows;
+      const NhwcRows<false, acc_t>& row_kernel = last ? rest_kernel : whole_kernel;
       for (int64_t k = 0; k < taps; ++k) std::copy_n(w_taps + k * channels + c0, lanes, w_block.data() + k * lanes);
       if (bias) std::copy_n(bias + c0, lanes, bias_block.data());
       transpose_matrix(x + (n * channels + c0) * in_volume, in_volume, x_lanes.get(), lanes, lanes, in_volume);
