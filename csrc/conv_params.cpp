@@ -370,4 +370,10 @@ std::vector<int64_t> tensor_shape(int64_t batch, int64_t channels, const int64_t
   return shape;
 }
 
+std::array<int64_t, 2 + kMaxSpatial> element_strides(const at::Tensor& t) {
+  std::array<int64_t, 2 + kMaxSpatial> strides = {t.stride(0), t.stride(1), 0, 0, 0};
+  for (int64_t dim = 2; dim < t.dim(); ++dim) strides[2 + kMaxSpatial - t.dim() + dim] = t.stride(dim);
+  return strides;
+}
+
 }  // namespace fastpad

@@ -6,7 +6,9 @@
 #include <ATen/core/Tensor.h>
 #include <c10/util/string_view.h>
 
+#include <array>
 #include <optional>
+#include <vector>
 
 #include "geometry.h"
 #include "kernel_paths.h"
@@ -70,5 +72,9 @@ at::Tensor transpose_phase_weight(const ConvGeometry& g, const at::Tensor& weigh
 // The shape [batch, channels, *sizes] of a tensor with `spatial_dims` spatial dims, where `sizes` is one of a
 // geometry's padded-to-3-d size arrays (its last `spatial_dims` entries are the real ones).
 std::vector<int64_t> tensor_shape(int64_t batch, int64_t channels, const int64_t* sizes, int64_t spatial_dims);
+
+// A tensor's element strides as [n, c, d, h, w]: the inverse of tensor_shape's padding to 3-d, a 1-d or 2-d tensor's
+// missing dims having one position (stride 0).
+std::array<int64_t, 2 + kMaxSpatial> element_strides(const at::Tensor& t);
 
 }  // namespace fastpad

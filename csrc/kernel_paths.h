@@ -108,9 +108,9 @@ inline bool cpu_depthwise(const ConvGeometry& g, bool channels_last, bool forwar
 // cost. Also: the channels fill whole vectors (32 bytes of the accumulation type) to within an eighth (a last vector
 // that ends at C computes some channels twice), and one vector's channels-last image, the copy a thread holds, stays
 // within kChannelBlocksMaxBytes.
-// Float32, 2 cores, interleaved, against the NCHW kernel: the suite's ten strided depthwise layers 0.49-1.06x its time
-// (k3 s2 0.52-0.70, k5 s2 at 14^2 0.49-0.50, at 56^2 1.02-1.06); 7^2 k3 s1 0.57-0.71x; stride-1 rows of 14 and more
-// 0.99-2.1x (the transposes, where the NCHW rows are long runs already).
+// Float32, 2 cores (Zen 5), interleaved, against the NCHW kernel: the suite's ten strided depthwise layers 0.48-1.03x
+// its time (k3 s2 0.53-0.71, k5 s2 at 14^2 0.48-0.51, at 56^2 0.99-1.03), 17 random layers 0.52-1.24x; 7^2 k3 s1
+// 0.57-0.71x; stride-1 rows of 14 and more 0.99-2.1x (the transposes, where the NCHW rows are long runs already).
 constexpr int64_t kChannelBlocksMaxRow = 8;
 constexpr int64_t kChannelBlocksMaxBytes = int64_t(4) << 20;
 inline bool cpu_depthwise_channel_blocks(const ConvGeometry& g, bool channels_last, int64_t element_bytes) {
@@ -130,9 +130,10 @@ inline bool cpu_depthwise_channel_blocks(const ConvGeometry& g, bool channels_la
 // would need a pass of their own. The tiles skip every tap outside x, so an inf or NaN weight meets no padding zero.
 // With a stride along W, only where a y row holds kDepthwisePhasesMinColumns positions of each column phase (three
 // tiles): shorter phase rows are mostly the tiles' fixed costs. Float32, 2 cores (Zen 5), interleaved, against the
-// scatter: the suite's channels-last depthwise input gradients 0.52-0.87x on 7 layers with 16 or more columns per phase
-// (1 phase at stride 1) and 1.03-1.26x on the four with 7-14; 18 random calls of seeds 1-8 0.30-1.54x (geomean 0.65;
-// the two slowest had 12 and 20 columns per phase).
+// scatter, before this bound: the suite's channels-last depthwise input gradients 0.52-0.87x on the 7 layers with 28
+// or more columns per phase (1 phase at stride 1) and 1.03-1.26x on the four with 7-14; 18 random calls of seeds 1-8
+// 0.30-1.54x (the two slowest had 12 and 20 columns per phase). Under it: 0.58-0.99x on those 7, 0.12-0.97x on the
+// 14 random calls it keeps.
 constexpr int64_t kDepthwisePhasesMinColumns = 24;
 inline bool cpu_depthwise_phases(const ConvGeometry& g, bool channels_last) {
   return channels_last && g.mode == PaddingMode::Zeros && g.conv_in_channels == g.groups &&

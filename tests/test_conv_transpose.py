@@ -167,8 +167,8 @@ def test_channels_last_depthwise_stride_phases(channels, dtype):
 
 def test_channels_last_depthwise_stride_phases_bounds():
     """kernel_paths.h's cpu_depthwise_phases: channels-last, one x and one y channel per group, zeros mode, and with a
-    stride along W at least 24 y positions of each column phase in a row (48 at stride 2: yes; 46: no); otherwise the
-    scatter (cpu_depthwise)."""
+    stride along W at least 24 y positions of each column phase in a row (a y row of 49 at stride 2: yes; 47: no);
+    otherwise the scatter (cpu_depthwise)."""
     def path(width, stride=2, mode="zeros", channels_last=True, y_channels=8):
         x, w = torch.randn(1, 8, 5, width), torch.randn(8, y_channels // 8, 3, 3)
         if channels_last:
@@ -176,9 +176,9 @@ def test_channels_last_depthwise_stride_phases_bounds():
         out = (width - 1) * stride + 3 - 2
         return torch.ops.fastpad._conv_transpose_path(x, w, None, [stride, stride], [1, 1], [5 * stride, out],
                                                       [1, 1], 8, mode, "cpu")
-    assert path(25) == "cpu_depthwise_phases"  # y row of 48 + 1 - 2 + ... = 49 at stride 2
+    assert path(25) == "cpu_depthwise_phases"  # y row of 24 x 2 + 3 - 2 = 49
     assert path(5, stride=1) == "cpu_depthwise_phases"
-    for others in (path(24), path(25, mode="reflect"), path(25, channels_last=False)):
+    for others in (path(24), path(25, mode="reflect"), path(25, channels_last=False)):  # path(24): a y row of 47
         assert others == "cpu_depthwise"
     assert path(25, y_channels=16) != "cpu_depthwise_phases"
 

@@ -259,9 +259,7 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   const float* init_data = init.const_data_ptr<float>();
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
   scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
-  // y's element strides as [n, c, d, h, w] (a 1-d or 2-d output's missing dims have one position).
-  int64_t y_stride[2 + kMaxSpatial] = {y.stride(0), y.stride(1), 0, 0, 0};
-  for (int64_t dim = 2; dim < y.dim(); ++dim) y_stride[2 + kMaxSpatial - y.dim() + dim] = y.stride(dim);
+  const auto y_stride = element_strides(y);
   const int64_t slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
   const int64_t bytes_per_position = out_pitch * static_cast<int64_t>(sizeof(float));  // out[band, out_pitch]
   const auto make_planes = [&] {

@@ -240,14 +240,18 @@ at::Tensor per_channel(const at::Tensor& bias, int64_t dims) {
   return bias.view(shape);
 }
 
-// y = the transposed conv of g in zeros mode as the convs its stride phases are (transpose_phase_as_conv), each run by
-// conv(phase geometry, phase weight, y_phase). At stride 1 the one phase writes y itself; with a stride, each phase
-// writes its y positions a stride apart in place (y_phase, a strided view of y), and a phase no tap reaches is the bias
-// (or zero).
-template <typename Conv>
-void stride_phase_convs(const ConvGeometry& g, const at::Tensor& weight, const at::Tensor& bias, at::Tensor& y,
-                        const Conv& conv) {
+// y = the transposed conv of g in zeros mode as the convs its stride phases are (transpose_phase_as_conv), each on the
+// blocked kernel (cpu/blocked_conv.h). At stride 1 the one phase writes y itself; with a stride, each phase writes its
+// y positions a stride apart in place (a strided view of y), and a phase no tap reaches is the bias (or zero).
+void blocked_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                    at::Tensor& y, at::MemoryFormat format, BlockedKernel kernel) {
+  const bool channels_last = format != at::MemoryFormat::Contiguous;
   const int64_t phases = transpose_phase_count(g), spatial = y.dim() - 2;
+  if (phases == 1) {
+    blocked_conv(transpose_phase_as_conv(g, 0).conv, x, transpose_phase_weight(g, weight, 0), bias, y, channels_last,
+                 kernel);
+    return;
+  }
   for (int64_t phase = 0; phase < phases; ++phase) {
     const TransposePhase t = transpose_phase_as_conv(g, phase);
     if (t.conv.conv_out_volume() == 0) continue;  // no y position has this phase
@@ -264,17 +268,8 @@ void stride_phase_convs(const ConvGeometry& g, const at::Tensor& weight, const a
       }
       continue;
     }
-    conv(t.conv, transpose_phase_weight(g, weight, phase), y_phase);
+    blocked_conv(t.conv, x, transpose_phase_weight(g, weight, phase), bias, y_phase, channels_last, kernel);
   }
-}
-
-// The stride phases on the blocked kernel (cpu/blocked_conv.h).
-void blocked_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                    at::Tensor& y, at::MemoryFormat format, BlockedKernel kernel) {
-  const bool channels_last = format != at::MemoryFormat::Contiguous;
-  stride_phase_convs(g, weight, bias, y, [&](const ConvGeometry& phase, const at::Tensor& w, at::Tensor& y_phase) {
-    blocked_conv(phase, x, w, bias, y_phase, channels_last, kernel);
-  });
 }
 
 // The positions of full_y (full_transpose_geometry(g), a full transposed conv with zeros) folded into y's: y[q] is

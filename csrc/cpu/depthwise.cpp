@@ -559,6 +559,7 @@ class NhwcRows {
         channels_(g.conv_out_channels),
         reduction_(kGroups ? g.conv_in_channels_per_group() : 1),
         pixel_values_(reduction_ * channels_),
+        pixel_bytes_(pixel_values_ * static_cast<int64_t>(sizeof(scalar_t))),
         tiles_((g.conv_out_sizes[2] + kNhwcTile - 1) / kNhwcTile),
         columns_(tiles_ * kNhwcTile * g.kernel[2], -1),
         interior_(tiles_) {
@@ -590,13 +591,12 @@ class NhwcRows {
     // kw + s re-reads the lines that the taps between evicted (4x1024x28^2 k5 s2: 1.47x the per-pixel loop's time;
     // 4x1000x28^2 0.72x). Otherwise tiles (benchmarks/RESULTS.md: 0.46-0.86x the per-pixel loop's time on the
     // suite's channels-last depthwise layers, which had it from 40 channels on).
-    const int64_t pixel_bytes = pixel_values_ * static_cast<int64_t>(sizeof(scalar_t));
-    per_pixel_ = channels_ < Vec::size() || (g.stride[2] > 1 && pixel_bytes % 4096 == 0);
+    per_pixel_ = channels_ < Vec::size() || (g.stride[2] > 1 && pixel_bytes_ % 4096 == 0);
     // While a tile runs, the next one's input is prefetched: pixels of up to two lines whole, wider ones a 64-byte
     // run of channels at a time, just before the tile's vectors of that run, so that L1 holds about one tile's lines
     // at once (prefetching wide pixels whole evicted the tile's own lines: 0.68-0.89x the time on k3 layers of
     // 64-288 channels, 0.94-1.04x on k5).
-    whole_pixels_ = pixel_bytes <= 128;
+    whole_pixels_ = pixel_bytes_ <= 128;
   }
 
   // Output row y_row (out_w pixels y_pixel_stride apart, C_out channels each) from the image x_image (R x C_out
@@ -630,13 +630,12 @@ class NhwcRows {
     // Channels past the last whole vector are the last vector that ends at C, whose channels shared with the one
     // before are computed again, alike.
     constexpr int64_t kLineValues = 64 / sizeof(scalar_t);
-    const int64_t pixel_bytes = pixel_values_ * static_cast<int64_t>(sizeof(scalar_t));
     for (int64_t tile = 0; tile < tiles_; ++tile) {
       const int64_t ow0 = tile * kNhwcTile;
       const bool prefetch = tile + 1 < tiles_ && interior_[tile + 1];
       const int64_t first = prefetch ? columns_[(ow0 + kNhwcTile) * kw_count] : 0;
       if (prefetch && whole_pixels_) {  // the next tile's input pixels, row by row, in order
-        const int64_t bytes = kNhwcTile * g_.stride[2] * pixel_bytes;
+        const int64_t bytes = kNhwcTile * g_.stride[2] * pixel_bytes_;
         for (const auto& row : rows) {
           const char* start = reinterpret_cast<const char*>(x_image + (row.second * in_w + first) * pixel_values_);
           for (int64_t b = 0; b < bytes + 63; b += 64) __builtin_prefetch(start + b);  // every line it touches
@@ -661,18 +660,18 @@ class NhwcRows {
 
  private:
   const ConvGeometry& g_;
-  int64_t channels_, reduction_, pixel_values_, tiles_;
+  int64_t channels_, reduction_, pixel_values_, pixel_bytes_, tiles_;
   std::vector<int64_t> columns_;
   std::vector<bool> interior_;
   std::vector<int64_t> read_offsets_;
   bool per_pixel_ = false, whole_pixels_ = false;
 };
 
-// Parallel over (image, depth, output row). y_strides: y's strides (image, depth, row, pixel) in elements; its
+// Parallel over (image, depth, output row). y_strides: y's element strides (element_strides in conv_params.h); its
 // channels are contiguous.
 template <bool kGroups, typename scalar_t>
 void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
-               const acc_type<scalar_t>* bias, scalar_t* y, const std::array<int64_t, 4>& y_strides) {
+               const acc_type<scalar_t>* bias, scalar_t* y, const std::array<int64_t, 2 + kMaxSpatial>& y_strides) {
   using acc_t = acc_type<scalar_t>;
   const int64_t channels = g.conv_out_channels, out_h = g.conv_out_sizes[1];
   const bool expanded = kGroups || g.conv_out_channels_per_group() > 1;
@@ -695,29 +694,10 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
         expanded_rows->hold(n, rows);
         x_image = expanded_rows->data();
       }
-      row_kernel.run(x_image, w_taps, bias, y + n * y_strides[0] + od * y_strides[1] + oh * y_strides[2], y_strides[3],
+      row_kernel.run(x_image, w_taps, bias, y + n * y_strides[0] + od * y_strides[2] + oh * y_strides[3], y_strides[4],
                      rows, scratch);
     }
   });
-}
-
-// A channels-last (or channels-last-3d) tensor's strides in elements as (image, depth, row, pixel), for 1-3 spatial
-// dims (missing leading dims: the stride of the dim after them times its size).
-std::array<int64_t, 4> channels_last_strides(const at::Tensor& t) {
-  TORCH_INTERNAL_ASSERT(t.stride(1) == 1, "fastpad: the channels-last kernels need contiguous channels");
-  const int64_t spatial = t.dim() - 2;
-  std::array<int64_t, 4> strides{t.stride(0), 0, 0, 0};
-  int64_t inner = t.size(1);  // the stride a missing dim below the first spatial one would have
-  for (int64_t d = 3; d >= 1; --d) {
-    const int64_t tensor_dim = 2 + spatial - (4 - d);
-    if (tensor_dim >= 2) {
-      strides[d] = t.stride(tensor_dim);
-      inner = t.stride(tensor_dim) * t.size(tensor_dim);
-    } else {
-      strides[d] = inner;
-    }
-  }
-  return strides;
 }
 
 // The weight [C, R, taps] as [taps, R, C] in the accumulation type, for the channels-last kernels.
@@ -836,7 +816,8 @@ void conv_transpose_nhwc_phases(const ConvGeometry& g, const at::Tensor& x, cons
   }
   const at::Tensor b_acc = bias.defined() ? bias.to(acc_dtype) : at::Tensor();
   const acc_t* b = b_acc.defined() ? b_acc.const_data_ptr<acc_t>() : nullptr;
-  const std::array<int64_t, 4> strides = channels_last_strides(y);
+  const auto strides = element_strides(y);
+  TORCH_INTERNAL_ASSERT(strides[1] == 1, "fastpad: the channels-last kernels need contiguous channels");
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
   scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
   const int64_t y_depth = g.conv_in_sizes[0], y_rows = g.conv_in_sizes[1];
@@ -846,13 +827,13 @@ void conv_transpose_nhwc_phases(const ConvGeometry& g, const at::Tensor& x, cons
     for (int64_t item = begin; item < end; ++item) {
       const int64_t oh = item % y_rows, od = (item / y_rows) % y_depth, n = item / (y_rows * y_depth);
       const int64_t rd = (od + g.pad_lo[0]) % g.stride[0], rh = (oh + g.pad_lo[1]) % g.stride[1];
-      scalar_t* y_row = y_data + n * strides[0] + od * strides[1] + oh * strides[2];
+      scalar_t* y_row = y_data + n * strides[0] + od * strides[2] + oh * strides[3];
       const scalar_t* x_image = x_data + n * g.conv_out_volume() * channels;
       for (int64_t rw = 0; rw < g.stride[2]; ++rw) {
         const int64_t p = (rd * g.stride[1] + rh) * g.stride[2] + rw;
         const TransposePhase& t = phase[p];
-        const int64_t columns = t.conv.conv_out_sizes[2], pixel_stride = g.stride[2] * strides[3];
-        scalar_t* y_first = y_row + t.y_first[2] * strides[3];
+        const int64_t columns = t.conv.conv_out_sizes[2], pixel_stride = g.stride[2] * strides[4];
+        scalar_t* y_first = y_row + t.y_first[2] * strides[4];
         if (columns == 0) continue;
         if (!row_kernels[p]) {
           for (int64_t j = 0; j < columns; ++j) {
@@ -964,9 +945,10 @@ void depthwise_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
       const auto w_taps = weight_by_tap(weight, acc_dtype);
       const auto b_acc = bias.defined() ? bias.to(acc_dtype) : at::Tensor();
       const auto conv = g.conv_in_channels_per_group() > 1 ? conv_nhwc<true, scalar_t> : conv_nhwc<false, scalar_t>;
+      const auto y_strides = element_strides(y);
+      TORCH_INTERNAL_ASSERT(y_strides[1] == 1, "fastpad: the channels-last kernels need contiguous channels");
       conv(g, x.const_data_ptr<scalar_t>(), w_taps.const_data_ptr<acc_t>(),
-           b_acc.defined() ? b_acc.const_data_ptr<acc_t>() : nullptr, y.mutable_data_ptr<scalar_t>(),
-           channels_last_strides(y));
+           b_acc.defined() ? b_acc.const_data_ptr<acc_t>() : nullptr, y.mutable_data_ptr<scalar_t>(), y_strides);
     } else if (channel_blocks) {
       const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
       const auto w_taps = weight_by_tap(weight, acc_dtype);
