@@ -28,8 +28,11 @@ enum class ConvPath {
   CpuBlockedAvx512,            // the same, AVX-512
   CpuBlockedAvx512Bf16,        // the same for bfloat16, AVX512_BF16 dot products over pairs of input channels
   CpuDepthwise,                // cpu/depthwise.cpp: any multiplier
+  CpuDepthwiseAvx512,          // the same, channels-last, its register tiles on AVX-512 (cpu_nhwc_tiles_avx512)
   CpuDepthwiseChannelBlocks,   // NCHW, multiplier 1: depthwise.cpp's channels-last tiles on blocks of channels
+  CpuDepthwiseChannelBlocksAvx512,  // the same, blocks of 16 channels on AVX-512's tiles
   CpuGroupedExpanded,          // channels-last, few output channels per group: depthwise.cpp's kernel, expanded rows
+  CpuGroupedExpandedAvx512,    // the same on AVX-512's tiles
   CpuTapGemms,                 // NCHW: one GEMM per tap straight off the phase planes
   CpuColumnGemm,               // NCHW stems (few channels): taps copied into columns, one GEMM
   CpuChannelsLastDirect,       // channels-last stems: the direct kernel
@@ -50,6 +53,7 @@ enum class ConvTransposePath {
   CpuBlockedFoldedAvx512,  // the same, AVX-512
   CpuDepthwise,       // cpu/depthwise.cpp
   CpuDepthwisePhases,  // channels-last depthwise, zeros: the convs its stride phases are on depthwise.cpp's tiles
+  CpuDepthwisePhasesAvx512,  // the same on AVX-512's tiles
   CpuGroupedExpanded,  // channels-last, few channels per group: depthwise.cpp's scatter over expanded x pixels
   CpuGroupedPlanes,   // NCHW, few channels per group: depthwise.cpp's kernel, each y plane summed over its group's x
   CpuPhasePlanes,     // NCHW: the adjoint of conv's tap GEMMs
@@ -139,6 +143,24 @@ inline bool cpu_depthwise_phases(const ConvGeometry& g, bool channels_last) {
   return channels_last && g.mode == PaddingMode::Zeros && g.conv_in_channels == g.groups &&
          g.conv_out_channels == g.groups &&
          (g.stride[2] == 1 || g.conv_in_sizes[2] >= kDepthwisePhasesMinColumns * g.stride[2]);
+}
+
+// Whether depthwise.cpp's channels-last register tiles (NhwcRows: a tile of 8 output pixels x a vector of channels in
+// registers over every tap) run on AVX-512's 16 floats (cpu/nhwc_tiles_avx512.cpp) rather than at::vec's vectors of
+// the build (AVX2's 8 floats): where the CPU has AVX-512F, the accumulation is float (float32, bfloat16, float16
+// tensors) and the rows have 16 channels or more (a strided row of 4 KiB pixels keeps NhwcRows' per-pixel loop). The
+// tiles load as many vectors and issue as many FMAs per tap as AVX2's, each twice as wide. NCHW's channel blocks
+// (cpu_depthwise_channel_blocks) then hold 16 channels per vector, which doubles a block's channels-last image: only
+// where it stays within kChannelBlocksAvx512MaxBytes (the suite's NCHW k3 s2 layers at 112^2 and 190^2, 0.8-2.3 MB
+// images, ran 1.15-1.18x the time of 8-channel blocks; its k5 s2 layer at 95^2, 0.58 MB, 0.85x). 2 cores (Zen 5),
+// interleaved, against the AVX2 tiles (benchmarks/RESULTS.md): the suite's 11 channels-last depthwise layers 0.42-0.78x
+// their time forward (k5 s1 C480 0.42x), its 7 NCHW channel-block layers 0.63-0.77x, 35 random layers of seeds 1-4
+// 0.52-1.00x, the channels-last input gradients (stride phases) 0.42-0.87x; bfloat16 on the suite 0.29-0.92x.
+constexpr int64_t kChannelBlocksAvx512MaxBytes = int64_t(640) << 10;
+inline bool cpu_nhwc_tiles_avx512(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
+  constexpr int64_t kLanes = 16;
+  return isa >= CpuIsa::Avx512 && element_bytes == 4 && g.conv_out_channels >= kLanes &&
+         (channels_last || g.conv_in_volume() * kLanes * element_bytes <= kChannelBlocksAvx512MaxBytes);
 }
 
 // Whether a channels-last grouped conv with more than one input channel per group runs depthwise.cpp's channels-last
@@ -422,11 +444,16 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
                                                                      : ConvPath::CudaDirect;
   }
   if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g), reduced_precision, isa)) return ConvPath::CpuTorch;
+  const bool avx512_tiles = cpu_nhwc_tiles_avx512(g, channels_last, isa, element_bytes);
   if (cpu_depthwise(g, channels_last, /*forward_conv=*/true)) {
-    return cpu_depthwise_channel_blocks(g, channels_last, element_bytes) ? ConvPath::CpuDepthwiseChannelBlocks
-                                                                          : ConvPath::CpuDepthwise;
+    if (cpu_depthwise_channel_blocks(g, channels_last, element_bytes)) {
+      return avx512_tiles ? ConvPath::CpuDepthwiseChannelBlocksAvx512 : ConvPath::CpuDepthwiseChannelBlocks;
+    }
+    return channels_last && avx512_tiles ? ConvPath::CpuDepthwiseAvx512 : ConvPath::CpuDepthwise;
   }
-  if (cpu_grouped_expanded(g, channels_last)) return ConvPath::CpuGroupedExpanded;
+  if (cpu_grouped_expanded(g, channels_last)) {
+    return avx512_tiles ? ConvPath::CpuGroupedExpandedAvx512 : ConvPath::CpuGroupedExpanded;
+  }
   if (cpu_blocked_direct(g, channels_last, isa, element_bytes)) {
     if (isa == CpuIsa::Avx512Bf16 && g.conv_in_channels_per_group() % 2 == 0) return ConvPath::CpuBlockedAvx512Bf16;
     return isa >= CpuIsa::Avx512 ? ConvPath::CpuBlockedAvx512 : ConvPath::CpuBlockedAvx2;
@@ -475,7 +502,10 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
       !(phase_plane_shape && strided && !reduced_precision)) {
     return ConvTransposePath::CpuTorch;
   }
-  if (cpu_depthwise_phases(g, channels_last)) return ConvTransposePath::CpuDepthwisePhases;
+  if (cpu_depthwise_phases(g, channels_last)) {
+    return cpu_nhwc_tiles_avx512(g, channels_last, isa, element_bytes) ? ConvTransposePath::CpuDepthwisePhasesAvx512
+                                                                        : ConvTransposePath::CpuDepthwisePhases;
+  }
   if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;
   if (cpu_grouped_planes_transpose(g, channels_last)) return ConvTransposePath::CpuGroupedPlanes;
   // Each stride phase is a conv (transpose_phase_as_conv), whose reduction runs over x's channels. Like the phase
@@ -556,8 +586,11 @@ inline const char* path_name(ConvPath path) {
     case ConvPath::CpuBlockedAvx512: return "cpu_blocked_avx512";
     case ConvPath::CpuBlockedAvx512Bf16: return "cpu_blocked_avx512_bf16";
     case ConvPath::CpuDepthwise: return "cpu_depthwise";
+    case ConvPath::CpuDepthwiseAvx512: return "cpu_depthwise_avx512";
     case ConvPath::CpuDepthwiseChannelBlocks: return "cpu_depthwise_channel_blocks";
+    case ConvPath::CpuDepthwiseChannelBlocksAvx512: return "cpu_depthwise_channel_blocks_avx512";
     case ConvPath::CpuGroupedExpanded: return "cpu_grouped_expanded";
+    case ConvPath::CpuGroupedExpandedAvx512: return "cpu_grouped_expanded_avx512";
     case ConvPath::CpuTapGemms: return "cpu_tap_gemms";
     case ConvPath::CpuColumnGemm: return "cpu_column_gemm";
     case ConvPath::CpuChannelsLastDirect: return "cpu_channels_last_direct";
@@ -581,6 +614,7 @@ inline const char* path_name(ConvTransposePath path) {
     case ConvTransposePath::CpuBlockedFoldedAvx512: return "cpu_blocked_folded_avx512";
     case ConvTransposePath::CpuDepthwise: return "cpu_depthwise";
     case ConvTransposePath::CpuDepthwisePhases: return "cpu_depthwise_phases";
+    case ConvTransposePath::CpuDepthwisePhasesAvx512: return "cpu_depthwise_phases_avx512";
     case ConvTransposePath::CpuGroupedExpanded: return "cpu_grouped_expanded";
     case ConvTransposePath::CpuGroupedPlanes: return "cpu_grouped_planes";
     case ConvTransposePath::CpuPhasePlanes: return "cpu_phase_planes";

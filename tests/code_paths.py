@@ -69,6 +69,15 @@ def machine_isa():
         return torch.ops.fastpad._cpu_isa()
 
 
+def tiles_kernel(path, isa=None, dtype=torch.float32, channels=16):
+    """A path that runs depthwise.cpp's channels-last register tiles (cpu_depthwise channels-last,
+    cpu_depthwise_channel_blocks on small planes, cpu_grouped_expanded, cpu_depthwise_phases) as the ISA (None: the
+    current FASTPAD_CPU_ISA) names it: on AVX-512 with float accumulation and 16 channels or more, its _avx512 twin."""
+    isa = isa or torch.ops.fastpad._cpu_isa()
+    wide = ISA_ORDER.index(isa) >= ISA_ORDER.index("avx512") and dtype != torch.float64 and channels >= 16
+    return f"{path}_avx512" if wide else path
+
+
 def dense_kernel(dtype):
     """The CPU kernel of an NCHW dense conv with 16 or more input channels, under the current FASTPAD_CPU_ISA: the
     blocked kernel of the ISA for float accumulation, else (float64, or a CPU without AVX2) the tap GEMMs."""
@@ -223,7 +232,8 @@ for _isa in ("avx2", "avx512"):
             kernels=_kernels(_blocked, _folded, "cpu_tap_dots")),
         f"2d_depthwise_x3_channels_last_{_isa}": _path(False, (12, 13), 8, 24, 3, groups=8, channels_last=True,
                                                        isa=_isa,
-                                                       kernels=_kernels("cpu_depthwise", _blocked, "cpu_depthwise")),
+                                                       kernels=_kernels(tiles_kernel("cpu_depthwise", _isa), _blocked,
+                                                                        "cpu_depthwise")),
         f"1d_grouped_few_channels_causal_{_isa}": _path(False, (40,), 12, 15, 5, groups=3, padding="causal", isa=_isa,
                                                         kernels=_kernels(_blocked, _blocked, "cpu_tap_dots")),
         # Strided transposed convs with fewer than 16 x channels per group and 2^18 multiply-adds per phase run one
@@ -236,6 +246,26 @@ for _isa in ("avx2", "avx512"):
                                                            padding_mode="reflect", isa=_isa,
                                                            kernels=_kernels(_blocked, _folded, "cpu_tap_dots")),
     })
+# On AVX-512, the channels-last register tiles of depthwise.cpp run 16-float vectors where a row has 16 channels or more
+# (40 here: vectors at 0, 16 and 24, the last ending at C): the channels-last depthwise conv and its input gradient as
+# stride phases (a y row of 52 at stride 2), NCHW channel blocks (of 16 channels; 40 = two whole blocks and one that
+# ends at C), and grouped convs over expanded rows (2 x 2 channels per group, 32 output channels).
+CODE_PATHS.update({
+    "2d_depthwise_channels_last_s2_avx512": _path(False, (50, 52), 40, 40, 3, groups=40, stride=2, channels_last=True,
+                                                  isa="avx512",
+                                                  kernels=_kernels("cpu_depthwise_avx512",
+                                                                   "cpu_depthwise_phases_avx512", "cpu_depthwise")),
+    "2d_depthwise_reflect_s2_avx512": _path(False, (17, 19), 40, 40, 3, groups=40, stride=2, padding_mode="reflect",
+                                            isa="avx512",
+                                            kernels=_kernels("cpu_depthwise_channel_blocks_avx512", "cpu_depthwise",
+                                                             "cpu_depthwise")),
+    "2d_grouped_two_channels_channels_last_reflect_avx512": _path(False, (20, 21), 32, 32, 3, groups=16,
+                                                                  channels_last=True, padding_mode="reflect",
+                                                                  isa="avx512",
+                                                                  kernels=_kernels("cpu_grouped_expanded_avx512",
+                                                                                   "cpu_grouped_expanded",
+                                                                                   "cpu_tap_dots")),
+})
 # On AVX-512, strided transposed convs with 16 or more x and y channels per group in zeros mode run their stride
 # phases on the blocked kernel too (k4 s2 here: 4 taps per phase, 2 x 1000 y positions per phase; crops that torch's
 # transposed conv cannot express); the input gradient is a stride-2 conv with 32 channels.

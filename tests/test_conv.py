@@ -1,8 +1,11 @@
 """fastpad.conv1d/2d/3d against the reference F.pad + F.conv (docs/DESIGN.md section 2)."""
 
+import itertools
+
 import pytest
 import torch
 
+from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa, tiles_kernel
 from reference import (
     EXPLICIT_PADDINGS,
     GROUP_CASES,
@@ -172,21 +175,28 @@ def test_channels_last_depthwise_channel_counts(channels, device):
 
 def check_channels_last_kernel(c_in, c_out, groups, cases, expected_path, device, channels_last=True):
     """Channels-last (or NCHW) convs over `cases` (size, kernel, stride, dilation, padding, mode) in float64, float32
-    and bfloat16 against the reference; on CPU each takes `expected_path`."""
-    for size, kernel, stride, dilation, padding, mode in cases:
+    and bfloat16 against the reference; on CPU each takes `expected_path` (a path of depthwise.cpp's channels-last
+    tiles), run at AVX2 and at this CPU's own ISA: on AVX-512 the path's _avx512 twin where its tiles take 16-float
+    vectors (tiles_kernel)."""
+    machine = machine_isa()
+    isas = [None]
+    if device == "cpu":
+        isas = sorted({min(machine, "avx2", key=ISA_ORDER.index), machine}, key=ISA_ORDER.index)
+    for (size, kernel, stride, dilation, padding, mode), isa in itertools.product(cases, isas):
         x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, batch=3, device=device)
         if channels_last and len(size) > 1:
             x = x.to(memory_format=torch.channels_last if len(size) == 2 else torch.channels_last_3d)
         for dtype in (torch.float64, torch.float32, torch.bfloat16):
             xd, wd, bd = x.to(dtype), w.to(dtype), b.to(dtype)
-            if device == "cpu":
-                nd = len(size)
-                pads = resolve_pads(padding, size, wd.shape[2:], (stride,) * nd, (dilation,) * nd)
-                path = torch.ops.fastpad._conv_path(xd, wd, bd, [stride] * nd, [lo for lo, _ in pads],
-                                                    [hi for _, hi in pads], [dilation] * nd, groups, mode, "cpu")
-                assert path == expected_path, (size, dtype, path)
-            y = check_conv(xd, wd, bd, stride=stride, dilation=dilation, groups=groups, padding=padding,
-                           padding_mode=mode)
+            with cpu_isa_limit(isa):
+                if device == "cpu":
+                    nd = len(size)
+                    pads = resolve_pads(padding, size, wd.shape[2:], (stride,) * nd, (dilation,) * nd)
+                    path = torch.ops.fastpad._conv_path(xd, wd, bd, [stride] * nd, [lo for lo, _ in pads],
+                                                        [hi for _, hi in pads], [dilation] * nd, groups, mode, "cpu")
+                    assert path == tiles_kernel(expected_path, isa, dtype, c_out), (size, dtype, isa, path)
+                y = check_conv(xd, wd, bd, stride=stride, dilation=dilation, groups=groups, padding=padding,
+                               padding_mode=mode)
             assert_memory_format_kept(x, y)
 
 
@@ -223,14 +233,15 @@ def test_nchw_depthwise_channel_blocks_bounds():
     """kernel_paths.h's cpu_depthwise_channel_blocks: NCHW depthwise with multiplier 1, a stride along W whose column
     phases the dilation does not merge, or rows of at most 8 outputs; at least a vector of channels, padded to whole
     vectors by at most an eighth (9 float32 channels fill 16 lanes: no); one vector's channels-last image within
-    4 MiB (400 x 400 x 8 lanes x 4 bytes = 5.1 MB: no)."""
+    4 MiB (400 x 400 x 8 lanes x 4 bytes = 5.1 MB: no). Asked at AVX2 (the AVX-512 twin's bounds: below)."""
     def path(size, channels, kernel, stride=1, dilation=1, c_out=None, channels_last=False, dtype=torch.float32):
         x, w, b = conv_inputs(size, channels, c_out or channels, kernel, channels, batch=1, dtype=dtype)
         if channels_last:
             x = x.to(memory_format=torch.channels_last)
         nd = len(size)
-        return torch.ops.fastpad._conv_path(x, w, b, [stride] * nd, [0] * nd, [0] * nd, [dilation] * nd, channels,
-                                            "zeros", "cpu")
+        with cpu_isa_limit("avx2"):
+            return torch.ops.fastpad._conv_path(x, w, b, [stride] * nd, [0] * nd, [0] * nd, [dilation] * nd,
+                                                channels, "zeros", "cpu")
     assert path((20, 20), 16, 3, stride=2) == "cpu_depthwise_channel_blocks"
     assert path((8, 8), 16, 3) == "cpu_depthwise_channel_blocks"  # rows of 6
     assert path((200, 200), 8, 3, stride=2) == "cpu_depthwise_channel_blocks"  # 1.28 MB
@@ -255,15 +266,83 @@ def test_channels_last_grouped_expanded(per_group, multiplier, groups, device):
                                "cpu_grouped_expanded", device)
 
 
+@pytest.mark.parametrize("isa", ["avx512", "avx2"])
+def test_avx512_tiles_bounds(isa):
+    """kernel_paths.h's cpu_nhwc_tiles_avx512: depthwise.cpp's channels-last tiles take AVX-512's 16 floats (the paths'
+    _avx512 twins) on a CPU with AVX-512F, for float accumulation (float32, bfloat16; not float64) and 16 channels or
+    more (15: no); NCHW channel blocks of 16 channels only where a block's image stays within 640 KiB (101 x 101 x 16
+    x 4 bytes = 653 KB: yes; 102 x 102 = 666 KB: no). At AVX2 never."""
+    if ISA_ORDER.index(machine_isa()) < ISA_ORDER.index(isa):
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+
+    def path(size, channels, c_out=None, groups=None, channels_last=True, dtype=torch.float32):
+        x, w, b = conv_inputs(size, channels, c_out or channels, 3, groups or channels, batch=1, dtype=dtype)
+        if channels_last:
+            x = x.to(memory_format=torch.channels_last)
+        with cpu_isa_limit(isa):
+            return torch.ops.fastpad._conv_path(x, w, b, [2, 2], [1, 1], [1, 1], [1, 1], groups or channels, "zeros",
+                                                "cpu")
+    wide = "_avx512" if isa == "avx512" else ""
+    assert path((20, 20), 16) == "cpu_depthwise" + wide
+    assert path((20, 20), 16, dtype=torch.bfloat16) == "cpu_depthwise" + wide
+    assert path((20, 20), 8, c_out=16) == "cpu_depthwise" + wide  # a multiplier of 2: 16 output channels
+    assert path((101, 101), 16, channels_last=False) == "cpu_depthwise_channel_blocks" + wide
+    assert path((9, 9), 32, c_out=16, groups=8) == "cpu_grouped_expanded" + wide
+    assert path((20, 20), 15) == "cpu_depthwise"
+    assert path((20, 20), 16, dtype=torch.float64) == "cpu_depthwise"
+    assert path((102, 102), 16, channels_last=False) == "cpu_depthwise_channel_blocks"
+    assert path((9, 9), 16, c_out=8, groups=8) == "cpu_grouped_expanded"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["float32", "bfloat16", "float16"])
+def test_avx512_tiles_match_avx2_bitwise(dtype):
+    """The AVX-512 tiles (cpu/nhwc_tiles_avx512.cpp) add the same products in the same order as the AVX2 tiles, each
+    lane on its own, and round to 16 bits as c10 does (to nearest, ties to even), so their outputs are bitwise equal on
+    every path that runs them: a channels-last depthwise conv (40 channels: a last vector ending at C; reflect), with
+    a multiplier (20 -> 40, stride 2), grouped over expanded rows (2 x 2 channels per group), NCHW channel blocks
+    (blocks of 16 channels against 8), and a channels-last depthwise transposed conv as stride phases."""
+    if ISA_ORDER.index(machine_isa()) < ISA_ORDER.index("avx512"):
+        pytest.skip(f"this CPU lacks avx512 (it has {machine_isa()})")
+    ops = torch.ops.fastpad
+    calls = [  # (path at AVX2, x's shape, weight's shape, groups, stride, pads, mode, channels_last, transposed)
+        ("cpu_depthwise", (2, 40, 30, 33), (40, 1, 5, 5), 40, 1, (2, 2), "reflect", True, False),
+        ("cpu_depthwise", (2, 20, 17, 26), (40, 1, 3, 3), 20, 2, (1, 0), "zeros", True, False),
+        ("cpu_grouped_expanded", (2, 32, 14, 19), (32, 2, 3, 3), 16, 1, (1, 1), "circular", True, False),
+        ("cpu_depthwise_channel_blocks", (2, 40, 19, 21), (40, 1, 3, 3), 40, 2, (1, 1), "replicate", False, False),
+        ("cpu_depthwise_phases", (2, 40, 13, 30), (40, 1, 4, 4), 40, 2, (1, 2), "zeros", True, True),
+    ]
+    for path, x_shape, w_shape, groups, stride, (lo, hi), mode, channels_last, transposed in calls:
+        x, w, b = torch.randn(x_shape, dtype=dtype), torch.randn(w_shape, dtype=dtype), torch.randn(w_shape[0],
+                                                                                                     dtype=dtype)
+        if channels_last:
+            x = x.to(memory_format=torch.channels_last)
+        if transposed:
+            out = [(n - 1) * stride + k - lo - hi for n, k in zip(x_shape[2:], w_shape[2:])]
+            args = (x, w, b, [stride] * 2, [lo] * 2, out, [1, 1], groups, mode)
+            op, path_op = ops.conv_transpose, ops._conv_transpose_path
+        else:
+            args = (x, w, b, [stride] * 2, [lo] * 2, [hi] * 2, [1, 1], groups, mode)
+            op, path_op = ops.conv, ops._conv_path
+        outputs = []
+        for isa in ("avx2", "avx512"):
+            with cpu_isa_limit(isa):
+                assert path_op(*args, "cpu") == path + ("_avx512" if isa == "avx512" else ""), (path, isa)
+                outputs.append(op(*args))
+        assert outputs[0].isfinite().all()
+        assert torch.equal(outputs[0], outputs[1]), path
+
+
 def test_channels_last_grouped_expanded_bounds():
     """kernel_paths.h's cpu_grouped_expanded: up to 3 output channels per group (4 keep the blocked kernel), at most 40
     weights per tap of a group (21 x 2 keep it), at least 2 taps per input position the strides step over (a 2x2 kernel
     at stride 2 keeps it), at least 8 output channels, never one group, and expanded rows within 8 MiB per thread
-    (3 x 45,000 pixels x 4 x 16 channels x 4 bytes = 34.6 MB)."""
+    (3 x 45,000 pixels x 4 x 16 channels x 4 bytes = 34.6 MB). Asked at AVX2."""
     def path(size, c_in, c_out, kernel, groups, stride=1):
         x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, batch=1, dtype=torch.float32)
         x = x.to(memory_format=torch.channels_last)
-        return torch.ops.fastpad._conv_path(x, w, b, [stride] * 2, [0, 0], [0, 0], [1, 1], groups, "zeros", "cpu")
+        with cpu_isa_limit("avx2"):
+            return torch.ops.fastpad._conv_path(x, w, b, [stride] * 2, [0, 0], [0, 0], [1, 1], groups, "zeros",
+                                                "cpu")
     assert path((9, 9), 16, 24, 3, 8) == "cpu_grouped_expanded"
     assert path((9, 9), 16, 16, 3, 8, stride=2) == "cpu_grouped_expanded"
     assert path((9, 9), 160, 16, 3, 8) == "cpu_grouped_expanded"  # 20 x 2 weights per tap

@@ -1,12 +1,15 @@
 """fastpad.conv_transpose1d/2d/3d against the reference: the full F.conv_transpose, cropped to
 [crop_lo, crop_lo + out_size), zero-extended past the end, plus the bias (docs/DESIGN.md section 2)."""
 
+import itertools
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 import fastpad
-from code_paths import RESULT_NAMES, CodePath, kernels_reached, run_forward_backward, run_reference
+from code_paths import (ISA_ORDER, RESULT_NAMES, CodePath, cpu_isa_limit, kernels_reached, machine_isa,
+                        run_forward_backward, run_reference, tiles_kernel)
 from fastpad.cases import ConvCase
 from reference import (CHANNELS_LAST, EXPLICIT_PADDINGS, GROUP_CASES, as_tuple, assert_matches,
                        assert_memory_format_kept, check_conv_transpose, conv_inputs, effective_kernel, expected_conv_transpose, poison,
@@ -140,20 +143,23 @@ def test_channels_last_depthwise_stride_phases(channels, dtype):
     flipped), stride 2 with dilation 2 and an output_padding, stride 3 with a kernel below it (phases no tap reaches:
     the bias), a crop past the kernel's extent (a phase conv with a negative pad_lo), 3-d; under a vector of channels
     (5: the per-pixel loop), one vector, and 77 (a last vector ending at C); an inf weight, which must meet no zero
-    outside x. Each call asserts the path and is compared with the float64 reference."""
+    outside x. Each call asserts the path (at AVX2 and at this CPU's own ISA: on AVX-512 the tiles' _avx512 twin from
+    16 channels in float32 and bfloat16) and is compared with the float64 reference."""
     cases = [((20, 21), 3, 1, 1, "same", 0), ((30, 26), 4, 2, 2, "same_lower", 1), ((25, 25), 2, 3, 1, "valid", 0),
              ((27, 30), 3, 2, 1, ((3, 4), (4, 3)), 1), ((4, 5, 26), 3, (1, 1, 2), 1, "same", 0)]
-    for size, kernel, stride, dilation, padding, output_padding in cases:
+    isas = sorted({min(machine_isa(), "avx2", key=ISA_ORDER.index), machine_isa()}, key=ISA_ORDER.index)
+    for (size, kernel, stride, dilation, padding, output_padding), isa in itertools.product(cases, isas):
         nd = len(size)
         x, w, b = conv_inputs(size, channels, channels, kernel, channels, batch=2, transposed=True, dtype=dtype)
         x = x.to(memory_format=CHANNELS_LAST[x.dim()])
         crop_lo, out_size = resolve_crops(padding, size, as_tuple(kernel, nd), as_tuple(stride, nd),
                                           as_tuple(dilation, nd), output_padding)
-        path = torch.ops.fastpad._conv_transpose_path(x, w, b, list(as_tuple(stride, nd)), crop_lo, out_size,
-                                                      [dilation] * nd, channels, "zeros", "cpu")
-        assert path == "cpu_depthwise_phases", (size, path)
-        y = check_conv_transpose(x, w, b, stride=stride, padding=padding, dilation=dilation,
-                                 output_padding=output_padding, groups=channels)
+        with cpu_isa_limit(isa):
+            path = torch.ops.fastpad._conv_transpose_path(x, w, b, list(as_tuple(stride, nd)), crop_lo, out_size,
+                                                          [dilation] * nd, channels, "zeros", "cpu")
+            assert path == tiles_kernel("cpu_depthwise_phases", isa, dtype, channels), (size, isa, path)
+            y = check_conv_transpose(x, w, b, stride=stride, padding=padding, dilation=dilation,
+                                     output_padding=output_padding, groups=channels)
         assert_memory_format_kept(x, y)
     w[channels // 2, 0, 0, 0] = float("inf")
     expected = expected_conv_transpose(x.double(), w.double(), b.double(), stride=(1, 1, 2), padding="same",

@@ -22,14 +22,16 @@ def test_every_cpu_kernel_path_is_reached():
     """Together the calls reach every CPU kernel path of every op."""
     reached = {pair for path in CODE_PATHS.values() for pair in path.kernels}
     every = {("conv", name) for name in ("cpu_torch", "cpu_blocked_avx2", "cpu_blocked_avx512",
-                                         "cpu_blocked_avx512_bf16", "cpu_depthwise", "cpu_depthwise_channel_blocks",
-                                         "cpu_grouped_expanded",
+                                         "cpu_blocked_avx512_bf16", "cpu_depthwise", "cpu_depthwise_avx512",
+                                         "cpu_depthwise_channel_blocks", "cpu_depthwise_channel_blocks_avx512",
+                                         "cpu_grouped_expanded", "cpu_grouped_expanded_avx512",
                                          "cpu_tap_gemms", "cpu_column_gemm",
                                          "cpu_channels_last_direct", "cpu_channels_last_phase_planes",
                                          "cpu_channels_last_im2col")}
     every |= {("conv_transpose", name) for name in ("cpu_torch", "cpu_blocked_avx2", "cpu_blocked_avx512",
                                                     "cpu_blocked_folded_avx2", "cpu_blocked_folded_avx512",
-                                                    "cpu_depthwise", "cpu_depthwise_phases", "cpu_grouped_expanded",
+                                                    "cpu_depthwise", "cpu_depthwise_phases",
+                                                    "cpu_depthwise_phases_avx512", "cpu_grouped_expanded",
                                                     "cpu_grouped_planes",
                                                     "cpu_phase_planes",
                                                     "cpu_gemm_col2im")}

@@ -318,9 +318,9 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
                    path == ConvTransposePath::CpuBlockedAvx512 ? BlockedKernel::Avx512 : BlockedKernel::Avx2);
     return y;
   }
-  if (path == ConvTransposePath::CpuDepthwisePhases) {
+  if (path == ConvTransposePath::CpuDepthwisePhases || path == ConvTransposePath::CpuDepthwisePhasesAvx512) {
     const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
-    depthwise_conv_transpose_phases(g, x, weight, b, y);
+    depthwise_conv_transpose_phases(g, x, weight, b, y, path == ConvTransposePath::CpuDepthwisePhasesAvx512);
     return y;
   }
   if (path == ConvTransposePath::CpuBlockedFoldedAvx2 || path == ConvTransposePath::CpuBlockedFoldedAvx512) {

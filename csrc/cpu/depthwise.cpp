@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "conv_params.h"
+#include "cpu/nhwc_tiles.h"
 #include "cpu/phase_planes.h"
 #include "cpu/row_ops.h"
 
@@ -41,10 +43,6 @@ int64_t channel_block(int64_t channels) {
 // flattened output positions. Vector loops cover kVecBlock vectors at a time, in registers.
 
 constexpr int64_t kVecBlock = 4;
-
-// Positions per register tile of the channels-last conv (and of NCHW's channel blocks): its accumulators, one weight
-// and one input vector fit in AVX2's 16 registers.
-constexpr int64_t kNhwcTile = 8;
 
 // out[t] += sum over taps k of w[k] * taps[k][t], for t in [0, n), n a multiple of the vector size: kVecBlock
 // vectors of accumulators stay in registers while every tap is read once per block. kMasked: only where
@@ -388,59 +386,28 @@ void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
 // `w_taps` is the weight transposed to [taps, C] in the accumulation type; every inner loop is a vector over C.
 
 
-// One tile of conv_nhwc: kNhwcTile positions from ow0 (the first `kept` of them stored) x the vector of channels at
-// c0, over every tap row in `rows` and the input channels per group of each tap (kGroups; otherwise one, known to
-// the compiler, as the depthwise conv's tiles were before grouped convs shared them); interior: see conv_nhwc.
-template <bool kGroups, typename scalar_t, typename acc_t>
-void nhwc_tile(const ConvGeometry& g, const scalar_t* x_image, const acc_t* w_taps, const acc_t* bias, scalar_t* y_row,
-               int64_t y_pixel_stride, const std::vector<std::pair<int64_t, int64_t>>& rows,
-               const int64_t* tile_columns, bool interior, int64_t ow0, int64_t kept, int64_t c0) {
-  using Vec = at::vec::Vectorized<acc_t>;
-  const int64_t reduction = kGroups ? g.conv_in_channels_per_group() : 1;
-  const int64_t channels = g.conv_out_channels, kw_count = g.kernel[2], in_w = g.conv_in_sizes[2];
-  const int64_t pixel_values = reduction * channels, pixel_step = g.stride[2] * pixel_values;
-  Vec acc[kNhwcTile];
-  const Vec init = bias ? load_vector<acc_t>(bias + c0) : Vec(acc_t(0));
-#pragma GCC unroll 8
-  for (int64_t p = 0; p < kNhwcTile; ++p) acc[p] = init;
-  for (const auto& [tap_row, in_row] : rows) {
-    const scalar_t* x_row = x_image + in_row * in_w * pixel_values + c0;
-    const acc_t* w_row = w_taps + tap_row * kw_count * pixel_values + c0;
-    for (int64_t kw = 0; kw < kw_count; ++kw) {
-      for (int64_t ci = 0; ci < reduction; ++ci) {
-        const Vec w = load_vector<acc_t>(w_row + (kw * reduction + ci) * channels);
-        if (interior) {  // the tile's inputs a stride apart: no column look-up, no test
-          const scalar_t* x_tap = x_row + tile_columns[kw] * pixel_values + ci * channels;
-#pragma GCC unroll 8
-          for (int64_t p = 0; p < kNhwcTile; ++p) {
-            acc[p] = at::vec::fmadd(load_vector<acc_t>(x_tap + p * pixel_step), w, acc[p]);
-          }
-          continue;
-        }
-#pragma GCC unroll 8
-        for (int64_t p = 0; p < kNhwcTile; ++p) {
-          const int64_t column = tile_columns[p * kw_count + kw];
-          if (column >= 0) {
-            acc[p] = at::vec::fmadd(load_vector<acc_t>(x_row + column * pixel_values + ci * channels), w, acc[p]);
-          }
-        }
-      }
-    }
-  }
-  // (A copy of each accumulator is stored: passing acc[p] itself by reference kept the tile out of registers.)
-#pragma GCC unroll 8
-  for (int64_t p = 0; p < kNhwcTile; ++p) {
-    if (p >= kept) break;
-    const Vec out = acc[p];
+// The vectors of cpu/nhwc_tiles_kernel.h's tiles as at::vec's: the build's own instruction set (AVX2, or baseline).
+template <typename acc_t>
+struct AtenVectors {
+  using V = at::vec::Vectorized<acc_t>;
+  static constexpr int64_t kLanes = V::size();
+  template <typename scalar_t>
+  static V load(const scalar_t* p) { return load_vector<acc_t>(p); }
+  static V zero() { return V(acc_t(0)); }
+  static V fmadd(const V& a, const V& b, const V& c) { return at::vec::fmadd(a, b, c); }
+  template <typename scalar_t>
+  static void store(scalar_t* p, const V& v) {
     if constexpr (std::is_same_v<scalar_t, acc_t>) {
-      out.store(y_row + (ow0 + p) * y_pixel_stride + c0);
+      v.store(p);
     } else {
-      acc_t values[Vec::size()];
-      out.store(values);
-      at::vec::convert(values, y_row + (ow0 + p) * y_pixel_stride + c0, Vec::size());
+      acc_t values[kLanes];
+      v.store(values);
+      at::vec::convert(values, p, kLanes);
     }
   }
-}
+};
+
+#include "cpu/nhwc_tiles_kernel.h"
 
 // A channels-last conv with R input and m output channels per group reads input channels (c / m) * R + ci, ci < R,
 // for output channel c. Its kernels read rows of the input expanded so that output channel c's lane reads them:
@@ -554,7 +521,8 @@ class NhwcRows {
   using acc_t = acc_type<scalar_t>;
   using Vec = at::vec::Vectorized<acc_t>;
 
-  explicit NhwcRows(const ConvGeometry& g)
+  // avx512: the tiles on AVX-512 (cpu_nhwc_tiles_avx512), for float accumulation and 16 channels or more.
+  NhwcRows(const ConvGeometry& g, bool avx512)
       : g_(g),
         channels_(g.conv_out_channels),
         reduction_(kGroups ? g.conv_in_channels_per_group() : 1),
@@ -564,13 +532,9 @@ class NhwcRows {
         columns_(tiles_ * kNhwcTile * g.kernel[2], -1),
         interior_(tiles_) {
     const int64_t out_w = g.conv_out_sizes[2], kw_count = g.kernel[2];
-    // columns_[ow * kw_count + kw]: the input column tap kw of output column ow reads, -1 in zero padding and for
-    // the positions past out_w that fill the last tile (computed, never stored).
     for (int64_t ow = 0; ow < out_w; ++ow) {
       for (int64_t kw = 0; kw < kw_count; ++kw) columns_[ow * kw_count + kw] = g.tap_source(2, ow, kw);
     }
-    // interior_[tile]: every tap of the tile's kNhwcTile positions reads inside the row, so tap kw of position p
-    // reads column columns_[ow0 * kw_count + kw] + p * stride.
     for (int64_t tile = 0; tile < tiles_; ++tile) {
       const int64_t first = tile * kNhwcTile * g.stride[2] - g.pad_lo[2];
       interior_[tile] = (tile + 1) * kNhwcTile <= out_w && first >= 0 &&
@@ -586,16 +550,16 @@ class NhwcRows {
         }
       }
     }
+    avx512_ = avx512;
+    TORCH_INTERNAL_ASSERT(!avx512 || (std::is_same_v<acc_t, float> && channels_ >= 16),
+                          "fastpad: the AVX-512 tiles need float accumulation and 16 channels");
     // Fewer channels than a vector, or a strided row whose pixels are a multiple of 4 KiB apart: the per-pixel loop.
     // In such a row every vector a tile reads at one channel offset falls in the same L1 set, and at stride s tap
     // kw + s re-reads the lines that the taps between evicted (4x1024x28^2 k5 s2: 1.47x the per-pixel loop's time;
     // 4x1000x28^2 0.72x). Otherwise tiles (benchmarks/RESULTS.md: 0.46-0.86x the per-pixel loop's time on the
     // suite's channels-last depthwise layers, which had it from 40 channels on).
     per_pixel_ = channels_ < Vec::size() || (g.stride[2] > 1 && pixel_bytes_ % 4096 == 0);
-    // While a tile runs, the next one's input is prefetched: pixels of up to two lines whole, wider ones a 64-byte
-    // run of channels at a time, just before the tile's vectors of that run, so that L1 holds about one tile's lines
-    // at once (prefetching wide pixels whole evicted the tile's own lines: 0.68-0.89x the time on k3 layers of
-    // 64-288 channels, 0.94-1.04x on k5).
+    // Pixels of up to two lines are prefetched whole (nhwc_tiles_kernel.h).
     whole_pixels_ = pixel_bytes_ <= 128;
   }
 
@@ -626,56 +590,49 @@ class NhwcRows {
       }
       return;
     }
-    // One pass along the row, tile by tile, each tile once per vector of channels while its pixels stay in L1.
-    // Channels past the last whole vector are the last vector that ends at C, whose channels shared with the one
-    // before are computed again, alike.
-    constexpr int64_t kLineValues = 64 / sizeof(scalar_t);
-    for (int64_t tile = 0; tile < tiles_; ++tile) {
-      const int64_t ow0 = tile * kNhwcTile;
-      const bool prefetch = tile + 1 < tiles_ && interior_[tile + 1];
-      const int64_t first = prefetch ? columns_[(ow0 + kNhwcTile) * kw_count] : 0;
-      if (prefetch && whole_pixels_) {  // the next tile's input pixels, row by row, in order
-        const int64_t bytes = kNhwcTile * g_.stride[2] * pixel_bytes_;
-        for (const auto& row : rows) {
-          const char* start = reinterpret_cast<const char*>(x_image + (row.second * in_w + first) * pixel_values_);
-          for (int64_t b = 0; b < bytes + 63; b += 64) __builtin_prefetch(start + b);  // every line it touches
-        }
-      }
-      for (int64_t c = 0; c < channels_; c += Vec::size()) {
-        if (prefetch && !whole_pixels_ && c % kLineValues == 0) {
-          for (const auto& row : rows) {
-            const scalar_t* start = x_image + (row.second * in_w + first) * pixel_values_ + c;
-            for (const int64_t q : read_offsets_) {
-              for (int64_t ci = 0; ci < reduction_; ++ci) {
-                __builtin_prefetch(start + q * pixel_values_ + ci * channels_);
-              }
-            }
-          }
-        }
-        nhwc_tile<kGroups>(g_, x_image, w_taps, bias, y_row, y_pixel_stride, rows, columns_.data() + ow0 * kw_count,
-                           interior_[tile], ow0, std::min(kNhwcTile, out_w - ow0), std::min(c, channels_ - Vec::size()));
+    if constexpr (std::is_same_v<acc_t, float>) {
+      if (avx512_) {
+        using Bits = std::conditional_t<std::is_same_v<scalar_t, float>, float,
+                                        std::conditional_t<std::is_same_v<scalar_t, at::BFloat16>, BFloat16Bits,
+                                                           Float16Bits>>;
+        static_assert(sizeof(Bits) == sizeof(scalar_t));
+        nhwc_row_tiles_avx512(tiles(reinterpret_cast<const Bits*>(x_image), w_taps, bias, reinterpret_cast<Bits*>(y_row),
+                                    y_pixel_stride, rows),
+                              kGroups);
+        return;
       }
     }
+    nhwc_row_tiles<AtenVectors<acc_t>, kGroups>(tiles(x_image, w_taps, bias, y_row, y_pixel_stride, rows));
   }
 
  private:
+  // The row as cpu/nhwc_tiles.h takes it, its tensors as T.
+  template <typename T>
+  NhwcRowTiles<T, acc_t> tiles(const T* x_image, const acc_t* w_taps, const acc_t* bias, T* y_row,
+                               int64_t y_pixel_stride, const std::vector<std::pair<int64_t, int64_t>>& rows) const {
+    return {x_image, w_taps, bias, y_row, y_pixel_stride, rows.data(), static_cast<int64_t>(rows.size()), channels_,
+            reduction_, g_.kernel[2], g_.conv_in_sizes[2], g_.stride[2], g_.conv_out_sizes[2], columns_.data(),
+            interior_.data(), read_offsets_.data(), static_cast<int64_t>(read_offsets_.size()), whole_pixels_};
+  }
+
   const ConvGeometry& g_;
   int64_t channels_, reduction_, pixel_values_, pixel_bytes_, tiles_;
-  std::vector<int64_t> columns_;
-  std::vector<bool> interior_;
+  std::vector<int64_t> columns_;  // see NhwcRowTiles
+  std::vector<uint8_t> interior_;
   std::vector<int64_t> read_offsets_;
-  bool per_pixel_ = false, whole_pixels_ = false;
+  bool avx512_ = false, per_pixel_ = false, whole_pixels_ = false;
 };
 
 // Parallel over (image, depth, output row). y_strides: y's element strides (element_strides in conv_params.h); its
 // channels are contiguous.
 template <bool kGroups, typename scalar_t>
 void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
-               const acc_type<scalar_t>* bias, scalar_t* y, const std::array<int64_t, 2 + kMaxSpatial>& y_strides) {
+               const acc_type<scalar_t>* bias, scalar_t* y, const std::array<int64_t, 2 + kMaxSpatial>& y_strides,
+               bool avx512) {
   using acc_t = acc_type<scalar_t>;
   const int64_t channels = g.conv_out_channels, out_h = g.conv_out_sizes[1];
   const bool expanded = kGroups || g.conv_out_channels_per_group() > 1;
-  const NhwcRows<kGroups, scalar_t> row_kernel(g);
+  const NhwcRows<kGroups, scalar_t> row_kernel(g, avx512);
   at::parallel_for(0, g.batch * g.conv_out_sizes[0] * out_h, 1, [&](int64_t begin, int64_t end) {
     std::vector<std::pair<int64_t, int64_t>> rows;  // (kd * kh_count + kh, input row) of each tap row read
     std::vector<acc_t> scratch(channels);
@@ -745,9 +702,9 @@ constexpr int64_t kChannelBlockVectors = 8, kChannelBlockBytes = 64 * 1024;
 
 template <typename scalar_t>
 void conv_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
-                              const acc_type<scalar_t>* bias, scalar_t* y) {
+                              const acc_type<scalar_t>* bias, scalar_t* y, bool avx512) {
   using acc_t = acc_type<scalar_t>;
-  constexpr int64_t V = at::vec::Vectorized<acc_t>::size();
+  const int64_t V = avx512 ? 16 : at::vec::Vectorized<acc_t>::size();  // channels per vector of the tiles
   const int64_t channels = g.conv_out_channels, taps = g.kernel_volume(), vectors = (channels + V - 1) / V;
   const int64_t in_volume = g.conv_in_volume(), out_volume = g.conv_out_volume(), out_w = g.conv_out_sizes[2];
   const int64_t out_rows = g.conv_out_sizes[0] * g.conv_out_sizes[1];
@@ -765,7 +722,7 @@ void conv_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const ac
   };
   const ConvGeometry whole_block = block_geometry(per_block * V);
   const ConvGeometry rest_block = block_geometry(std::max<int64_t>(rest, 1) * V);
-  const NhwcRows<false, acc_t> whole_kernel(whole_block), rest_kernel(rest_block);
+  const NhwcRows<false, acc_t> whole_kernel(whole_block, avx512), rest_kernel(rest_block, avx512);
   at::parallel_for(0, g.batch * blocks, 1, [&](int64_t begin, int64_t end) {
     const int64_t most = per_block * V;
     std::unique_ptr<acc_t[]> x_lanes(new acc_t[in_volume * most]), y_lanes(new acc_t[out_volume * most]);
@@ -801,7 +758,7 @@ void conv_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const ac
 // scatter's time on a 112x112 k3 s2 layer). A phase no tap reaches writes the bias (or zero).
 template <typename scalar_t>
 void conv_transpose_nhwc_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
-                                const at::Tensor& bias, at::Tensor& y) {
+                                const at::Tensor& bias, at::Tensor& y, bool avx512) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
   const int64_t phases = transpose_phase_count(g), channels = g.conv_in_channels;
@@ -811,7 +768,7 @@ void conv_transpose_nhwc_phases(const ConvGeometry& g, const at::Tensor& x, cons
   for (int64_t p = 0; p < phases; ++p) {
     phase[p] = transpose_phase_as_conv(g, p);
     if (phase[p].conv.conv_out_volume() == 0 || phase[p].conv.kernel_volume() == 0) continue;
-    row_kernels[p].emplace(phase[p].conv);  // keeps a reference to phase[p], which is never moved
+    row_kernels[p].emplace(phase[p].conv, avx512);  // keeps a reference to phase[p], which is never moved
     w_taps[p] = weight_by_tap(transpose_phase_weight(g, weight, p), acc_dtype);
   }
   const at::Tensor b_acc = bias.defined() ? bias.to(acc_dtype) : at::Tensor();
@@ -937,7 +894,7 @@ at::Tensor transpose_weight_by_tap(const ConvGeometry& g, const at::Tensor& weig
 }  // namespace
 
 void depthwise_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                    at::Tensor& y, bool channels_last, bool channel_blocks) {
+                    at::Tensor& y, bool channels_last, bool channel_blocks, bool avx512_tiles) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_depthwise_conv", [&] {
     using acc_t = acc_type<scalar_t>;
     if (channels_last) {
@@ -948,14 +905,15 @@ void depthwise_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
       const auto y_strides = element_strides(y);
       TORCH_INTERNAL_ASSERT(y_strides[1] == 1, "fastpad: the channels-last kernels need contiguous channels");
       conv(g, x.const_data_ptr<scalar_t>(), w_taps.const_data_ptr<acc_t>(),
-           b_acc.defined() ? b_acc.const_data_ptr<acc_t>() : nullptr, y.mutable_data_ptr<scalar_t>(), y_strides);
+           b_acc.defined() ? b_acc.const_data_ptr<acc_t>() : nullptr, y.mutable_data_ptr<scalar_t>(), y_strides,
+           avx512_tiles);
     } else if (channel_blocks) {
       const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
       const auto w_taps = weight_by_tap(weight, acc_dtype);
       const auto b_acc = bias.defined() ? bias.to(acc_dtype) : at::Tensor();
       conv_nchw_channel_blocks<scalar_t>(g, x.const_data_ptr<scalar_t>(), w_taps.const_data_ptr<acc_t>(),
                                          b_acc.defined() ? b_acc.const_data_ptr<acc_t>() : nullptr,
-                                         y.mutable_data_ptr<scalar_t>());
+                                         y.mutable_data_ptr<scalar_t>(), avx512_tiles);
     } else {
       const auto w = weight.contiguous();
       conv_nchw<scalar_t>(g, x.const_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(),
@@ -982,9 +940,9 @@ void depthwise_conv_transpose(const ConvGeometry& g, const at::Tensor& x, const 
 }
 
 void depthwise_conv_transpose_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
-                                     const at::Tensor& bias, at::Tensor& y) {
+                                     const at::Tensor& bias, at::Tensor& y, bool avx512_tiles) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_depthwise_phases", [&] {
-    conv_transpose_nhwc_phases<scalar_t>(g, x, weight, bias, y);
+    conv_transpose_nhwc_phases<scalar_t>(g, x, weight, bias, y, avx512_tiles);
   });
 }
 

@@ -18,9 +18,10 @@
 namespace fastpad::cpu {
 
 // y = conv(x, weight, bias); y allocated in x's layout. channel_blocks: NCHW with multiplier 1 on blocks of channels
-// transposed to channels-last (cpu_depthwise_channel_blocks).
+// transposed to channels-last (cpu_depthwise_channel_blocks). avx512_tiles: the channels-last register tiles (of a
+// channels-last conv, or of the channel blocks) on AVX-512 (cpu_nhwc_tiles_avx512).
 void depthwise_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                    at::Tensor& y, bool channels_last, bool channel_blocks = false);
+                    at::Tensor& y, bool channels_last, bool channel_blocks = false, bool avx512_tiles = false);
 
 // y_acc += conv_transpose(x, weight); y_acc is in the accumulation type, in x's layout.
 void depthwise_conv_transpose(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
@@ -29,7 +30,7 @@ void depthwise_conv_transpose(const ConvGeometry& g, const at::Tensor& x, const 
 // y = conv_transpose(x, weight, bias), channels-last, multiplier 1, zeros (cpu_depthwise_phases): its stride phases
 // as depthwise convs on the channels-last tiles, y row by y row. y: the op's output (channels contiguous).
 void depthwise_conv_transpose_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
-                                     const at::Tensor& bias, at::Tensor& y);
+                                     const at::Tensor& bias, at::Tensor& y, bool avx512_tiles);
 
 // The weight gradient, [C_out, C_in / groups, *k] in the accumulation type.
 at::Tensor depthwise_weight_grad(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
