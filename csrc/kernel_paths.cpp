@@ -121,7 +121,7 @@ std::string conv_weight_grad_path(const at::Tensor& input, const at::Tensor& gra
   const ConvGeometry g = conv_weight_grad_geometry(input, grad_output, weight_shape, stride, pad_lo, dilation, groups,
                                                    padding_mode);
   return path_name(choose_weight_grad_path(g, parse_backend(backend), is_channels_last(input),
-                                          accumulator_bytes(input), is_reduced_precision(input),
+                                          accumulator_bytes(input), is_reduced_precision(input), cpu_isa_for(input),
                                           {channel_vectors(input) && channel_vectors(grad_output), true,
                                            tf32_allowed()}));
 }

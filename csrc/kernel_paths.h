@@ -67,6 +67,7 @@ enum class ConvTransposePath {
 
 enum class WeightGradPath {
   CpuDepthwise,            // cpu/depthwise.cpp
+  CpuDepthwiseAvx512,      // the same, channels-last, its sums on AVX-512 (cpu_nhwc_tiles_avx512)
   CpuTapDots,              // NCHW, few output channels per group: depthwise.cpp's kernel, over R input channels
   CpuPhasePlanes,          // NCHW: chunked GEMM reductions over phase-plane columns
   CpuChannelsLastGemm,     // channels-last: chunked GEMM reductions over im2col columns
@@ -155,7 +156,8 @@ inline bool cpu_depthwise_phases(const ConvGeometry& g, bool channels_last) {
 // images, ran 1.15-1.18x the time of 8-channel blocks; its k5 s2 layer at 95^2, 0.58 MB, 0.85x). 2 cores (Zen 5),
 // interleaved, against the AVX2 tiles (benchmarks/RESULTS.md): the suite's 11 channels-last depthwise layers 0.42-0.78x
 // their time forward (k5 s1 C480 0.42x), its 7 NCHW channel-block layers 0.63-0.77x, 35 random layers of seeds 1-4
-// 0.52-1.00x, the channels-last input gradients (stride phases) 0.42-0.87x; bfloat16 on the suite 0.29-0.92x.
+// 0.52-1.00x, the channels-last input gradients (stride phases) 0.42-0.87x; bfloat16 on the suite 0.29-0.92x. The
+// channels-last depthwise weight gradient's row kernel (weight_grad_nhwc) is chosen alike.
 constexpr int64_t kChannelBlocksAvx512MaxBytes = int64_t(640) << 10;
 inline bool cpu_nhwc_tiles_avx512(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
   constexpr int64_t kLanes = 16;
@@ -553,17 +555,21 @@ constexpr int64_t kWeightGradNchwMinPositions = 64;
 // to 1.36x: a stride-3 1x1 kernel, and 1-d rows of 9-18 outputs).
 constexpr int64_t kTapDotsMaxOutChannels = 12;
 
-// conv_weight_grad. element_bytes, reduced_precision and cuda as for conv (cuda.channel_vectors: of x and grad_output
-// both).
+// conv_weight_grad. element_bytes, reduced_precision, isa and cuda as for conv (cuda.channel_vectors: of x and
+// grad_output both).
 inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend backend, bool channels_last,
-                                              int64_t element_bytes = 4, bool reduced_precision = false,
+                                              int64_t element_bytes, bool reduced_precision, CpuIsa isa,
                                               const CudaInputs& cuda = {}) {
   if (backend == Backend::Cuda) {
     if (cuda_pipelined_weight_grad(g, element_bytes, reduced_precision, cuda)) return WeightGradPath::CudaPipelinedGemm;
     return g.conv_in_channels_per_group() == 1 ? WeightGradPath::CudaDepthwiseReduction
                                                : WeightGradPath::CudaSplitKGemm;
   }
-  if (cpu_depthwise(g, channels_last)) return WeightGradPath::CpuDepthwise;
+  if (cpu_depthwise(g, channels_last)) {
+    return channels_last && cpu_nhwc_tiles_avx512(g, channels_last, isa, element_bytes)
+               ? WeightGradPath::CpuDepthwiseAvx512
+               : WeightGradPath::CpuDepthwise;
+  }
   if (channels_last && (g.groups == 1 || g.conv_out_volume() < kWeightGradNchwMinPositions)) {
     return WeightGradPath::CpuChannelsLastGemm;
   }
@@ -576,6 +582,7 @@ inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend bac
 // copies of the input and grad_output (see kWeightGradNchwMinPositions).
 inline bool cpu_weight_grad_reads_channels_last(WeightGradPath path, const ConvGeometry& g, bool channels_last) {
   return channels_last && (path == WeightGradPath::CpuChannelsLastGemm ||
+                           path == WeightGradPath::CpuDepthwiseAvx512 ||
                            (path == WeightGradPath::CpuDepthwise && cpu_depthwise(g, channels_last)));
 }
 
@@ -631,6 +638,7 @@ inline const char* path_name(ConvTransposePath path) {
 inline const char* path_name(WeightGradPath path) {
   switch (path) {
     case WeightGradPath::CpuDepthwise: return "cpu_depthwise";
+    case WeightGradPath::CpuDepthwiseAvx512: return "cpu_depthwise_avx512";
     case WeightGradPath::CpuTapDots: return "cpu_tap_dots";
     case WeightGradPath::CpuPhasePlanes: return "cpu_phase_planes";
     case WeightGradPath::CpuChannelsLastGemm: return "cpu_channels_last_gemm";

@@ -247,14 +247,15 @@ for _isa in ("avx2", "avx512"):
                                                            kernels=_kernels(_blocked, _folded, "cpu_tap_dots")),
     })
 # On AVX-512, the channels-last register tiles of depthwise.cpp run 16-float vectors where a row has 16 channels or more
-# (40 here: vectors at 0, 16 and 24, the last ending at C): the channels-last depthwise conv and its input gradient as
-# stride phases (a y row of 52 at stride 2), NCHW channel blocks (of 16 channels; 40 = two whole blocks and one that
+# (40 here: vectors at 0, 16 and 24, the last ending at C): the channels-last depthwise conv, its input gradient as
+# stride phases (a y row of 52 at stride 2) and its weight gradient, NCHW channel blocks (of 16 channels; 40 = two whole blocks and one that
 # ends at C), and grouped convs over expanded rows (2 x 2 channels per group, 32 output channels).
 CODE_PATHS.update({
     "2d_depthwise_channels_last_s2_avx512": _path(False, (50, 52), 40, 40, 3, groups=40, stride=2, channels_last=True,
                                                   isa="avx512",
                                                   kernels=_kernels("cpu_depthwise_avx512",
-                                                                   "cpu_depthwise_phases_avx512", "cpu_depthwise")),
+                                                                   "cpu_depthwise_phases_avx512",
+                                                                   "cpu_depthwise_avx512")),
     "2d_depthwise_reflect_s2_avx512": _path(False, (17, 19), 40, 40, 3, groups=40, stride=2, padding_mode="reflect",
                                             isa="avx512",
                                             kernels=_kernels("cpu_depthwise_channel_blocks_avx512", "cpu_depthwise",

@@ -288,6 +288,13 @@ def test_avx512_tiles_bounds(isa):
     assert path((20, 20), 8, c_out=16) == "cpu_depthwise" + wide  # a multiplier of 2: 16 output channels
     assert path((101, 101), 16, channels_last=False) == "cpu_depthwise_channel_blocks" + wide
     assert path((9, 9), 32, c_out=16, groups=8) == "cpu_grouped_expanded" + wide
+    x = torch.randn(1, 16, 9, 9).to(memory_format=torch.channels_last)  # the weight gradient's sums
+    with cpu_isa_limit(isa):
+        assert torch.ops.fastpad._conv_weight_grad_path(x, x, [16, 1, 3, 3], [1, 1], [1, 1], [1, 1], 16, "zeros",
+                                                        "cpu") == "cpu_depthwise" + wide
+        x = x[:, :15].contiguous(memory_format=torch.channels_last)
+        assert torch.ops.fastpad._conv_weight_grad_path(x, x, [15, 1, 3, 3], [1, 1], [1, 1], [1, 1], 15, "zeros",
+                                                        "cpu") == "cpu_depthwise"
     assert path((20, 20), 15) == "cpu_depthwise"
     assert path((20, 20), 16, dtype=torch.float64) == "cpu_depthwise"
     assert path((102, 102), 16, channels_last=False) == "cpu_depthwise_channel_blocks"
@@ -300,7 +307,10 @@ def test_avx512_tiles_match_avx2_bitwise(dtype):
     lane on its own, and round to 16 bits as c10 does (to nearest, ties to even), so their outputs are bitwise equal on
     every path that runs them: a channels-last depthwise conv (40 channels: a last vector ending at C; reflect), with
     a multiplier (20 -> 40, stride 2), grouped over expanded rows (2 x 2 channels per group), NCHW channel blocks
-    (blocks of 16 channels against 8), and a channels-last depthwise transposed conv as stride phases."""
+    (blocks of 16 channels against 8), and a channels-last depthwise transposed conv as stride phases; and the
+    channels-last depthwise weight gradient's sums (40 and 37 channels: with 2 threads, blocks of 32 + 8 and 32 + 5 on
+    AVX-512, of 24 + 16 and 24 + 13 on AVX2, a last vector ending at C where a block is no whole number of vectors; a
+    9-wide kernel, in runs of 8 and 1 taps), whose sums per channel are the same whatever the blocks."""
     if ISA_ORDER.index(machine_isa()) < ISA_ORDER.index("avx512"):
         pytest.skip(f"this CPU lacks avx512 (it has {machine_isa()})")
     ops = torch.ops.fastpad
@@ -330,6 +340,20 @@ def test_avx512_tiles_match_avx2_bitwise(dtype):
                 outputs.append(op(*args))
         assert outputs[0].isfinite().all()
         assert torch.equal(outputs[0], outputs[1]), path
+    for channels, kernel, stride, mode in ((40, 3, 2, "zeros"), (37, (3, 9), 1, "reflect")):
+        kernel = as_tuple(kernel, 2)
+        x = torch.randn(2, channels, 17, 23, dtype=dtype).to(memory_format=torch.channels_last)
+        pads = [k // 2 for k in kernel]
+        gy = torch.randn(ops.conv(x, torch.randn(channels, 1, *kernel, dtype=dtype), None, [stride] * 2, pads, pads,
+                                  [1, 1], channels, mode).shape, dtype=dtype).to(memory_format=torch.channels_last)
+        args = (x, gy, [channels, 1, *kernel], [stride] * 2, pads, [1, 1], channels, mode)
+        grads = []
+        for isa in ("avx2", "avx512"):
+            with cpu_isa_limit(isa):
+                assert ops._conv_weight_grad_path(*args, "cpu") == tiles_kernel("cpu_depthwise", isa, dtype, channels)
+                grads.append(ops.conv_weight_grad(*args))
+        assert grads[0].isfinite().all()
+        assert torch.equal(grads[0], grads[1]), (channels, kernel)
 
 
 def test_channels_last_grouped_expanded_bounds():

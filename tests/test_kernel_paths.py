@@ -35,7 +35,8 @@ def test_every_cpu_kernel_path_is_reached():
                                                     "cpu_grouped_planes",
                                                     "cpu_phase_planes",
                                                     "cpu_gemm_col2im")}
-    every |= {("conv_weight_grad", name) for name in ("cpu_depthwise", "cpu_tap_dots", "cpu_phase_planes",
+    every |= {("conv_weight_grad", name) for name in ("cpu_depthwise", "cpu_depthwise_avx512", "cpu_tap_dots",
+                                                      "cpu_phase_planes",
                                                       "cpu_channels_last_gemm")}
     assert reached == every
 

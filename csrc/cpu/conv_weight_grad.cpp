@@ -150,7 +150,8 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
   const auto input_format = output_memory_format(input);
   const bool channels_last = input_format != at::MemoryFormat::Contiguous;
   if (g.batch == 0) return at::zeros(weight_shape, input.options());
-  const WeightGradPath path = choose_weight_grad_path(g, Backend::Cpu, channels_last);
+  const WeightGradPath path = choose_weight_grad_path(g, Backend::Cpu, channels_last, accumulator_bytes(input),
+                                                      is_reduced_precision(input), cpu_isa_for(input));
   const bool kernel_channels_last = cpu_weight_grad_reads_channels_last(path, g, channels_last);
   const auto format = kernel_channels_last ? input_format : at::MemoryFormat::Contiguous;
   const auto x = input.contiguous(format);
@@ -161,6 +162,9 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
       case WeightGradPath::CpuDepthwise:
       case WeightGradPath::CpuTapDots:
         grad = depthwise_weight_grad(g, x, gy, kernel_channels_last);
+        break;
+      case WeightGradPath::CpuDepthwiseAvx512:
+        grad = depthwise_weight_grad(g, x, gy, kernel_channels_last, /*avx512_tiles=*/true);
         break;
       case WeightGradPath::CpuChannelsLastGemm:
         grad = weight_grad_gemm<scalar_t>(g, x, gy);

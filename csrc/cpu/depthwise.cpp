@@ -30,9 +30,7 @@ namespace fastpad::cpu {
 namespace {
 
 // Channel blocks for the channels-last kernels: one per thread, a whole number of vectors each.
-template <typename acc_t>
-int64_t channel_block(int64_t channels) {
-  const int64_t lanes = at::vec::Vectorized<acc_t>::size();
+inline int64_t channel_block(int64_t channels, int64_t lanes) {
   const int64_t per_thread = (channels + at::get_num_threads() - 1) / at::get_num_threads();
   return std::max<int64_t>(lanes, (per_thread + lanes - 1) / lanes * lanes);
 }
@@ -396,6 +394,8 @@ struct AtenVectors {
   static V zero() { return V(acc_t(0)); }
   static V fmadd(const V& a, const V& b, const V& c) { return at::vec::fmadd(a, b, c); }
   template <typename scalar_t>
+  static acc_t scalar(scalar_t v) { return static_cast<acc_t>(v); }
+  template <typename scalar_t>
   static void store(scalar_t* p, const V& v) {
     if constexpr (std::is_same_v<scalar_t, acc_t>) {
       v.store(p);
@@ -408,6 +408,13 @@ struct AtenVectors {
 };
 
 #include "cpu/nhwc_tiles_kernel.h"
+
+// The torch-free type (cpu/nhwc_tiles.h) whose bits a float-accumulated scalar_t's values are, for the AVX-512 tiles.
+template <typename scalar_t>
+using TileBits = std::conditional_t<std::is_same_v<scalar_t, float>, float,
+                                    std::conditional_t<std::is_same_v<scalar_t, at::BFloat16>, BFloat16Bits,
+                                                       Float16Bits>>;
+static_assert(sizeof(TileBits<at::BFloat16>) == sizeof(at::BFloat16) && sizeof(TileBits<at::Half>) == sizeof(at::Half));
 
 // A channels-last conv with R input and m output channels per group reads input channels (c / m) * R + ci, ci < R,
 // for output channel c. Its kernels read rows of the input expanded so that output channel c's lane reads them:
@@ -592,13 +599,10 @@ class NhwcRows {
     }
     if constexpr (std::is_same_v<acc_t, float>) {
       if (avx512_) {
-        using Bits = std::conditional_t<std::is_same_v<scalar_t, float>, float,
-                                        std::conditional_t<std::is_same_v<scalar_t, at::BFloat16>, BFloat16Bits,
-                                                           Float16Bits>>;
-        static_assert(sizeof(Bits) == sizeof(scalar_t));
-        nhwc_row_tiles_avx512(tiles(reinterpret_cast<const Bits*>(x_image), w_taps, bias, reinterpret_cast<Bits*>(y_row),
-                                    y_pixel_stride, rows),
-                              kGroups);
+        using Bits = TileBits<scalar_t>;
+        const auto row = tiles(reinterpret_cast<const Bits*>(x_image), w_taps, bias, reinterpret_cast<Bits*>(y_row),
+                               y_pixel_stride, rows);
+        nhwc_row_tiles_avx512(row, kGroups);
         return;
       }
     }
@@ -821,7 +825,8 @@ void conv_transpose_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_typ
   const int64_t channels = g.conv_in_channels, x_channels = g.conv_out_channels, out_h = g.conv_out_sizes[1],
                 out_w = g.conv_out_sizes[2];
   const int64_t m = g.conv_out_channels_per_group(), reduction = g.conv_in_channels_per_group();
-  const int64_t block = channel_block<acc_t>(channels), blocks = (channels + block - 1) / block;
+  const int64_t block = channel_block(channels, at::vec::Vectorized<acc_t>::size());
+  const int64_t blocks = (channels + block - 1) / block;
   at::parallel_for(0, g.batch * blocks, 1, [&](int64_t begin, int64_t end) {
     std::vector<acc_t> x_expanded(kExpanded ? m * block : 0);
     for (int64_t item = begin; item < end; ++item) {
@@ -853,32 +858,66 @@ void conv_transpose_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_typ
   });
 }
 
-// Parallel over channel blocks; each channel sums over (image, pixel, tap) in the same order whatever the blocking,
-// so the result is bitwise independent of the thread count.
+// Parallel over channel blocks, one per thread, each summing over every output row of every image through
+// nhwc_weight_grad_row (cpu/nhwc_tiles.h: per vector of channels and run of taps, the sums in registers along the row;
+// on AVX-512 where avx512, cpu_nhwc_tiles_avx512). Each channel sums over (image, row, tap, column) in the same order
+// whatever the blocking, so the result is bitwise independent of the thread count. Per pixel and tap, a multiply-add
+// over the block's channels into sums in memory took 1.8-5.3x this time (benchmarks/RESULTS.md).
 template <typename scalar_t>
-void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* gy, acc_type<scalar_t>* gw) {
+void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* gy, acc_type<scalar_t>* gw,
+                      bool avx512) {
   using acc_t = acc_type<scalar_t>;
   const int64_t channels = g.conv_out_channels, out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2],
-                taps = g.kernel_volume();
-  const int64_t block = channel_block<acc_t>(channels), blocks = (channels + block - 1) / block;
+                kw_count = g.kernel[2], taps = g.kernel_volume();
+  const int64_t lanes = avx512 ? 16 : at::vec::Vectorized<acc_t>::size();
+  const int64_t block = channel_block(channels, lanes), blocks = (channels + block - 1) / block;
+  std::vector<int64_t> columns(out_w * kw_count);
+  int64_t interior_begin = out_w, interior_end = out_w;
+  for (int64_t ow = 0; ow < out_w; ++ow) {
+    for (int64_t kw = 0; kw < kw_count; ++kw) columns[ow * kw_count + kw] = g.tap_source(2, ow, kw);
+    const int64_t first = ow * g.stride[2] - g.pad_lo[2];
+    if (first >= 0 && first + (kw_count - 1) * g.dilation[2] < g.conv_in_sizes[2]) {
+      interior_begin = std::min(interior_begin, ow);
+      interior_end = ow + 1;
+    }
+  }
   at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<acc_t> acc(taps * block), gy_pixel(block);
+    const int64_t sum_stride = block + lanes;  // the block's channels, then the vector ending at its last channel
+    std::vector<acc_t> sums(taps * sum_stride);
+    std::vector<std::pair<int64_t, int64_t>> rows;
     for (int64_t b = begin; b < end; ++b) {
       const int64_t c0 = b * block, len = std::min(block, channels - c0);
-      std::fill(acc.begin(), acc.end(), acc_t(0));
-      for (int64_t n = 0; n < g.batch; ++n) {
-        const scalar_t* x_image = x + n * g.conv_in_volume() * channels + c0;
-        for (int64_t pixel = 0; pixel < g.conv_out_volume(); ++pixel) {
-          at::vec::convert(gy + (n * g.conv_out_volume() + pixel) * channels + c0, gy_pixel.data(), len);
-          for_each_tap_pixel(g, pixel / (out_w * out_h), (pixel / out_w) % out_h, pixel % out_w,
-                             [&](int64_t tap, int64_t in_pixel) {
-                               multiply_add(acc.data() + tap * block, gy_pixel.data(), x_image + in_pixel * channels,
-                                            len);
-                             });
+      std::fill(sums.begin(), sums.end(), acc_t(0));
+      for (int64_t item = 0; item < g.batch * g.conv_out_sizes[0] * out_h; ++item) {
+        const int64_t oh = item % out_h, od = (item / out_h) % g.conv_out_sizes[0],
+                      n = item / (out_h * g.conv_out_sizes[0]);
+        rows.clear();
+        for_each_tap_row(g, od, oh, [&](int64_t kd, int64_t kh, int64_t in_row) {
+          rows.emplace_back(kd * g.kernel[1] + kh, in_row);
+        });
+        const scalar_t* x_image = x + n * g.conv_in_volume() * channels;
+        const scalar_t* gy_row = gy + ((n * g.conv_out_sizes[0] + od) * out_h + oh) * out_w * channels;
+        const auto row = [&](const auto* x_as, const auto* gy_as) {  // the row, its tensors' values as x_as's
+          return NhwcWeightGradRow<std::remove_cv_t<std::remove_pointer_t<decltype(x_as)>>, acc_t>{
+              x_as, gy_as, sums.data(), sum_stride, block, rows.data(), static_cast<int64_t>(rows.size()), channels,
+              c0, c0 + len, kw_count, g.conv_in_sizes[2], g.stride[2], g.dilation[2], out_w, columns.data(),
+              interior_begin, interior_end};
+        };
+        if constexpr (std::is_same_v<acc_t, float>) {
+          if (avx512) {
+            using Bits = TileBits<scalar_t>;
+            nhwc_weight_grad_row_avx512(
+                row(reinterpret_cast<const Bits*>(x_image), reinterpret_cast<const Bits*>(gy_row)));
+            continue;
+          }
         }
+        nhwc_weight_grad_row<AtenVectors<acc_t>>(row(x_image, gy_row));
       }
+      // Past the whole vectors, the vector ending at the block's end (first channel `tail`) kept its sums apart.
+      const int64_t whole = len / lanes * lanes, tail = c0 + len - lanes;
       for (int64_t c = 0; c < len; ++c) {
-        for (int64_t tap = 0; tap < taps; ++tap) gw[(c0 + c) * taps + tap] = acc[tap * block + c];
+        const int64_t column = c >= whole && tail >= 0 ? block + c0 + c - tail : c;
+        for (int64_t tap = 0; tap < taps; ++tap) gw[(c0 + c) * taps + tap] = sums[tap * sum_stride + column];
       }
     }
   });
@@ -947,14 +986,19 @@ void depthwise_conv_transpose_phases(const ConvGeometry& g, const at::Tensor& x,
 }
 
 at::Tensor depthwise_weight_grad(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
-                                 bool channels_last) {
+                                 bool channels_last, bool avx512_tiles) {
   at::Tensor grad;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_depthwise_weight_grad", [&] {
     using acc_t = acc_type<scalar_t>;
     grad = at::empty({g.conv_out_channels, g.conv_in_channels_per_group(), g.kernel_volume()},
                      x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
-    const auto weight_grad = channels_last ? weight_grad_nhwc<scalar_t> : weight_grad_nchw<scalar_t>;
-    weight_grad(g, x.const_data_ptr<scalar_t>(), grad_output.const_data_ptr<scalar_t>(), grad.mutable_data_ptr<acc_t>());
+    if (channels_last) {
+      weight_grad_nhwc<scalar_t>(g, x.const_data_ptr<scalar_t>(), grad_output.const_data_ptr<scalar_t>(),
+                                 grad.mutable_data_ptr<acc_t>(), avx512_tiles);
+    } else {
+      weight_grad_nchw<scalar_t>(g, x.const_data_ptr<scalar_t>(), grad_output.const_data_ptr<scalar_t>(),
+                                 grad.mutable_data_ptr<acc_t>());
+    }
   });
   return grad;
 }

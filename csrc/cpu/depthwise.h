@@ -32,8 +32,9 @@ void depthwise_conv_transpose(const ConvGeometry& g, const at::Tensor& x, const 
 void depthwise_conv_transpose_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
                                      const at::Tensor& bias, at::Tensor& y, bool avx512_tiles);
 
-// The weight gradient, [C_out, C_in / groups, *k] in the accumulation type.
+// The weight gradient, [C_out, C_in / groups, *k] in the accumulation type. avx512_tiles: the channels-last sums on
+// AVX-512 (cpu_nhwc_tiles_avx512).
 at::Tensor depthwise_weight_grad(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
-                                 bool channels_last);
+                                 bool channels_last, bool avx512_tiles = false);
 
 }  // namespace fastpad::cpu

@@ -46,10 +46,34 @@ struct NhwcRowTiles {
   bool whole_pixels;  // a tile's input pixels are prefetched whole (else a 64-byte run of channels at a time)
 };
 
+// The channels-last depthwise weight gradient's sums over one output row (weight_grad_nhwc in depthwise.cpp): for the
+// channels [c_begin, c_end) and each tap (tap row r of `rows`, kw), sums[(rows[r].first * kw_count + kw) *
+// sum_stride + c - c_begin] += the sum over the row's ow of gy_row[ow * channels + c] * x_image[(rows[r].second * in_w
+// + columns[ow * kw_count + kw]) * channels + c], taps in zero padding (column -1) skipped; where c_end - c_begin is no
+// whole number of vectors (and c_end at least one), the vector ending at c_end sums at columns tail_column + lane
+// instead. Per vector of channels and run of up to 8 taps of a tap row, the run's sums stay in registers along the row.
+template <typename scalar_t, typename acc_t>
+struct NhwcWeightGradRow {
+  const scalar_t* x_image;
+  const scalar_t* gy_row;
+  acc_t* sums;
+  int64_t sum_stride, tail_column;
+  const std::pair<int64_t, int64_t>* rows;
+  int64_t row_count;
+  int64_t channels, c_begin, c_end, kw_count, in_w, stride_w, dilation_w, out_w;
+  const int64_t* columns;  // [out_w][kw_count], as NhwcRowTiles' (without the last tile's fill)
+  // [interior_begin, interior_end): the output columns whose every tap reads inside the row, at column
+  // columns[ow * kw_count] + kw * dilation_w.
+  int64_t interior_begin, interior_end;
+};
+
 // AVX-512 (16 floats per vector) for float accumulation; groups: R > 1. Called only where the CPU and the OS support
 // AVX-512F and the row has 16 channels or more.
 void nhwc_row_tiles_avx512(const NhwcRowTiles<float, float>& row, bool groups);
 void nhwc_row_tiles_avx512(const NhwcRowTiles<BFloat16Bits, float>& row, bool groups);
 void nhwc_row_tiles_avx512(const NhwcRowTiles<Float16Bits, float>& row, bool groups);
+void nhwc_weight_grad_row_avx512(const NhwcWeightGradRow<float, float>& row);
+void nhwc_weight_grad_row_avx512(const NhwcWeightGradRow<BFloat16Bits, float>& row);
+void nhwc_weight_grad_row_avx512(const NhwcWeightGradRow<Float16Bits, float>& row);
 
 }  // namespace fastpad::cpu

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma,f16c")
@@ -26,6 +27,9 @@ struct Isa {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
   static V zero() { return _mm512_setzero_ps(); }
+  static float scalar(float v) { return v; }
+  static float scalar(BFloat16Bits v) { return _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(v.bits << 16))); }
+  static float scalar(Float16Bits v) { return _cvtsh_ss(v.bits); }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   // Rounded to nearest, ties to even, a NaN to the quiet NaN 0x7fc0: as c10::BFloat16 rounds.
@@ -55,6 +59,15 @@ void row_tiles(const NhwcRowTiles<scalar_t, float>& row, bool groups) {
 }  // namespace nhwc_avx512
 
 void nhwc_row_tiles_avx512(const NhwcRowTiles<float, float>& row, bool groups) { nhwc_avx512::row_tiles(row, groups); }
+void nhwc_weight_grad_row_avx512(const NhwcWeightGradRow<float, float>& row) {
+  nhwc_avx512::nhwc_weight_grad_row<nhwc_avx512::Isa>(row);
+}
+void nhwc_weight_grad_row_avx512(const NhwcWeightGradRow<BFloat16Bits, float>& row) {
+  nhwc_avx512::nhwc_weight_grad_row<nhwc_avx512::Isa>(row);
+}
+void nhwc_weight_grad_row_avx512(const NhwcWeightGradRow<Float16Bits, float>& row) {
+  nhwc_avx512::nhwc_weight_grad_row<nhwc_avx512::Isa>(row);
+}
 void nhwc_row_tiles_avx512(const NhwcRowTiles<BFloat16Bits, float>& row, bool groups) {
   nhwc_avx512::row_tiles(row, groups);
 }

@@ -1,7 +1,7 @@
 // The tile loops of a channels-last output row (cpu/nhwc_tiles.h), included once per instruction set inside that
 // set's namespace (depthwise.cpp, nhwc_tiles_avx512.cpp). Isa gives the vector of accumulators:
 //   V, kLanes; load(const scalar_t* or const acc_t*) -> V of acc_t; zero(); fmadd(a, b, c) = a * b + c;
-//   store(scalar_t*, V), rounding to scalar_t.
+//   store(scalar_t*, V), rounding to scalar_t; store(acc_t*, V); scalar(scalar_t) -> acc_t.
 // No include guard: each inclusion compiles these templates for its own instruction set.
 
 // One tile: kNhwcTile positions from ow0 (the first `kept` of them stored) x the vector of channels at c0, over every
@@ -83,6 +83,84 @@ void nhwc_row_tiles(const NhwcRowTiles<scalar_t, acc_t>& a) {
       }
       nhwc_tile<Isa, kGroups>(a, a.columns + ow0 * kw_count, a.interior[tile], ow0,
                               std::min(kNhwcTile, a.out_w - ow0), std::min(c, a.channels - Isa::kLanes));
+    }
+  }
+}
+
+// The sums of taps kw0 .. kw0 + kTaps - 1 of one tap row (x_row: its input row) over the output row, for the vector of
+// channels at c (NhwcWeightGradRow).
+template <typename Isa, int kTaps, typename scalar_t, typename acc_t>
+void weight_grad_taps(const NhwcWeightGradRow<scalar_t, acc_t>& a, const scalar_t* x_row, acc_t* sums, int64_t kw0,
+                      int64_t c) {
+  using V = typename Isa::V;
+  const int64_t channels = a.channels, kw_count = a.kw_count;
+  V acc[kTaps];
+#pragma GCC unroll 8
+  for (int t = 0; t < kTaps; ++t) acc[t] = Isa::load(sums + t * a.sum_stride);
+  const auto border = [&](int64_t ow) {  // columns looked up, taps in zero padding skipped
+    const V gy = Isa::load(a.gy_row + ow * channels + c);
+#pragma GCC unroll 8
+    for (int t = 0; t < kTaps; ++t) {
+      const int64_t column = a.columns[ow * kw_count + kw0 + t];
+      if (column >= 0) acc[t] = Isa::fmadd(gy, Isa::load(x_row + column * channels + c), acc[t]);
+    }
+  };
+  for (int64_t ow = 0; ow < a.interior_begin; ++ow) border(ow);
+  if (a.interior_begin < a.interior_end) {
+    const scalar_t* x_tap = x_row + a.columns[a.interior_begin * kw_count + kw0] * channels + c;
+    const int64_t tap_step = a.dilation_w * channels, pixel_step = a.stride_w * channels;
+    for (int64_t ow = a.interior_begin; ow < a.interior_end; ++ow, x_tap += pixel_step) {
+      const V gy = Isa::load(a.gy_row + ow * channels + c);
+#pragma GCC unroll 8
+      for (int t = 0; t < kTaps; ++t) acc[t] = Isa::fmadd(gy, Isa::load(x_tap + t * tap_step), acc[t]);
+    }
+  }
+  for (int64_t ow = std::max(a.interior_begin, a.interior_end); ow < a.out_w; ++ow) border(ow);
+#pragma GCC unroll 8
+  for (int t = 0; t < kTaps; ++t) Isa::store(sums + t * a.sum_stride, acc[t]);
+}
+
+// The whole row: vectors of channels in registers, runs of up to 8 taps. Channels past the last whole vector are the
+// vector that ends at c_end, its sums kept apart at tail_column (added into the others, the channels it shares with
+// the vector before would count twice); under one vector of channels, one by one. Each channel's sums are the same
+// fused multiply-adds in the same order either way, so they do not depend on where the blocks split.
+template <typename Isa, typename scalar_t, typename acc_t>
+void nhwc_weight_grad_row(const NhwcWeightGradRow<scalar_t, acc_t>& a) {
+  constexpr int64_t kMaxTaps = 8;
+  const int64_t vector_end = a.c_begin + (a.c_end - a.c_begin) / Isa::kLanes * Isa::kLanes;
+  const bool tail_vector = vector_end < a.c_end && a.c_end >= Isa::kLanes;
+  for (int64_t r = 0; r < a.row_count; ++r) {
+    const scalar_t* x_row = a.x_image + a.rows[r].second * a.in_w * a.channels;
+    acc_t* row_sums = a.sums + a.rows[r].first * a.kw_count * a.sum_stride;
+    const auto vector = [&](int64_t c, int64_t column) {
+      for (int64_t kw0 = 0; kw0 < a.kw_count; kw0 += kMaxTaps) {
+        acc_t* sums = row_sums + kw0 * a.sum_stride + column;
+        switch (std::min(kMaxTaps, a.kw_count - kw0)) {
+          case 1: weight_grad_taps<Isa, 1>(a, x_row, sums, kw0, c); break;
+          case 2: weight_grad_taps<Isa, 2>(a, x_row, sums, kw0, c); break;
+          case 3: weight_grad_taps<Isa, 3>(a, x_row, sums, kw0, c); break;
+          case 4: weight_grad_taps<Isa, 4>(a, x_row, sums, kw0, c); break;
+          case 5: weight_grad_taps<Isa, 5>(a, x_row, sums, kw0, c); break;
+          case 6: weight_grad_taps<Isa, 6>(a, x_row, sums, kw0, c); break;
+          case 7: weight_grad_taps<Isa, 7>(a, x_row, sums, kw0, c); break;
+          default: weight_grad_taps<Isa, 8>(a, x_row, sums, kw0, c); break;
+        }
+      }
+    };
+    for (int64_t c = a.c_begin; c < vector_end; c += Isa::kLanes) vector(c, c - a.c_begin);
+    if (tail_vector) {
+      vector(a.c_end - Isa::kLanes, a.tail_column);
+      continue;
+    }
+    for (int64_t c = vector_end; c < a.c_end; ++c) {
+      for (int64_t ow = 0; ow < a.out_w; ++ow) {
+        const acc_t gy = Isa::scalar(a.gy_row[ow * a.channels + c]);
+        for (int64_t kw = 0; kw < a.kw_count; ++kw) {
+          const int64_t column = a.columns[ow * a.kw_count + kw];
+          acc_t& sum = row_sums[kw * a.sum_stride + c - a.c_begin];
+          if (column >= 0) sum = std::fma(gy, Isa::scalar(x_row[column * a.channels + c]), sum);
+        }
+      }
     }
   }
 }

@@ -136,7 +136,7 @@ std::pair<at::Tensor, WeightGradPath> conv_weight_grad_binding(const at::Tensor&
   const bool channels_last = output_memory_format(input) != at::MemoryFormat::Contiguous;
   const WeightGradPath path =
       choose_weight_grad_path(g, Backend::Cuda, channels_last, accumulator_bytes(input), is_reduced_precision(input),
-                              {channel_vectors(input) && channel_vectors(grad_output), sm80, tf32_allowed()});
+                              CpuIsa::Baseline, {channel_vectors(input) && channel_vectors(grad_output), sm80, tf32_allowed()});
   if (g.batch == 0) return {at::zeros(weight_shape, input.options()), path};
   auto grad = at::empty(weight_shape, input.options());  // contiguous: [C_out, C_in / groups * taps]
   WeightGradLaunch launch{g,       path, scalar_type_of(input), input.const_data_ptr(), strides_of(input),
