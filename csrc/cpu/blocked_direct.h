@@ -25,8 +25,11 @@ struct BlockedDirectArgs {
   const Element* weights;  // [co_blocks][num_taps][lanes][block_width] (bfloat16: [..][lanes / 2][block_width][2]),
                            // zero beyond the real output channels
   int64_t block_width, co_block_begin, co_block_end;
-  float* out;  // [t][out_pitch]: block b's channels at b * block_width; out_pitch: the channels rounded up to vectors
-  int64_t out_pitch;
+  // Position c of row r at out + r * out_row_stride + c * out_pitch (a band buffer: out_row_stride = row_pitch *
+  // out_pitch, out_pitch the channels rounded up to vectors; or the output itself), block b's channels at
+  // b * block_width from there.
+  float* out;
+  int64_t out_pitch, out_row_stride;
   int64_t rows, row_pitch, cols;  // the positions computed: t = r * row_pitch + c for r < rows, c < cols
   const float* init;  // accumulate == false: out starts from init[co] (the bias, or zeros); true: from out itself
   bool accumulate;

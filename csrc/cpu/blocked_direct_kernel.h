@@ -16,7 +16,7 @@ using Args = BlockedDirectArgs<typename Isa::Element>;
 using Element = typename Isa::Element;
 
 template <int P, int U>
-inline void tile(const Args& a, const Element* w_block, int64_t block_width, int64_t t0, int64_t c0) {
+inline void tile(const Args& a, const Element* w_block, int64_t block_width, int64_t t0, int64_t c0, float* out) {
   using V = typename Isa::V;
   using W = typename Isa::W;
   V acc[P][U];
@@ -24,7 +24,7 @@ inline void tile(const Args& a, const Element* w_block, int64_t block_width, int
   for (int p = 0; p < P; ++p) {
 #pragma GCC unroll 4
     for (int u = 0; u < U; ++u) {
-      acc[p][u] = a.accumulate ? Isa::load(a.out + (t0 + p) * a.out_pitch + c0 + u * Isa::kLanes)
+      acc[p][u] = a.accumulate ? Isa::load(out + p * a.out_pitch + c0 + u * Isa::kLanes)
                              : Isa::load(a.init + c0 + u * Isa::kLanes);
     }
   }
@@ -47,7 +47,7 @@ inline void tile(const Args& a, const Element* w_block, int64_t block_width, int
 #pragma GCC unroll 32
   for (int p = 0; p < P; ++p) {
 #pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) Isa::store(a.out + (t0 + p) * a.out_pitch + c0 + u * Isa::kLanes, acc[p][u]);
+    for (int u = 0; u < U; ++u) Isa::store(out + p * a.out_pitch + c0 + u * Isa::kLanes, acc[p][u]);
   }
 }
 
@@ -59,11 +59,11 @@ constexpr int kTilePositions = std::min(kMaxPositions, (Isa::kRegisters - U - 1)
 // The band's last `left` (< P) positions: the tile of exactly that many.
 template <int P, int U>
 inline void remainder_tile(int64_t left, const Args& a, const Element* w_block, int64_t block_width,
-                           int64_t t0, int64_t c0) {
+                           int64_t t0, int64_t c0, float* out) {
   if constexpr (P > 1) {
-    if (left < P) return remainder_tile<P - 1, U>(left, a, w_block, block_width, t0, c0);
+    if (left < P) return remainder_tile<P - 1, U>(left, a, w_block, block_width, t0, c0, out);
   }
-  tile<P, U>(a, w_block, block_width, t0, c0);
+  tile<P, U>(a, w_block, block_width, t0, c0, out);
 }
 
 // Every kept position of the band for U vectors of channels at c0, row by row (the columns past a row's last kept one
@@ -72,9 +72,10 @@ template <int P, int U>
 inline void all_positions(const Args& a, const Element* w_block, int64_t block_width, int64_t c0) {
   for (int64_t r = 0; r < a.rows; ++r) {
     const int64_t row_begin = r * a.row_pitch, row_end = row_begin + a.cols;
+    float* out = a.out + r * a.out_row_stride;  // position t0's
     int64_t t0 = row_begin;
-    for (; t0 + P <= row_end; t0 += P) tile<P, U>(a, w_block, block_width, t0, c0);
-    if (t0 < row_end) remainder_tile<P - 1, U>(row_end - t0, a, w_block, block_width, t0, c0);
+    for (; t0 + P <= row_end; t0 += P, out += P * a.out_pitch) tile<P, U>(a, w_block, block_width, t0, c0, out);
+    if (t0 < row_end) remainder_tile<P - 1, U>(row_end - t0, a, w_block, block_width, t0, c0, out);
   }
 }
 

@@ -269,10 +269,15 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   // Output-channel blocks are split across work items only where images, groups and bands leave threads idle.
   const int64_t slices = g.batch * groups * bands;
   const int64_t co_splits = std::clamp<int64_t>((2 * at::get_num_threads() + slices - 1) / slices, 1, co_blocks);
+  // A float32 output with contiguous channels, each group's a whole number of vectors, is written by the tiles in
+  // place: no band buffer to fill and copy from (no vector of the tiles passes a group's last channel). Against the
+  // copy (2 cores, Zen 5, interleaved): the suite's channels-last blocked layers 0.83-0.99x forward, 0.98-1.00x
+  // forward+backward (benchmarks/RESULTS.md).
+  const bool in_place = std::is_same_v<scalar_t, float> && y_stride[1] == 1 && c_out % vector == 0;
 
   at::parallel_for(0, slices * co_splits, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<Plane> planes = make_planes();
-    std::vector<float> out(planes.band_buffer_size() * out_pitch);
+    std::vector<float> out(in_place ? 0 : planes.band_buffer_size() * out_pitch);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t split = item % co_splits, band_index = (item / co_splits) % bands;
       const int64_t group = (item / (co_splits * bands)) % groups, n = item / (co_splits * bands * groups);
@@ -281,9 +286,19 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
       const int64_t co_begin = block_begin * block_width, co_end = std::min(block_end * block_width, c_out);
       BlockedDirectArgs<Element> args{reinterpret_cast<const Element* const*>(planes.taps().data()),
                                       taps_2d, c_in, nullptr, block_width, block_begin, block_end,
-                                      out.data(), out_pitch, band.rows, planes.pitch(), band.cols,
-                                      init_data + group * co_blocks * block_width, false};
+                                      out.data(), out_pitch, planes.pitch() * out_pitch, band.rows, planes.pitch(),
+                                      band.cols, init_data + group * co_blocks * block_width, false};
       for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
+        // The band's first kept position in y.
+        scalar_t* y_band = y_data + n * y_stride[0] + (group * c_out) * y_stride[1] + od * y_stride[2] +
+                           band.row0 * y_stride[3] + band.col0 * y_stride[4];
+        if constexpr (std::is_same_v<scalar_t, float>) {
+          if (in_place) {
+            args.out = y_band;
+            args.out_pitch = y_stride[4];
+            args.out_row_stride = y_stride[3];
+          }
+        }
         args.accumulate = false;
         for (int64_t kd = 0; kd < depth; ++kd) {
           const int64_t id = g.tap_source(0, od, kd);
@@ -300,14 +315,17 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
           args.accumulate = true;
         }
         if (!args.accumulate) {  // every depth tap read zero padding: the bias alone
-          for (int64_t t = 0; t < band.rows * planes.pitch(); ++t) {
-            std::copy(args.init + co_begin, args.init + co_end, out.data() + t * out_pitch + co_begin);
+          for (int64_t r = 0; r < band.rows; ++r) {
+            for (int64_t c = 0; c < band.cols; ++c) {
+              std::copy(args.init + co_begin, args.init + co_end,
+                        args.out + r * args.out_row_stride + c * args.out_pitch + co_begin);
+            }
           }
         }
+        if (in_place) continue;
         for (int64_t r = 0; r < band.rows; ++r) {  // the kept columns of each row
           const float* out_row = out.data() + r * planes.pitch() * out_pitch;
-          scalar_t* y_row = y_data + n * y_stride[0] + (group * c_out) * y_stride[1] + od * y_stride[2] +
-                            (band.row0 + r) * y_stride[3] + band.col0 * y_stride[4];
+          scalar_t* y_row = y_band + r * y_stride[3];
           if (y_stride[1] == 1) {  // channels-last: each pixel's channels are contiguous
             for (int64_t c = 0; c < band.cols; ++c) {
               at::vec::convert(out_row + c * out_pitch + co_begin, y_row + c * y_stride[4] + co_begin,
