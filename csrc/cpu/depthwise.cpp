@@ -384,6 +384,15 @@ void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
 // `w_taps` is the weight transposed to [taps, C] in the accumulation type; every inner loop is a vector over C.
 
 
+// rows = (kd * kh_count + kh, input row) of each tap row of output row (od, oh) that reads the input side: the tap
+// rows as NhwcRows and the weight gradient's row kernel take them.
+void tap_rows(const ConvGeometry& g, int64_t od, int64_t oh, std::vector<std::pair<int64_t, int64_t>>& rows) {
+  rows.clear();
+  for_each_tap_row(g, od, oh, [&](int64_t kd, int64_t kh, int64_t in_row) {
+    rows.emplace_back(kd * g.kernel[1] + kh, in_row);
+  });
+}
+
 // The vectors of cpu/nhwc_tiles_kernel.h's tiles as at::vec's: the build's own instruction set (AVX2, or baseline).
 template <typename acc_t>
 struct AtenVectors {
@@ -645,10 +654,7 @@ void conv_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t
     for (int64_t item = begin; item < end; ++item) {
       const int64_t oh = item % out_h, od = (item / out_h) % g.conv_out_sizes[0],
                     n = item / (out_h * g.conv_out_sizes[0]);
-      rows.clear();
-      for_each_tap_row(g, od, oh, [&](int64_t kd, int64_t kh, int64_t in_row) {
-        rows.emplace_back(kd * g.kernel[1] + kh, in_row);
-      });
+      tap_rows(g, od, oh, rows);
       // The source of the rows: R x C_out values per pixel.
       const scalar_t* x_image = x + n * g.conv_in_volume() * channels;
       if (expanded) {
@@ -742,11 +748,7 @@ void conv_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const ac
       if (bias) std::copy_n(bias + c0, lanes, bias_block.data());
       transpose_matrix(x + (n * channels + c0) * in_volume, in_volume, x_lanes.get(), lanes, lanes, in_volume);
       for (int64_t row = 0; row < out_rows; ++row) {
-        rows.clear();
-        const int64_t od = row / g.conv_out_sizes[1], oh = row % g.conv_out_sizes[1];
-        for_each_tap_row(g, od, oh, [&](int64_t kd, int64_t kh, int64_t in_row) {
-          rows.emplace_back(kd * g.kernel[1] + kh, in_row);
-        });
+        tap_rows(g, row / g.conv_out_sizes[1], row % g.conv_out_sizes[1], rows);
         row_kernel.run(x_lanes.get(), w_block.data(), bias ? bias_block.data() : nullptr,
                        y_lanes.get() + row * out_w * lanes, lanes, rows, scratch);
       }
@@ -803,11 +805,7 @@ void conv_transpose_nhwc_phases(const ConvGeometry& g, const at::Tensor& x, cons
           }
           continue;
         }
-        rows.clear();
-        for_each_tap_row(t.conv, (od - t.y_first[0]) / g.stride[0], (oh - t.y_first[1]) / g.stride[1],
-                         [&](int64_t kd, int64_t kh, int64_t in_row) {
-                           rows.emplace_back(kd * t.conv.kernel[1] + kh, in_row);
-                         });
+        tap_rows(t.conv, (od - t.y_first[0]) / g.stride[0], (oh - t.y_first[1]) / g.stride[1], rows);
         row_kernels[p]->run(x_image, w_taps[p].const_data_ptr<acc_t>(), b, y_first, pixel_stride, rows, scratch);
       }
     }
@@ -891,10 +889,7 @@ void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
       for (int64_t item = 0; item < g.batch * g.conv_out_sizes[0] * out_h; ++item) {
         const int64_t oh = item % out_h, od = (item / out_h) % g.conv_out_sizes[0],
                       n = item / (out_h * g.conv_out_sizes[0]);
-        rows.clear();
-        for_each_tap_row(g, od, oh, [&](int64_t kd, int64_t kh, int64_t in_row) {
-          rows.emplace_back(kd * g.kernel[1] + kh, in_row);
-        });
+        tap_rows(g, od, oh, rows);
         const scalar_t* x_image = x + n * g.conv_in_volume() * channels;
         const scalar_t* gy_row = gy + ((n * g.conv_out_sizes[0] + od) * out_h + oh) * out_w * channels;
         const auto row = [&](const auto* x_as, const auto* gy_as) {  // the row, its tensors' values as x_as's
