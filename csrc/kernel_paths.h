@@ -159,8 +159,9 @@ inline bool cpu_depthwise_phases(const ConvGeometry& g, bool channels_last) {
 // 0.52-1.00x, the channels-last input gradients (stride phases) 0.42-0.87x; bfloat16 on the suite 0.29-0.92x. The
 // channels-last depthwise weight gradient's row kernel (weight_grad_nhwc) is chosen alike.
 constexpr int64_t kChannelBlocksAvx512MaxBytes = int64_t(640) << 10;
+constexpr int64_t kNhwcTilesAvx512Lanes = 16;  // floats per AVX-512 vector
 inline bool cpu_nhwc_tiles_avx512(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
-  constexpr int64_t kLanes = 16;
+  constexpr int64_t kLanes = kNhwcTilesAvx512Lanes;
   return isa >= CpuIsa::Avx512 && element_bytes == 4 && g.conv_out_channels >= kLanes &&
          (channels_last || g.conv_in_volume() * kLanes * element_bytes <= kChannelBlocksAvx512MaxBytes);
 }

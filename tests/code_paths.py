@@ -69,6 +69,12 @@ def machine_isa():
         return torch.ops.fastpad._cpu_isa()
 
 
+def tiles_isas():
+    """The ISAs to run depthwise.cpp's channels-last tiles at: AVX2 (at::vec's vectors) and this CPU's own, which on
+    AVX-512 takes the AVX-512 tiles (each at most this CPU's)."""
+    return sorted({min(machine_isa(), "avx2", key=ISA_ORDER.index), machine_isa()}, key=ISA_ORDER.index)
+
+
 def tiles_kernel(path, isa=None, dtype=torch.float32, channels=16):
     """A path that runs depthwise.cpp's channels-last register tiles (cpu_depthwise channels-last,
     cpu_depthwise_channel_blocks on small planes, cpu_grouped_expanded, cpu_depthwise_phases) as the ISA (None: the

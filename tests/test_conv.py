@@ -5,7 +5,7 @@ import itertools
 import pytest
 import torch
 
-from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa, tiles_kernel
+from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa, tiles_isas, tiles_kernel
 from reference import (
     EXPLICIT_PADDINGS,
     GROUP_CASES,
@@ -178,10 +178,7 @@ def check_channels_last_kernel(c_in, c_out, groups, cases, expected_path, device
     and bfloat16 against the reference; on CPU each takes `expected_path` (a path of depthwise.cpp's channels-last
     tiles), run at AVX2 and at this CPU's own ISA: on AVX-512 the path's _avx512 twin where its tiles take 16-float
     vectors (tiles_kernel)."""
-    machine = machine_isa()
-    isas = [None]
-    if device == "cpu":
-        isas = sorted({min(machine, "avx2", key=ISA_ORDER.index), machine}, key=ISA_ORDER.index)
+    isas = tiles_isas() if device == "cpu" else [None]
     for (size, kernel, stride, dilation, padding, mode), isa in itertools.product(cases, isas):
         x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, batch=3, device=device)
         if channels_last and len(size) > 1:

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 import fastpad
-from code_paths import (ISA_ORDER, RESULT_NAMES, CodePath, cpu_isa_limit, kernels_reached, machine_isa,
-                        run_forward_backward, run_reference, tiles_kernel)
+from code_paths import (RESULT_NAMES, CodePath, cpu_isa_limit, kernels_reached, run_forward_backward, run_reference,
+                        tiles_isas, tiles_kernel)
 from fastpad.cases import ConvCase
 from reference import (CHANNELS_LAST, EXPLICIT_PADDINGS, GROUP_CASES, as_tuple, assert_matches,
                        assert_memory_format_kept, check_conv_transpose, conv_inputs, effective_kernel, expected_conv_transpose, poison,
@@ -147,8 +147,7 @@ def test_channels_last_depthwise_stride_phases(channels, dtype):
     16 channels in float32 and bfloat16) and is compared with the float64 reference."""
     cases = [((20, 21), 3, 1, 1, "same", 0), ((30, 26), 4, 2, 2, "same_lower", 1), ((25, 25), 2, 3, 1, "valid", 0),
              ((27, 30), 3, 2, 1, ((3, 4), (4, 3)), 1), ((4, 5, 26), 3, (1, 1, 2), 1, "same", 0)]
-    isas = sorted({min(machine_isa(), "avx2", key=ISA_ORDER.index), machine_isa()}, key=ISA_ORDER.index)
-    for (size, kernel, stride, dilation, padding, output_padding), isa in itertools.product(cases, isas):
+    for (size, kernel, stride, dilation, padding, output_padding), isa in itertools.product(cases, tiles_isas()):
         nd = len(size)
         x, w, b = conv_inputs(size, channels, channels, kernel, channels, batch=2, transposed=True, dtype=dtype)
         x = x.to(memory_format=CHANNELS_LAST[x.dim()])

@@ -502,13 +502,12 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
                                                         : BlockedKernel::Avx2);
     return y;
   }
-  if (path == ConvPath::CpuDepthwise || path == ConvPath::CpuGroupedExpanded ||
-      path == ConvPath::CpuDepthwiseChannelBlocks || path == ConvPath::CpuDepthwiseAvx512 ||
-      path == ConvPath::CpuGroupedExpandedAvx512 || path == ConvPath::CpuDepthwiseChannelBlocksAvx512) {
-    depthwise_conv(g, x, weight, b, y, channels_last,
-                   path == ConvPath::CpuDepthwiseChannelBlocks || path == ConvPath::CpuDepthwiseChannelBlocksAvx512,
-                   path == ConvPath::CpuDepthwiseAvx512 || path == ConvPath::CpuGroupedExpandedAvx512 ||
-                       path == ConvPath::CpuDepthwiseChannelBlocksAvx512);
+  const bool channel_blocks =
+      path == ConvPath::CpuDepthwiseChannelBlocks || path == ConvPath::CpuDepthwiseChannelBlocksAvx512;
+  const bool avx512_tiles = path == ConvPath::CpuDepthwiseAvx512 || path == ConvPath::CpuGroupedExpandedAvx512 ||
+                            path == ConvPath::CpuDepthwiseChannelBlocksAvx512;
+  if (channel_blocks || avx512_tiles || path == ConvPath::CpuDepthwise || path == ConvPath::CpuGroupedExpanded) {
+    depthwise_conv(g, x, weight, b, y, channels_last, channel_blocks, avx512_tiles);
     return y;
   }
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, input.scalar_type(), "fastpad_conv_cpu", [&] {

@@ -393,6 +393,25 @@ void tap_rows(const ConvGeometry& g, int64_t od, int64_t oh, std::vector<std::pa
   });
 }
 
+// columns[ow * kw_count + kw] for ow < width: the input column tap kw of output column ow reads (g.tap_source: -1 in
+// zero padding), -1 for the positions past out_w.
+std::vector<int64_t> tap_columns(const ConvGeometry& g, int64_t width) {
+  const int64_t kw_count = g.kernel[2];
+  std::vector<int64_t> columns(width * kw_count, -1);
+  for (int64_t ow = 0; ow < std::min(width, g.conv_out_sizes[2]); ++ow) {
+    for (int64_t kw = 0; kw < kw_count; ++kw) columns[ow * kw_count + kw] = g.tap_source(2, ow, kw);
+  }
+  return columns;
+}
+
+// Whether every tap of output columns [ow_begin, ow_end) reads inside the input row, at column ow * stride - pad_lo +
+// kw * dilation (no padding mode to resolve).
+bool taps_inside_row(const ConvGeometry& g, int64_t ow_begin, int64_t ow_end) {
+  const int64_t first = ow_begin * g.stride[2] - g.pad_lo[2];
+  const int64_t last = (ow_end - 1) * g.stride[2] - g.pad_lo[2] + (g.kernel[2] - 1) * g.dilation[2];
+  return first >= 0 && last < g.conv_in_sizes[2];
+}
+
 // The vectors of cpu/nhwc_tiles_kernel.h's tiles as at::vec's: the build's own instruction set (AVX2, or baseline).
 template <typename acc_t>
 struct AtenVectors {
@@ -545,16 +564,13 @@ class NhwcRows {
         pixel_values_(reduction_ * channels_),
         pixel_bytes_(pixel_values_ * static_cast<int64_t>(sizeof(scalar_t))),
         tiles_((g.conv_out_sizes[2] + kNhwcTile - 1) / kNhwcTile),
-        columns_(tiles_ * kNhwcTile * g.kernel[2], -1),
-        interior_(tiles_) {
+        columns_(tap_columns(g, tiles_ * kNhwcTile)),
+        interior_(tiles_),
+        avx512_(avx512) {
     const int64_t out_w = g.conv_out_sizes[2], kw_count = g.kernel[2];
-    for (int64_t ow = 0; ow < out_w; ++ow) {
-      for (int64_t kw = 0; kw < kw_count; ++kw) columns_[ow * kw_count + kw] = g.tap_source(2, ow, kw);
-    }
     for (int64_t tile = 0; tile < tiles_; ++tile) {
-      const int64_t first = tile * kNhwcTile * g.stride[2] - g.pad_lo[2];
-      interior_[tile] = (tile + 1) * kNhwcTile <= out_w && first >= 0 &&
-                        first + (kNhwcTile - 1) * g.stride[2] + (kw_count - 1) * g.dilation[2] < g.conv_in_sizes[2];
+      const int64_t ow0 = tile * kNhwcTile;
+      interior_[tile] = ow0 + kNhwcTile <= out_w && taps_inside_row(g, ow0, ow0 + kNhwcTile);
     }
     // The column offsets from a tile's first input column that some tile reads: those whose residue modulo the
     // stride is some tap's offset kw * dilation (a 1x1 kernel at stride 2 reads every other column).
@@ -566,9 +582,8 @@ class NhwcRows {
         }
       }
     }
-    avx512_ = avx512;
-    TORCH_INTERNAL_ASSERT(!avx512 || (std::is_same_v<acc_t, float> && channels_ >= 16),
-                          "fastpad: the AVX-512 tiles need float accumulation and 16 channels");
+    TORCH_INTERNAL_ASSERT(!avx512 || (std::is_same_v<acc_t, float> && channels_ >= kNhwcTilesAvx512Lanes),
+                          "fastpad: the AVX-512 tiles need float accumulation and a vector of channels");
     // Fewer channels than a vector, or a strided row whose pixels are a multiple of 4 KiB apart: the per-pixel loop.
     // In such a row every vector a tile reads at one channel offset falls in the same L1 set, and at stride s tap
     // kw + s re-reads the lines that the taps between evicted (4x1024x28^2 k5 s2: 1.47x the per-pixel loop's time;
@@ -633,7 +648,7 @@ class NhwcRows {
   std::vector<int64_t> columns_;  // see NhwcRowTiles
   std::vector<uint8_t> interior_;
   std::vector<int64_t> read_offsets_;
-  bool avx512_ = false, per_pixel_ = false, whole_pixels_ = false;
+  bool avx512_, per_pixel_ = false, whole_pixels_ = false;
 };
 
 // Parallel over (image, depth, output row). y_strides: y's element strides (element_strides in conv_params.h); its
@@ -714,7 +729,8 @@ template <typename scalar_t>
 void conv_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
                               const acc_type<scalar_t>* bias, scalar_t* y, bool avx512) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t V = avx512 ? 16 : at::vec::Vectorized<acc_t>::size();  // channels per vector of the tiles
+  // Channels per vector of the tiles.
+  const int64_t V = avx512 ? kNhwcTilesAvx512Lanes : at::vec::Vectorized<acc_t>::size();
   const int64_t channels = g.conv_out_channels, taps = g.kernel_volume(), vectors = (channels + V - 1) / V;
   const int64_t in_volume = g.conv_in_volume(), out_volume = g.conv_out_volume(), out_w = g.conv_out_sizes[2];
   const int64_t out_rows = g.conv_out_sizes[0] * g.conv_out_sizes[1];
@@ -867,14 +883,12 @@ void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
   using acc_t = acc_type<scalar_t>;
   const int64_t channels = g.conv_out_channels, out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2],
                 kw_count = g.kernel[2], taps = g.kernel_volume();
-  const int64_t lanes = avx512 ? 16 : at::vec::Vectorized<acc_t>::size();
+  const int64_t lanes = avx512 ? kNhwcTilesAvx512Lanes : at::vec::Vectorized<acc_t>::size();
   const int64_t block = channel_block(channels, lanes), blocks = (channels + block - 1) / block;
-  std::vector<int64_t> columns(out_w * kw_count);
+  const std::vector<int64_t> columns = tap_columns(g, out_w);
   int64_t interior_begin = out_w, interior_end = out_w;
   for (int64_t ow = 0; ow < out_w; ++ow) {
-    for (int64_t kw = 0; kw < kw_count; ++kw) columns[ow * kw_count + kw] = g.tap_source(2, ow, kw);
-    const int64_t first = ow * g.stride[2] - g.pad_lo[2];
-    if (first >= 0 && first + (kw_count - 1) * g.dilation[2] < g.conv_in_sizes[2]) {
+    if (taps_inside_row(g, ow, ow + 1)) {
       interior_begin = std::min(interior_begin, ow);
       interior_end = ow + 1;
     }

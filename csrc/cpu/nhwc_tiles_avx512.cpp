@@ -2,6 +2,7 @@
 // Compiled for AVX-512 whatever the build's flags; called only where the CPU and the OS support AVX-512F
 // (kernel_paths.h).
 #include "cpu/nhwc_tiles.h"
+#include "kernel_paths.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -17,7 +18,8 @@ namespace nhwc_avx512 {
 
 struct Isa {
   using V = __m512;
-  static constexpr int64_t kLanes = 16;
+  static constexpr int64_t kLanes = kNhwcTilesAvx512Lanes;
+  static_assert(kLanes * sizeof(float) == sizeof(V));
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static V load(const BFloat16Bits* p) {  // a bfloat16's bits are a float's upper half
     const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
