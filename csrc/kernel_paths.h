@@ -69,8 +69,12 @@ enum class WeightGradPath {
   CpuDepthwise,            // cpu/depthwise.cpp
   CpuDepthwiseAvx512,      // the same, channels-last, its sums on AVX-512 (cpu_nhwc_tiles_avx512)
   CpuTapDots,              // NCHW, few output channels per group: depthwise.cpp's kernel, over R input channels
-  CpuPhasePlanes,          // NCHW: chunked GEMM reductions over phase-plane columns
-  CpuChannelsLastGemm,     // channels-last: chunked GEMM reductions over im2col columns
+  CpuPhasePlanes,          // NCHW: chunked GEMM reductions over phase-plane columns (torch's GEMM)
+  CpuPhasePlanesAvx2,      // the same, the GEMMs on cpu/reduction_tiles.h's AVX2 tiles (cpu_weight_grad_tiles)
+  CpuPhasePlanesAvx512,    // ... on its AVX-512 tiles
+  CpuChannelsLastGemm,     // channels-last: chunked GEMM reductions over im2col columns (torch's GEMM)
+  CpuChannelsLastGemmAvx2,    // the same, the GEMMs on cpu/reduction_tiles.h's AVX2 tiles (cpu_weight_grad_tiles)
+  CpuChannelsLastGemmAvx512,  // ... on its AVX-512 tiles
   CudaPipelinedGemm,       // 16-bit or TF32, channels contiguous: cuda/pipelined_gemm.cuh split along the reduction
   CudaDepthwiseReduction,  // one block per (channel, tap), a tree over its threads
   CudaSplitKGemm,          // the implicit GEMM split along the reduction, partial sums added in order
@@ -556,6 +560,20 @@ constexpr int64_t kWeightGradNchwMinPositions = 64;
 // to 1.36x: a stride-3 1x1 kernel, and 1-d rows of 9-18 outputs).
 constexpr int64_t kTapDotsMaxOutChannels = 12;
 
+// Whether the weight gradient's GEMM reductions (the phase planes', the channels-last im2col's) run on fastpad's
+// register tiles (cpu/reduction_tiles.h) instead of torch's GEMM: where they accumulate in float32 and the CPU has AVX2
+// (float64 keeps torch's GEMM, and so does a CPU without AVX2). Torch's GEMM (MKL) ran at 37-42% of the FMA peak of a
+// Zen 5 (its generic AVX2 kernel there), which the tiles double. The phase planes' product is transposed on the tiles
+// (partial[Cg_in*K, Cg_out] += cols @ gy^T), with gy copied as rows of channels, so they need a reduction (Cg_in x
+// taps) of kWeightGradTilesMinReduction or more: a 1x1 3 -> 313 transposed conv ran 3.7x slower for that copy, 6 -> 103
+// 2.6x, 4 -> 15 1.02x. A/B on 2 cores of a Zen 5, float32, conv_weight_grad alone (benchmarks/RESULTS.md): the
+// suite's 19 layers on these paths and random layers of seeds 1-4 faster but for calls of 13-17 us at 1.0-1.07x.
+constexpr int64_t kWeightGradTilesMinReduction = 8;
+inline bool cpu_weight_grad_tiles(const ConvGeometry& g, bool channels_last_gemm, CpuIsa isa, int64_t element_bytes) {
+  if (isa == CpuIsa::Baseline || element_bytes != 4) return false;
+  return channels_last_gemm || g.conv_in_channels_per_group() * g.kernel_volume() >= kWeightGradTilesMinReduction;
+}
+
 // conv_weight_grad. element_bytes, reduced_precision, isa and cuda as for conv (cuda.channel_vectors: of x and
 // grad_output both).
 inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend backend, bool channels_last,
@@ -571,18 +589,25 @@ inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend bac
                ? WeightGradPath::CpuDepthwiseAvx512
                : WeightGradPath::CpuDepthwise;
   }
+  const bool avx512 = isa >= CpuIsa::Avx512;
   if (channels_last && (g.groups == 1 || g.conv_out_volume() < kWeightGradNchwMinPositions)) {
-    return WeightGradPath::CpuChannelsLastGemm;
+    if (!cpu_weight_grad_tiles(g, /*channels_last_gemm=*/true, isa, element_bytes)) {
+      return WeightGradPath::CpuChannelsLastGemm;
+    }
+    return avx512 ? WeightGradPath::CpuChannelsLastGemmAvx512 : WeightGradPath::CpuChannelsLastGemmAvx2;
   }
   if (cpu_depthwise(g, /*channels_last=*/false)) return WeightGradPath::CpuDepthwise;
-  return g.conv_out_channels_per_group() <= kTapDotsMaxOutChannels ? WeightGradPath::CpuTapDots
-                                                                  : WeightGradPath::CpuPhasePlanes;
+  if (g.conv_out_channels_per_group() <= kTapDotsMaxOutChannels) return WeightGradPath::CpuTapDots;
+  if (!cpu_weight_grad_tiles(g, /*channels_last_gemm=*/false, isa, element_bytes)) return WeightGradPath::CpuPhasePlanes;
+  return avx512 ? WeightGradPath::CpuPhasePlanesAvx512 : WeightGradPath::CpuPhasePlanesAvx2;
 }
 
 // Whether a CPU weight-gradient path reads channels-last tensors in place; where it does not, the op gives it NCHW
 // copies of the input and grad_output (see kWeightGradNchwMinPositions).
 inline bool cpu_weight_grad_reads_channels_last(WeightGradPath path, const ConvGeometry& g, bool channels_last) {
   return channels_last && (path == WeightGradPath::CpuChannelsLastGemm ||
+                           path == WeightGradPath::CpuChannelsLastGemmAvx2 ||
+                           path == WeightGradPath::CpuChannelsLastGemmAvx512 ||
                            path == WeightGradPath::CpuDepthwiseAvx512 ||
                            (path == WeightGradPath::CpuDepthwise && cpu_depthwise(g, channels_last)));
 }
@@ -642,7 +667,11 @@ inline const char* path_name(WeightGradPath path) {
     case WeightGradPath::CpuDepthwiseAvx512: return "cpu_depthwise_avx512";
     case WeightGradPath::CpuTapDots: return "cpu_tap_dots";
     case WeightGradPath::CpuPhasePlanes: return "cpu_phase_planes";
+    case WeightGradPath::CpuPhasePlanesAvx2: return "cpu_phase_planes_avx2";
+    case WeightGradPath::CpuPhasePlanesAvx512: return "cpu_phase_planes_avx512";
     case WeightGradPath::CpuChannelsLastGemm: return "cpu_channels_last_gemm";
+    case WeightGradPath::CpuChannelsLastGemmAvx2: return "cpu_channels_last_gemm_avx2";
+    case WeightGradPath::CpuChannelsLastGemmAvx512: return "cpu_channels_last_gemm_avx512";
     case WeightGradPath::CudaPipelinedGemm: return "cuda_pipelined_gemm";
     case WeightGradPath::CudaDepthwiseReduction: return "cuda_depthwise_reduction";
     case WeightGradPath::CudaSplitKGemm: return "cuda_split_k_gemm";

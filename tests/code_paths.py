@@ -84,6 +84,16 @@ def tiles_kernel(path, isa=None, dtype=torch.float32, channels=16):
     return f"{path}_avx512" if wide else path
 
 
+def weight_grad_gemm_kernel(path, dtype):
+    """A weight gradient's GEMM path (cpu_phase_planes, cpu_channels_last_gemm) as the current FASTPAD_CPU_ISA names
+    it: its GEMMs on the reduction tiles of the ISA (path_avx2, path_avx512) for float accumulation, else (float64, or
+    a CPU without AVX2) on torch's GEMM."""
+    isa = torch.ops.fastpad._cpu_isa()
+    if isa == "baseline" or dtype == torch.float64:
+        return path
+    return f"{path}_{'avx2' if isa == 'avx2' else 'avx512'}"
+
+
 def dense_kernel(dtype):
     """The CPU kernel of an NCHW dense conv with 16 or more input channels, under the current FASTPAD_CPU_ISA: the
     blocked kernel of the ISA for float accumulation, else (float64, or a CPU without AVX2) the tap GEMMs."""
@@ -214,19 +224,26 @@ CODE_PATHS = {
 # kernel, folded.
 for _isa in ("avx2", "avx512"):
     _blocked, _folded = f"cpu_blocked_{_isa}", f"cpu_blocked_folded_{_isa}"
+    _weight_planes = f"cpu_phase_planes_{_isa}"  # the weight gradient's GEMMs on the ISA's reduction tiles
     CODE_PATHS.update({
         f"2d_dense_same_s2_{_isa}": _path(False, (21, 20), 32, 24, 3, stride=2, padding="same", isa=_isa,
-                                          kernels=_kernels(_blocked, "cpu_gemm_col2im", "cpu_phase_planes")),
+                                          kernels=_kernels(_blocked, "cpu_gemm_col2im", _weight_planes)),
         f"2d_grouped_channels_last_reflect_{_isa}": _path(False, (13, 14), 32, 80, 3, groups=2, padding_mode="reflect",
                                                           channels_last=True, isa=_isa,
-                                                          kernels=_kernels(_blocked, _folded, "cpu_phase_planes")),
+                                                          kernels=_kernels(_blocked, _folded, _weight_planes)),
         f"3d_dense_circular_{_isa}": _path(False, (5, 6, 7), 16, 17, 3, padding_mode="circular", isa=_isa,
-                                           kernels=_kernels(_blocked, _folded, "cpu_phase_planes")),
+                                           kernels=_kernels(_blocked, _folded, _weight_planes)),
         f"2d_transposed_{_isa}": _path(True, (16, 16), 16, 16, 5, stride=2, isa=_isa,
-                                       kernels=_kernels(_blocked, "cpu_phase_planes", "cpu_phase_planes")),
+                                       kernels=_kernels(_blocked, "cpu_phase_planes", _weight_planes)),
+        # Channels-last dense: the weight gradient's im2col GEMMs on the reduction tiles (a reduction of 24 x 9 = 216,
+        # padded to 224 columns; 40 output channels, a last tile of 4 rows).
+        f"2d_dense_channels_last_reflect_{_isa}": _path(False, (13, 14), 24, 40, 3, padding_mode="reflect",
+                                                        channels_last=True, isa=_isa,
+                                                        kernels=_kernels(_blocked, _folded,
+                                                                         f"cpu_channels_last_gemm_{_isa}")),
         # k4 'same' pads (1, 2): the input gradient, a stride-1 transposed conv with zeros, is the blocked conv too.
         f"2d_dense_k4_same_{_isa}": _path(False, (12, 13), 16, 24, 4, isa=_isa,
-                                          kernels=_kernels(_blocked, _blocked, "cpu_phase_planes")),
+                                          kernels=_kernels(_blocked, _blocked, _weight_planes)),
         # Fewer than 16 input channels per group: channels-last with a reduction of 8 or more (4 x 9 here, its input
         # gradient folded, at 2^20 multiply-adds or more; the channels-last depthwise x3 conv's input gradient, 3 x 9,
         # while the conv itself is the depthwise kernel's, with expanded rows), and NCHW grouped (4 and, for the input
@@ -279,7 +296,7 @@ CODE_PATHS.update({
 CODE_PATHS["2d_transposed_wide_s2_avx512"] = _path(True, (32, 32), 32, 32, 4, stride=2, padding=((1, 2), (1, 2)),
                                                    isa="avx512",
                                                    kernels=_kernels("cpu_blocked_avx512", "cpu_blocked_avx512",
-                                                                    "cpu_phase_planes"))
+                                                                    "cpu_phase_planes_avx512"))
 # The bfloat16 dot-product kernel (AVX512_BF16), asserted in bfloat16 (the case's dtype; float32 calls at this ISA run
 # AVX-512's float32 kernel): bfloat16 convs with an even number of input channels per group, NCHW and channels-last
 # grouped; an odd number (17) keeps AVX-512's float32 kernel. Their input gradients take the col2im (16-bit transposed
@@ -288,17 +305,17 @@ CODE_PATHS.update({
     "2d_dense_same_s2_avx512_bf16": _path(False, (21, 20), 32, 24, 3, stride=2, padding="same", isa="avx512_bf16",
                                           dtype="bfloat16",
                                           kernels=_kernels("cpu_blocked_avx512_bf16", "cpu_gemm_col2im",
-                                                           "cpu_phase_planes")),
+                                                           "cpu_phase_planes_avx512")),
     "2d_grouped_channels_last_reflect_avx512_bf16": _path(False, (13, 14), 32, 80, 3, groups=2,
                                                           padding_mode="reflect", channels_last=True,
                                                           isa="avx512_bf16", dtype="bfloat16",
                                                           kernels=_kernels("cpu_blocked_avx512_bf16",
                                                                            "cpu_gemm_col2im",
-                                                                           "cpu_phase_planes")),
+                                                                           "cpu_phase_planes_avx512")),
     "3d_odd_channels_circular_avx512_bf16": _path(False, (5, 6, 7), 17, 16, 3, padding_mode="circular",
                                                   isa="avx512_bf16", dtype="bfloat16",
                                                   kernels=_kernels("cpu_blocked_avx512", "cpu_gemm_col2im",
-                                                                   "cpu_phase_planes")),
+                                                                   "cpu_phase_planes_avx512")),
 })
 RESULT_NAMES = ("output", "input grad", "weight grad", "bias grad")
 # The integer type of each float type's width, to compare bit patterns.

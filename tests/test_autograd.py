@@ -10,6 +10,7 @@ import torch
 from torch._dynamo.utils import counters
 
 import fastpad
+from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa, weight_grad_gemm_kernel
 from reference import (
     model_forward_backward,
     PADDING_MODES,
@@ -234,20 +235,26 @@ FEW_POSITION_WEIGHT_GRADS = [((9,), 24, 20, 4, 3, 1, "reflect", torch.float32),
                              ((7,), 16, 28, 5, 2, 2, "replicate", torch.bfloat16)]
 
 
+@pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512"])
 @pytest.mark.parametrize("size, c_in, c_out, kernel, stride, groups, mode, dtype", FEW_POSITION_WEIGHT_GRADS)
-def test_weight_gradients_of_images_of_few_positions(size, c_in, c_out, kernel, stride, groups, mode, dtype):
+def test_weight_gradients_of_images_of_few_positions(size, c_in, c_out, kernel, stride, groups, mode, dtype, isa):
+    """At each ISA: the GEMMs on torch's (baseline), on the AVX2 and on the AVX-512 reduction tiles."""
+    if ISA_ORDER.index(isa) > ISA_ORDER.index(machine_isa()):
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
     x, _, _ = conv_inputs(size, c_in, c_out, kernel, groups, 7, dtype=dtype)
     nd = len(size)
     pads = [(kernel - 1, 0)] * nd  # causal: torch's symmetric padding cannot express it
     out_size = [(i + kernel - 1 - kernel) // stride + 1 for i in size]
     gy = torch.randn(7, c_out, *out_size, dtype=dtype)
     args = ([c_out, c_in // groups] + [kernel] * nd, [stride] * nd, [lo for lo, _ in pads], [1] * nd, groups, mode)
-    assert torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu") == "cpu_phase_planes"
     w64 = torch.zeros(args[0], dtype=torch.float64, requires_grad=True)
     y64 = expected_conv(x.double(), w64, None, stride=stride, padding=pads, groups=groups, padding_mode=mode)
     (expected,) = torch.autograd.grad(y64, w64, gy.double())
-    poison(expected.shape, dtype)
-    assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected, dtype, what="weight gradient")
+    with cpu_isa_limit(isa):
+        path = torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu")
+        assert path == weight_grad_gemm_kernel("cpu_phase_planes", dtype)
+        poison(expected.shape, dtype)
+        assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected, dtype, what="weight gradient")
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])

@@ -36,9 +36,31 @@ def test_every_cpu_kernel_path_is_reached():
                                                     "cpu_phase_planes",
                                                     "cpu_gemm_col2im")}
     every |= {("conv_weight_grad", name) for name in ("cpu_depthwise", "cpu_depthwise_avx512", "cpu_tap_dots",
-                                                      "cpu_phase_planes",
-                                                      "cpu_channels_last_gemm")}
+                                                      "cpu_phase_planes", "cpu_phase_planes_avx2",
+                                                      "cpu_phase_planes_avx512", "cpu_channels_last_gemm",
+                                                      "cpu_channels_last_gemm_avx2",
+                                                      "cpu_channels_last_gemm_avx512")}
     assert reached == every
+
+
+def test_nchw_weight_gradients_take_the_reduction_tiles_within_their_bounds():
+    """kernel_paths.h's cpu_weight_grad_tiles for the phase planes: float accumulation on AVX2 or AVX-512 and a
+    reduction (input channels per group x taps) of 8 or more; below it, or in float64, or without AVX2, torch's GEMM."""
+    def path(c_in=8, kernel=1, size=32, batch=2, dtype=torch.float32, isa="avx2"):
+        x = torch.randn(batch, c_in, size, dtype=dtype)
+        gy = torch.randn(batch, 16, size - kernel + 1, dtype=dtype)
+        with cpu_isa_limit(isa):
+            return torch.ops.fastpad._conv_weight_grad_path(x, gy, [16, c_in, kernel], [1], [0], [1], 1, "zeros", "cpu")
+    isas = [isa for isa in ("avx2", "avx512") if ISA_ORDER.index(isa) <= ISA_ORDER.index(machine_isa())]
+    for isa in isas:
+        tiles = f"cpu_phase_planes_{isa}"
+        assert path(isa=isa) == tiles  # reduction 8
+        assert path(c_in=4, kernel=2, isa=isa) == tiles
+        assert path(batch=1, size=1, isa=isa) == tiles
+        assert path(dtype=torch.bfloat16, isa=isa) == tiles
+        for others in (path(c_in=7, isa=isa), path(c_in=2, kernel=3, isa=isa), path(dtype=torch.float64, isa=isa),
+                       path(isa="baseline")):
+            assert others == "cpu_phase_planes"
 
 
 def test_wide_strided_transposed_convs_take_the_blocked_phases_on_avx512_only():

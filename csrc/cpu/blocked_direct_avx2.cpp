@@ -1,7 +1,9 @@
 // cpu/blocked_direct.h's micro-kernels for AVX2 + FMA (8 floats per vector, 16 registers): blocks of 3 vectors (24
-// channels), tiles of 4 positions x 3 vectors (12 accumulators, 3 weight vectors, 1 broadcast). Compiled for AVX2
+// channels), tiles of 4 positions x 3 vectors (12 accumulators, 3 weight vectors, 1 broadcast); and
+// cpu/reduction_tiles.h's weight-gradient GEMM on the same vectors (tiles of 4 rows x 3 vectors). Compiled for AVX2
 // whatever the build's flags; called only where the CPU has AVX2 and FMA (kernel_paths.h).
 #include "cpu/blocked_direct.h"
+#include "cpu/reduction_tiles.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -30,12 +32,14 @@ struct Isa {
 };
 
 #include "cpu/blocked_direct_kernel.h"
+#include "cpu/reduction_tiles_kernel.h"
 
 }  // namespace blocked_avx2
 
 void blocked_direct_avx2(const BlockedDirectArgs<float>& args, int64_t channels) {
   blocked_avx2::blocked_direct(args, channels);
 }
+void reduction_tiles_avx2(const ReductionTiles& t) { blocked_avx2::reduction_tiles(t); }
 int64_t fma_peak_loop_avx2(int64_t iterations, float* sink) { return blocked_avx2::fma_peak_loop(iterations, sink); }
 
 }  // namespace fastpad::cpu

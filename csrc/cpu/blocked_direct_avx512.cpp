@@ -1,8 +1,10 @@
 // cpu/blocked_direct.h's micro-kernels for AVX-512F (16 floats per vector, 32 registers): blocks of 4 vectors (64
-// channels), tiles of 6 positions x 4 vectors (24 accumulators, 4 weight vectors, 1 broadcast); and, below, the
-// same tiles for bfloat16 on AVX512_BF16. Compiled for AVX-512 whatever the build's flags; called only where the CPU
+// channels), tiles of 6 positions x 4 vectors (24 accumulators, 4 weight vectors, 1 broadcast), and
+// cpu/reduction_tiles.h's weight-gradient GEMM on the same vectors (tiles of 6 rows x 4 vectors); and, below, the
+// blocked tiles for bfloat16 on AVX512_BF16. Compiled for AVX-512 whatever the build's flags; called only where the CPU
 // and the OS support AVX-512F (kernel_paths.h).
 #include "cpu/blocked_direct.h"
+#include "cpu/reduction_tiles.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -32,12 +34,14 @@ struct Isa {
 };
 
 #include "cpu/blocked_direct_kernel.h"
+#include "cpu/reduction_tiles_kernel.h"
 
 }  // namespace blocked_avx512
 
 void blocked_direct_avx512(const BlockedDirectArgs<float>& args, int64_t channels) {
   blocked_avx512::blocked_direct(args, channels);
 }
+void reduction_tiles_avx512(const ReductionTiles& t) { blocked_avx512::reduction_tiles(t); }
 int64_t fma_peak_loop_avx512(int64_t iterations, float* sink) {
   return blocked_avx512::fma_peak_loop(iterations, sink);
 }

@@ -53,7 +53,7 @@ void gemm_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
       const int64_t group = (item / plan.tiles) % groups, n = item / (plan.tiles * groups);
       const auto [pixel_begin, tile_pixels] = plan.tile(item % plan.tiles);
       im2col_nhwc(g, x_data + n * g.conv_in_volume() * g.conv_in_channels, group, pixel_begin,
-                  pixel_begin + tile_pixels, cols.data());
+                  pixel_begin + tile_pixels, cols.data(), reduce);
       const auto out = y_flat[n].narrow(0, pixel_begin, tile_pixels).narrow(1, group * out_per_group, out_per_group);
       matmul_into(out, wrap_buffer(cols.data(), {tile_pixels, reduce}), w_acc[group],
                   bias_acc.defined() ? bias_acc[group] : at::Tensor());

@@ -5,55 +5,111 @@
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
+#include <ATen/cpu/vec/vec.h>
 #include <torch/library.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "conv_params.h"
 #include "cpu/depthwise.h"
 #include "cpu/gemm_tiles.h"
 #include "cpu/phase_planes.h"
+#include "cpu/reduction_tiles.h"
 #include "kernel_paths.h"
 
 namespace fastpad::cpu {
 namespace {
 
+// The register tiles of cpu/reduction_tiles.h for one ISA, or null for torch's GEMM (float64, or a CPU without AVX2).
+using ReductionTilesKernel = void (*)(const ReductionTiles&);
+
 // Channels-last: the reduction over images and output tiles is split into a fixed number of chunks, each summing
 // into its own partial gradient, then the partials are added in chunk order: bitwise reproducible for a fixed thread
-// count. partial[Cg_out, K*Cg_in] += gy[tile, Cg_out]^T @ cols[tile, K*Cg_in], with cols a fused im2col tile.
+// count. partial[Cg_out, K*Cg_in] += gy[tile, Cg_out]^T @ cols[tile, K*Cg_in], with cols a fused im2col tile; on the
+// register tiles, cols' rows (and the partial's) are padded with zero columns to whole vectors.
 template <typename scalar_t>
-at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output) {
+at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
+                            ReductionTilesKernel tiles) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
   const int64_t groups = g.groups, in_per_group = g.conv_in_channels_per_group(),
                 out_per_group = g.conv_out_channels_per_group(), taps = g.kernel_volume();
-  const int64_t reduce = in_per_group * taps;
+  const int64_t reduce = in_per_group * taps, pitch = tiles ? reduction_tiles_columns(reduce) : reduce;
   const auto gy_flat = flatten_positions(grad_output, /*channels_last=*/true);
-  const TilePlan plan(g, /*channels_last=*/true, reduce * static_cast<int64_t>(sizeof(acc_t)));
+  const TilePlan plan(g, /*channels_last=*/true, pitch * static_cast<int64_t>(sizeof(acc_t)));
   const int64_t work = g.batch * plan.tiles;  // (image, tile) pairs to reduce over
   const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), work));
-  auto partial = at::zeros({chunks, groups, out_per_group, reduce}, x.options().dtype(acc_dtype));
+  auto partial = at::zeros({chunks, groups, out_per_group, pitch}, x.options().dtype(acc_dtype));
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
 
   at::parallel_for(0, chunks * groups, 1, [&](int64_t begin, int64_t end) {
-    std::vector<acc_t> cols(reduce * plan.buffer_positions());
+    std::vector<acc_t> cols(pitch * plan.buffer_positions());  // zeros: the padding columns stay so
     for (int64_t item = begin; item < end; ++item) {
       const int64_t chunk = item / groups, group = item % groups;
-      auto acc = partial[chunk][group];
+      at::Tensor acc = partial[chunk][group];
       for (int64_t job = chunk * work / chunks; job < (chunk + 1) * work / chunks; ++job) {
         const int64_t n = job / plan.tiles;
         const auto [pixel_begin, tile_pixels] = plan.tile(job % plan.tiles);
         im2col_nhwc(g, x_data + n * g.conv_in_volume() * g.conv_in_channels, group, pixel_begin,
-                  pixel_begin + tile_pixels, cols.data());
+                  pixel_begin + tile_pixels, cols.data(), pitch);
         const auto gy = gy_flat[n].narrow(0, pixel_begin, tile_pixels).narrow(1, group * out_per_group, out_per_group);
+        if constexpr (std::is_same_v<acc_t, float>) {
+          if (tiles) {
+            const at::Tensor gy_float = gy.to(acc_dtype);  // gy itself in float32, else a [tile, Cg_out] copy
+            tiles({gy_float.const_data_ptr<float>(), gy_float.stride(1), gy_float.stride(0), cols.data(), pitch,
+                   acc.data_ptr<float>(), pitch, out_per_group, pitch, tile_pixels});
+            continue;
+          }
+        }
         acc.addmm_(gy.to(acc_dtype).t(), wrap_buffer(cols.data(), {tile_pixels, reduce}));
       }
     }
   });
   // [G, Cg_out, K, Cg_in] -> [G * Cg_out, Cg_in, K]
-  return partial.sum(0).view({groups * out_per_group, taps, in_per_group}).transpose(1, 2);
+  return partial.sum(0).narrow(2, 0, reduce).reshape({groups * out_per_group, taps, in_per_group}).transpose(1, 2);
 }
+
+// dst[(i * positions + p) * pitch + c] = src[i * image_stride + c * channel_stride + p] in float, for i < images,
+// p < positions, c < channels: a band of NCHW grad_output as rows of channels (and the partial back as rows of the
+// weight). float by 8 x 8 blocks through registers (at::vec's transpose: AVX2 shuffles where the build has AVX2);
+// the channels past them, and 16-bit types, by runs of kRun positions, so that each source line is read whole and the
+// kRun destination rows being written stay in L1 (torch's strided copy, and then this scalar loop for float, took as
+// long as the GEMM they fed on HiFi-GAN's k4 s2 weight gradient).
+template <typename scalar_t>
+void transpose_to_rows(const scalar_t* src, int64_t image_stride, int64_t channel_stride, int64_t images,
+                       int64_t positions, int64_t channels, float* dst, int64_t pitch) {
+  constexpr int64_t kBlock = 8, kRun = 16;
+  for (int64_t i = 0; i < images; ++i, src += image_stride, dst += positions * pitch) {
+    int64_t c0 = 0;
+    if constexpr (std::is_same_v<scalar_t, float>) {
+      for (; c0 + kBlock <= channels && positions >= kBlock; c0 += kBlock) {
+        int64_t p0 = 0;
+        for (; p0 + kBlock <= positions; p0 += kBlock) {
+          at::vec::transpose_mxn<float, kBlock, kBlock>(src + c0 * channel_stride + p0, channel_stride,
+                                                        dst + p0 * pitch + c0, pitch);
+        }
+        for (; p0 < positions; ++p0) {
+          for (int64_t c = c0; c < c0 + kBlock; ++c) dst[p0 * pitch + c] = src[c * channel_stride + p0];
+        }
+      }
+    }
+    for (int64_t p0 = 0; p0 < positions; p0 += kRun) {
+      const int64_t run = std::min(kRun, positions - p0);
+      for (int64_t c = c0; c < channels; ++c) {
+        const scalar_t* from = src + c * channel_stride + p0;
+        float* to = dst + p0 * pitch + c;
+        for (int64_t p = 0; p < run; ++p) to[p * pitch] = static_cast<float>(from[p]);
+      }
+    }
+  }
+}
+
+// The fewest input channels of a part of a group (phase_plane_weight_grad_nchw): parts of 1-2 channels split a stem's
+// 3 as 1 + 2, its work 1:2 between the threads (tf_efficientnet_b0's stem: 1.6-2.7 ms, against 1.2-1.4 ms in chunks of
+// images).
+constexpr int64_t kMinPartChannels = 4;
 
 // Bands for the NCHW weight gradient: its GEMMs reduce over the band's positions, so wider bands pay off even past
 // L2 (k4 64->64 @56, batch 4: 30 ms with 1 MiB bands, 18 ms with 4 MiB).
@@ -64,9 +120,15 @@ constexpr int64_t kWeightGradBandBytes = 4 * 1024 * 1024;
 // cols[(ci, kd, kh, kw), band] (contiguous runs, no index math), and
 // partial[Cg_out, Cg_in*K] += gy[Cg_out, band] @ cols^T, with gy read in place. Images of few positions (one band and
 // no depth) go several to a GEMM (gemm_tiles.h's images_per_shared_gemm): their columns side by side in cols, and
-// their gy gathered likewise, so each GEMM re-writes the partial gradient once for all of them.
+// their gy gathered likewise, so each GEMM re-writes the partial gradient once for all of them. On the register tiles
+// the product is transposed, partial[Cg_in*K, Cg_out] += cols @ gy^T, its rows and those of gy^T (a [band, Cg_out]
+// copy) padded with zero columns to whole vectors of output channels; and where the groups are fewer than the threads,
+// each group's input channels are split into parts, one per thread, each gathering its channels and reducing its rows
+// of one partial over every job, instead of chunks of jobs summing into partials of the whole weight (which a weight of
+// megabytes over a few hundred positions spent most of its time zeroing, writing and adding).
 template <typename scalar_t>
-at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output) {
+at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
+                                        ReductionTilesKernel tiles) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
   const int64_t groups = g.groups, c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
@@ -80,18 +142,27 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
           : 1;
   const int64_t image_jobs = (g.batch + images_per_job - 1) / images_per_job;
   const int64_t work = image_jobs * g.conv_out_sizes[0] * bands;  // (images, output depth, band) triples to reduce over
-  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), work));
-  auto partial = at::zeros({chunks, groups, c_out, reduce}, x.options().dtype(acc_dtype));
+  const int64_t threads = at::get_num_threads();
+  const int64_t parts = tiles && groups < threads
+                            ? std::max<int64_t>(1, std::min(c_in / kMinPartChannels, (threads + groups - 1) / groups))
+                            : 1;
+  const int64_t chunks = parts > 1 ? 1 : std::max<int64_t>(1, std::min<int64_t>(threads, work));
+  const int64_t out_pitch = reduction_tiles_columns(c_out);
+  auto partial = tiles ? at::zeros({chunks, groups, reduce, out_pitch}, x.options().dtype(acc_dtype))
+                       : at::zeros({chunks, groups, c_out, reduce}, x.options().dtype(acc_dtype));
   const auto gy_flat = flatten_positions(grad_output, /*channels_last=*/false);
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
 
-  at::parallel_for(0, chunks * groups, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, chunks * groups * parts, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes(g, c_in, kWeightGradBandBytes, bytes_per_position);
     std::vector<acc_t> cols(reduce * planes.band_outputs() * images_per_job);
-    std::vector<acc_t> gy_gathered(images_per_job > 1 ? c_out * images_per_job * g.conv_out_volume() : 0);
+    const int64_t max_columns = planes.band_outputs() * images_per_job;
+    std::vector<acc_t> gy_gathered(images_per_job > 1 && !tiles ? c_out * max_columns : 0);
+    std::vector<acc_t> gy_transposed(tiles ? max_columns * out_pitch : 0);  // zeros: the padding columns stay so
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t chunk = item / groups, group = item % groups;
-      auto acc = partial[chunk][group];
+      const int64_t chunk = item / (groups * parts), group = item / parts % groups, part = item % parts;
+      const int64_t ci_begin = part * c_in / parts, ci_end = (part + 1) * c_in / parts;
+      at::Tensor acc = partial[chunk][group];
       for (int64_t job = chunk * work / chunks; job < (chunk + 1) * work / chunks; ++job) {
         const int64_t b = job % bands, od = (job / bands) % g.conv_out_sizes[0],
                       n0 = job / (bands * g.conv_out_sizes[0]) * images_per_job;
@@ -103,12 +174,12 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
           for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
             const int64_t id = g.tap_source(0, od, kd);
             if (id >= 0) {
-              for (int64_t ci = 0; ci < c_in; ++ci) {
+              for (int64_t ci = ci_begin; ci < ci_end; ++ci) {
                 planes.gather(x_data + (n * g.conv_in_channels + group * c_in + ci) * g.conv_in_volume() + id * slice,
                               band, ci);
               }
             }
-            for (int64_t ci = 0; ci < c_in; ++ci) {
+            for (int64_t ci = ci_begin; ci < ci_end; ++ci) {
               for (int64_t tap = 0; tap < taps_2d; ++tap) {
                 acc_t* dst = cols.data() + (ci * taps + kd * taps_2d + tap) * columns + image * positions;
                 if (id < 0) {  // the whole slice lies in zero padding along depth
@@ -128,6 +199,17 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
                             .narrow(1, group * c_out, c_out)
                             .narrow(2, (od * g.conv_out_sizes[1] + band.row0) * out_w + band.col0, positions)
                             .transpose(0, 1);  // [Cg_out, images, positions]
+        if constexpr (std::is_same_v<acc_t, float>) {
+          if (tiles) {
+            transpose_to_rows(gy.const_data_ptr<scalar_t>(), gy.stride(1), gy.stride(0), images, positions, c_out,
+                              gy_transposed.data(), out_pitch);
+            const int64_t row_begin = ci_begin * taps;  // the part's rows of cols and of the partial
+            tiles({cols.data() + row_begin * columns, columns, 1, gy_transposed.data(), out_pitch,
+                   acc.data_ptr<float>() + row_begin * out_pitch, out_pitch, (ci_end - ci_begin) * taps, out_pitch,
+                   columns});
+            continue;
+          }
+        }
         if (images > 1) {
           auto gathered = wrap_buffer(gy_gathered.data(), {c_out, images, positions});
           gathered.copy_(gy);
@@ -137,7 +219,20 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
       }
     }
   });
-  return partial.sum(0).view({groups * c_out, c_in, taps});
+  if (!tiles) return partial.sum(0).view({groups * c_out, c_in, taps});
+  const at::Tensor sum = chunks == 1 ? partial[0] : partial.sum(0);  // [G, Cg_in*K, out_pitch]
+  auto grad = at::empty({groups * c_out, reduce}, sum.options());
+  const float* sum_data = sum.const_data_ptr<float>();
+  float* grad_data = grad.data_ptr<float>();
+  at::parallel_for(0, groups * c_out, 16, [&](int64_t begin, int64_t end) {  // runs of output channels
+    for (int64_t row = begin; row < end;) {
+      const int64_t group = row / c_out, co = row % c_out, count = std::min(end - row, c_out - co);
+      transpose_to_rows(sum_data + group * reduce * out_pitch + co, 0, out_pitch, 1, count, reduce,
+                        grad_data + row * reduce, reduce);
+      row += count;
+    }
+  });
+  return grad.view({groups * c_out, c_in, taps});
 }
 
 at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_output, at::IntArrayRef weight_shape,
@@ -167,10 +262,22 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
         grad = depthwise_weight_grad(g, x, gy, kernel_channels_last, /*avx512_tiles=*/true);
         break;
       case WeightGradPath::CpuChannelsLastGemm:
-        grad = weight_grad_gemm<scalar_t>(g, x, gy);
+        grad = weight_grad_gemm<scalar_t>(g, x, gy, nullptr);
+        break;
+      case WeightGradPath::CpuChannelsLastGemmAvx2:
+        grad = weight_grad_gemm<scalar_t>(g, x, gy, &reduction_tiles_avx2);
+        break;
+      case WeightGradPath::CpuChannelsLastGemmAvx512:
+        grad = weight_grad_gemm<scalar_t>(g, x, gy, &reduction_tiles_avx512);
         break;
       case WeightGradPath::CpuPhasePlanes:
-        grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy);
+        grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy, nullptr);
+        break;
+      case WeightGradPath::CpuPhasePlanesAvx2:
+        grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy, &reduction_tiles_avx2);
+        break;
+      case WeightGradPath::CpuPhasePlanesAvx512:
+        grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy, &reduction_tiles_avx512);
         break;
       default:
         TORCH_INTERNAL_ASSERT(false, "fastpad conv_weight_grad: no CPU path");

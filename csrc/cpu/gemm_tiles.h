@@ -75,11 +75,12 @@ inline at::Tensor flatten_positions(const at::Tensor& t, bool channels_last) {
                        : t.view({t.size(0), t.size(1), positions});
 }
 
-// Channels-last: cols[t, (kd, kh, kw), c] for output pixels [pixel_begin, pixel_end), t = pixel - pixel_begin.
-// `x_image` points at one image [D, H, W, C_in]; the group's channels start at group * C_in/groups.
+// Channels-last: cols[t * row_pitch + ((kd, kh, kw), c)] for output pixels [pixel_begin, pixel_end), t = pixel -
+// pixel_begin; a row's values past the kernel volume x C_in/groups are left as they are. `x_image` points at one image
+// [D, H, W, C_in]; the group's channels start at group * C_in/groups.
 template <typename scalar_t, typename acc_t>
 void im2col_nhwc(const ConvGeometry& g, const scalar_t* x_image, int64_t group, int64_t pixel_begin,
-                 int64_t pixel_end, acc_t* cols) {
+                 int64_t pixel_end, acc_t* cols, int64_t row_pitch) {
   const int64_t in_h = g.conv_in_sizes[1], in_w = g.conv_in_sizes[2];
   const int64_t out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
   const int64_t channels = g.conv_in_channels_per_group(), kernel_w = g.kernel[2];
@@ -87,8 +88,8 @@ void im2col_nhwc(const ConvGeometry& g, const scalar_t* x_image, int64_t group, 
   // With one group and no dilation along W, a row of taps inside the input reads kernel_w consecutive pixels, whose
   // channels are one contiguous run: copied at once (a stem's 3 channels per tap made each copy too short to pay).
   const bool whole_tap_rows = g.groups == 1 && g.dilation[2] == 1;
-  acc_t* dst = cols;
   for (int64_t pixel = pixel_begin; pixel < pixel_end; ++pixel) {
+    acc_t* dst = cols + (pixel - pixel_begin) * row_pitch;
     const int64_t ow = pixel % out_w, oh = (pixel / out_w) % out_h, od = pixel / (out_w * out_h);
     const int64_t iw_first = g.tap_position(2, ow, 0);
     const bool row_inside = whole_tap_rows && iw_first >= 0 && iw_first + kernel_w <= in_w;

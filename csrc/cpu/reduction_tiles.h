@@ -1,0 +1,38 @@
+// The register-tiled GEMM of the CPU weight gradients (cpu_channels_last_gemm_avx2/_avx512 and
+// cpu_phase_planes_avx2/_avx512 in conv_weight_grad.cpp): c[r][v] += sum over d < depth of a[r, d] * b[d][v], a tile of
+// rows x vectors of c in registers for the whole depth, so that c is read and written once per call. a is read one
+// value at a time (broadcast, any strides: a weight gradient's grad_output or its columns), b and c by vectors along v.
+// The interface between the torch-side drivers and the micro-kernel of reduction_tiles_kernel.h, compiled once per
+// instruction set (in blocked_direct_avx2.cpp and blocked_direct_avx512.cpp, beside the forward's tiles) and chosen
+// when the op runs. Free of torch.
+//
+// Torch's GEMM (MKL) ran at 37-42% of this machine's FMA peak on these shapes (an AMD Zen 5: MKL takes its generic
+// AVX2 kernel there, mkl_blas_def_sgemm_kernel_0_zen in a profile), where fastpad's forward tiles reach 80-90%.
+#pragma once
+
+#include <cstdint>
+
+namespace fastpad::cpu {
+
+struct ReductionTiles {
+  const float* a;  // a[r, d] at a + r * a_row_stride + d * a_depth_stride
+  int64_t a_row_stride, a_depth_stride;
+  const float* b;  // b[d][v] at b + d * b_depth_stride + v
+  int64_t b_depth_stride;
+  float* c;  // c[r][v] at c + r * c_row_stride + v
+  int64_t c_row_stride;
+  int64_t rows, columns, depth;  // columns: a whole number of kReductionTilesColumnMultiple
+};
+
+// b's and c's columns come in whole multiples of this many floats (every ISA's vector divides it): the callers pad
+// their buffers with zero columns, whose results they drop.
+constexpr int64_t kReductionTilesColumnMultiple = 16;
+
+inline int64_t reduction_tiles_columns(int64_t columns) {
+  return (columns + kReductionTilesColumnMultiple - 1) / kReductionTilesColumnMultiple * kReductionTilesColumnMultiple;
+}
+
+void reduction_tiles_avx2(const ReductionTiles& t);
+void reduction_tiles_avx512(const ReductionTiles& t);
+
+}  // namespace fastpad::cpu
