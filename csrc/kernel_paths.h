@@ -56,7 +56,9 @@ enum class ConvTransposePath {
   CpuDepthwisePhasesAvx512,  // the same on AVX-512's tiles
   CpuGroupedExpanded,  // channels-last, few channels per group: depthwise.cpp's scatter over expanded x pixels
   CpuGroupedPlanes,   // NCHW, few channels per group: depthwise.cpp's kernel, each y plane summed over its group's x
-  CpuPhasePlanes,     // NCHW: the adjoint of conv's tap GEMMs
+  CpuPhasePlanes,     // NCHW: the adjoint of conv's tap GEMMs (torch's GEMM)
+  CpuPhasePlanesAvx2,    // the same, the GEMMs on cpu/reduction_tiles.h's AVX2 tiles (float accumulation)
+  CpuPhasePlanesAvx512,  // ... on its AVX-512 tiles
   CpuGemmCol2im,      // a GEMM per tile of x positions, then col2im
   CudaPipelinedGemm,  // the conv each stride phase is (transpose_phase_as_conv) on cuda/pipelined_gemm.cuh
   CudaDepthwiseVectors,  // depthwise channels-last, zeros: 16-byte channel vectors, an x patch in shared memory
@@ -472,6 +474,15 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   return g.groups == 1 ? ConvPath::CpuChannelsLastPhasePlanes : ConvPath::CpuChannelsLastIm2col;
 }
 
+// Whether the NCHW transposed phase planes (phase_plane_transpose_nchw in conv_transpose.cpp) run their tap GEMMs,
+// planes_tap[Cg_y, band] += W_tap^T @ x_band over Cg_x, on fastpad's register tiles (cpu/reduction_tiles.h) instead of
+// torch's GEMM (MKL at 37-42% of the FMA peak on a Zen 5): where they accumulate in float32 and the CPU has AVX2. A/B
+// on 2 cores of a Zen 5, float32, the op alone: EnCodec's input gradient 0.52x, 27 random layers of seeds 1-8
+// 0.48-0.93x (benchmarks/RESULTS.md).
+inline bool cpu_phase_planes_tiles(CpuIsa isa, int64_t element_bytes) {
+  return isa != CpuIsa::Baseline && element_bytes == 4;
+}
+
 // conv_transpose (its input x is on the geometry's conv_out side, its output y on the conv_in side). element_bytes,
 // reduced_precision and isa as for conv.
 // weight_finite() says whether the weight holds no inf or NaN; the CPU phase planes and the stride-1 blocked conv
@@ -529,7 +540,9 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
     }
     return folded ? ConvTransposePath::CpuBlockedFoldedAvx2 : ConvTransposePath::CpuBlockedAvx2;
   }
-  return phase_plane_shape && weight_finite() ? ConvTransposePath::CpuPhasePlanes : ConvTransposePath::CpuGemmCol2im;
+  if (!phase_plane_shape || !weight_finite()) return ConvTransposePath::CpuGemmCol2im;
+  if (!cpu_phase_planes_tiles(isa, element_bytes)) return ConvTransposePath::CpuPhasePlanes;
+  return isa >= CpuIsa::Avx512 ? ConvTransposePath::CpuPhasePlanesAvx512 : ConvTransposePath::CpuPhasePlanesAvx2;
 }
 
 // Whether conv_weight_grad runs the pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh) on sm_80 or later:
@@ -651,6 +664,8 @@ inline const char* path_name(ConvTransposePath path) {
     case ConvTransposePath::CpuGroupedExpanded: return "cpu_grouped_expanded";
     case ConvTransposePath::CpuGroupedPlanes: return "cpu_grouped_planes";
     case ConvTransposePath::CpuPhasePlanes: return "cpu_phase_planes";
+    case ConvTransposePath::CpuPhasePlanesAvx2: return "cpu_phase_planes_avx2";
+    case ConvTransposePath::CpuPhasePlanesAvx512: return "cpu_phase_planes_avx512";
     case ConvTransposePath::CpuGemmCol2im: return "cpu_gemm_col2im";
     case ConvTransposePath::CudaPipelinedGemm: return "cuda_pipelined_gemm";
     case ConvTransposePath::CudaDepthwiseVectors: return "cuda_depthwise_vectors";

@@ -84,10 +84,10 @@ def tiles_kernel(path, isa=None, dtype=torch.float32, channels=16):
     return f"{path}_avx512" if wide else path
 
 
-def weight_grad_gemm_kernel(path, dtype):
-    """A weight gradient's GEMM path (cpu_phase_planes, cpu_channels_last_gemm) as the current FASTPAD_CPU_ISA names
-    it: its GEMMs on the reduction tiles of the ISA (path_avx2, path_avx512) for float accumulation, else (float64, or
-    a CPU without AVX2) on torch's GEMM."""
+def reduction_tiles_kernel(path, dtype):
+    """A GEMM path (cpu_phase_planes of conv_transpose and conv_weight_grad, cpu_channels_last_gemm) as the current
+    FASTPAD_CPU_ISA names it: its GEMMs on the reduction tiles of the ISA (path_avx2, path_avx512) for float
+    accumulation, else (float64, or a CPU without AVX2) on torch's GEMM."""
     isa = torch.ops.fastpad._cpu_isa()
     if isa == "baseline" or dtype == torch.float64:
         return path
@@ -224,17 +224,18 @@ CODE_PATHS = {
 # kernel, folded.
 for _isa in ("avx2", "avx512"):
     _blocked, _folded = f"cpu_blocked_{_isa}", f"cpu_blocked_folded_{_isa}"
-    _weight_planes = f"cpu_phase_planes_{_isa}"  # the weight gradient's GEMMs on the ISA's reduction tiles
+    # The phase planes' GEMMs (conv_transpose's, conv_weight_grad's) on the ISA's reduction tiles.
+    _planes_tiles = f"cpu_phase_planes_{_isa}"
     CODE_PATHS.update({
         f"2d_dense_same_s2_{_isa}": _path(False, (21, 20), 32, 24, 3, stride=2, padding="same", isa=_isa,
-                                          kernels=_kernels(_blocked, "cpu_gemm_col2im", _weight_planes)),
+                                          kernels=_kernels(_blocked, "cpu_gemm_col2im", _planes_tiles)),
         f"2d_grouped_channels_last_reflect_{_isa}": _path(False, (13, 14), 32, 80, 3, groups=2, padding_mode="reflect",
                                                           channels_last=True, isa=_isa,
-                                                          kernels=_kernels(_blocked, _folded, _weight_planes)),
+                                                          kernels=_kernels(_blocked, _folded, _planes_tiles)),
         f"3d_dense_circular_{_isa}": _path(False, (5, 6, 7), 16, 17, 3, padding_mode="circular", isa=_isa,
-                                           kernels=_kernels(_blocked, _folded, _weight_planes)),
+                                           kernels=_kernels(_blocked, _folded, _planes_tiles)),
         f"2d_transposed_{_isa}": _path(True, (16, 16), 16, 16, 5, stride=2, isa=_isa,
-                                       kernels=_kernels(_blocked, "cpu_phase_planes", _weight_planes)),
+                                       kernels=_kernels(_blocked, _planes_tiles, _planes_tiles)),
         # Channels-last dense: the weight gradient's im2col GEMMs on the reduction tiles (a reduction of 24 x 9 = 216,
         # padded to 224 columns; 40 output channels, a last tile of 4 rows).
         f"2d_dense_channels_last_reflect_{_isa}": _path(False, (13, 14), 24, 40, 3, padding_mode="reflect",
@@ -243,7 +244,7 @@ for _isa in ("avx2", "avx512"):
                                                                          f"cpu_channels_last_gemm_{_isa}")),
         # k4 'same' pads (1, 2): the input gradient, a stride-1 transposed conv with zeros, is the blocked conv too.
         f"2d_dense_k4_same_{_isa}": _path(False, (12, 13), 16, 24, 4, isa=_isa,
-                                          kernels=_kernels(_blocked, _blocked, _weight_planes)),
+                                          kernels=_kernels(_blocked, _blocked, _planes_tiles)),
         # Fewer than 16 input channels per group: channels-last with a reduction of 8 or more (4 x 9 here, its input
         # gradient folded, at 2^20 multiply-adds or more; the channels-last depthwise x3 conv's input gradient, 3 x 9,
         # while the conv itself is the depthwise kernel's, with expanded rows), and NCHW grouped (4 and, for the input

@@ -10,7 +10,7 @@ import torch
 from torch._dynamo.utils import counters
 
 import fastpad
-from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa, weight_grad_gemm_kernel
+from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa, reduction_tiles_kernel
 from reference import (
     model_forward_backward,
     PADDING_MODES,
@@ -252,7 +252,7 @@ def test_weight_gradients_of_images_of_few_positions(size, c_in, c_out, kernel, 
     (expected,) = torch.autograd.grad(y64, w64, gy.double())
     with cpu_isa_limit(isa):
         path = torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu")
-        assert path == weight_grad_gemm_kernel("cpu_phase_planes", dtype)
+        assert path == reduction_tiles_kernel("cpu_phase_planes", dtype)
         poison(expected.shape, dtype)
         assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected, dtype, what="weight gradient")
 

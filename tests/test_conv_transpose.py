@@ -8,12 +8,12 @@ import torch
 import torch.nn.functional as F
 
 import fastpad
-from code_paths import (RESULT_NAMES, CodePath, cpu_isa_limit, kernels_reached, run_forward_backward, run_reference,
-                        tiles_isas, tiles_kernel)
+from code_paths import (ISA_ORDER, RESULT_NAMES, CodePath, cpu_isa_limit, kernels_reached, run_forward_backward,
+                        run_reference, tiles_isas, tiles_kernel)
 from fastpad.cases import ConvCase
 from reference import (CHANNELS_LAST, EXPLICIT_PADDINGS, GROUP_CASES, as_tuple, assert_matches,
-                       assert_memory_format_kept, check_conv_transpose, conv_inputs, effective_kernel, expected_conv_transpose, poison,
-                       reference_conv_transpose, resolve_crops)
+                       assert_memory_format_kept, check_conv_transpose, conv_inputs, effective_kernel, expected_conv,
+                       expected_conv_transpose, poison, reference_conv_transpose, resolve_crops)
 
 SIZES = {1: (7,), 2: (4, 5), 3: (3, 4, 3)}
 NDIMS = (1, 2, 3)
@@ -376,3 +376,43 @@ def test_channels_last_grouped_expanded_transpose_bounds():
     assert path(16, 24, 1, 2, "zeros") != "cpu_grouped_expanded"
     assert path(16, 8, 8, 1, "zeros").startswith("cpu_blocked")
     assert path(16, 8, 8, 1, "reflect") == "cpu_grouped_expanded"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+def test_phase_planes_on_the_reduction_tiles(dtype):
+    """NCHW transposed convs on the phase planes run their tap GEMMs on cpu/reduction_tiles.h's tiles for float
+    accumulation (cpu_phase_planes_avx2, _avx512): a zeros transposed conv, and the input gradients (the transposed
+    conv in the conv's mode) of reflect, replicate and circular convs; 1-d and 2-d, strides 2-4, 16-40 channels on each
+    side (row tiles of 6 or 4 with a remainder), and bands of 8k + 8 positions (an AVX-512 row ending in half a vector,
+    read and written through masks). Each call asserts the path at AVX2 and at this CPU's own ISA and is compared with
+    the float64 reference, its output poisoned first."""
+    # x's 310 positions and 2 halo columns: bands of 312 = 16 x 19 + 8 positions
+    x, w, b = conv_inputs((310,), 16, 24, 5, 1, batch=2, transposed=True, dtype=dtype)
+    crop_lo, out_size = resolve_crops(((1, 2),), (310,), (5,), (2,), (1,), 0)
+    # (size, c_in, c_out, kernel, stride, mode, pads) of convs whose input gradient takes the phase planes; the 1-d
+    # ones' outputs (310 and 278 positions, 1 halo column) make bands of 16k + 8 positions too
+    convs = [((1240,), 24, 40, 8, 4, "reflect", ((2, 2),)), ((556,), 17, 20, 3, 2, "replicate", ((0, 1),)),
+             ((40, 46), 16, 33, 3, 2, "circular", ((1, 0), (0, 1)))]
+    for isa in tiles_isas():
+        expected_path = f"cpu_phase_planes_{'avx512' if ISA_ORDER.index(isa) >= ISA_ORDER.index('avx512') else 'avx2'}"
+        with cpu_isa_limit(isa):
+            assert torch.ops.fastpad._conv_transpose_path(x, w, b, [2], crop_lo, out_size, [1], 1, "zeros",
+                                                          "cpu") == expected_path
+            check_conv_transpose(x, w, b, stride=2, padding=((1, 2),))
+        for size, c_in, c_out, kernel, stride, mode, pads in convs:
+            nd = len(size)
+            cx, cw, _ = conv_inputs(size, c_in, c_out, kernel, 1, batch=2, bias=False, dtype=dtype)
+            out_shape = expected_conv(cx, cw, None, stride=stride, padding=pads, padding_mode=mode).shape
+            gy = torch.randn(out_shape, dtype=dtype)
+            with cpu_isa_limit(isa):
+                path = torch.ops.fastpad._conv_transpose_path(gy, cw, None, [stride] * nd, [lo for lo, _ in pads],
+                                                              list(size), [1] * nd, 1, mode, "cpu")
+                assert path == expected_path, (size, isa, path)
+                xr = cx.detach().requires_grad_()
+                y = getattr(fastpad, f"conv{nd}d")(xr, cw, stride=stride, padding=pads, padding_mode=mode)
+                x64 = cx.double().requires_grad_()
+                (expected,) = torch.autograd.grad(expected_conv(x64, cw.double(), None, stride=stride, padding=pads,
+                                                                padding_mode=mode), x64, gy.double())
+                poison(expected.shape, dtype)
+                (grad,) = torch.autograd.grad(y, xr, gy)
+            assert_matches(grad, expected, dtype, what="input gradient")

@@ -23,6 +23,12 @@ struct Isa {
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  // The first n (< kLanes) floats; the other lanes load as zero and are not stored.
+  static __m256i first_lanes(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static V load_first(const float* p, int n) { return _mm256_maskload_ps(p, first_lanes(n)); }
+  static void store_first(float* p, V v, int n) { _mm256_maskstore_ps(p, first_lanes(n), v); }
   using Element = float;
   using W = V;
   static constexpr int kDepth = 1;

@@ -13,6 +13,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "conv_params.h"
@@ -21,6 +22,7 @@
 #include "cpu/gemm_tiles.h"
 #include "cpu/huge_pages.h"
 #include "cpu/phase_planes.h"
+#include "cpu/reduction_tiles.h"
 #include "cpu/row_ops.h"
 #include "cpu/torch_conv.h"
 #include "kernel_paths.h"
@@ -170,7 +172,7 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
 // weight is finite; the caller checks that.
 template <typename scalar_t>
 void phase_plane_transpose_nchw(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
-                                at::Tensor& y_acc) {
+                                at::Tensor& y_acc, ReductionTilesKernel tiles) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
   const int64_t groups = g.groups, c_x = g.conv_out_channels_per_group(), c_y = g.conv_in_channels_per_group();
@@ -209,6 +211,13 @@ void phase_plane_transpose_nchw(const ConvGeometry& g, const at::Tensor& x, cons
           planes.zero();
           const acc_t* w_kd = w_data + (group * g.kernel[0] + kd) * taps_2d * c_y * c_x;
           for (int64_t tap = 0; tap < taps_2d; ++tap) {
+            if constexpr (std::is_same_v<acc_t, float>) {
+              if (tiles) {  // n_pos: whole vectors of at::vec's 8 floats
+                tiles({w_kd + tap * c_y * c_x, c_x, 1, x_band.data(), band_size, planes.taps()[tap],
+                       planes.channel_stride(), c_y, n_pos, c_x});
+                continue;
+              }
+            }
             at::from_blob(planes.taps()[tap], {c_y, n_pos}, {planes.channel_stride(), 1},
                           options)
                 .addmm_(wrap_buffer(const_cast<acc_t*>(w_kd) + tap * c_y * c_x, {c_y, c_x}), x_view);
@@ -367,7 +376,13 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
           depthwise_conv_transpose(gc, xc, weight, y_acc, channels_last);
           break;
         case ConvTransposePath::CpuPhasePlanes:
-          phase_plane_transpose_nchw<scalar_t>(gc, xc, weight, y_acc);
+          phase_plane_transpose_nchw<scalar_t>(gc, xc, weight, y_acc, nullptr);
+          break;
+        case ConvTransposePath::CpuPhasePlanesAvx2:
+          phase_plane_transpose_nchw<scalar_t>(gc, xc, weight, y_acc, &reduction_tiles_avx2);
+          break;
+        case ConvTransposePath::CpuPhasePlanesAvx512:
+          phase_plane_transpose_nchw<scalar_t>(gc, xc, weight, y_acc, &reduction_tiles_avx512);
           break;
         case ConvTransposePath::CpuGemmCol2im:
           transpose_gemm<scalar_t>(gc, xc, weight, y_acc, channels_last);

@@ -22,9 +22,6 @@
 namespace fastpad::cpu {
 namespace {
 
-// The register tiles of cpu/reduction_tiles.h for one ISA, or null for torch's GEMM (float64, or a CPU without AVX2).
-using ReductionTilesKernel = void (*)(const ReductionTiles&);
-
 // Channels-last: the reduction over images and output tiles is split into a fixed number of chunks, each summing
 // into its own partial gradient, then the partials are added in chunk order: bitwise reproducible for a fixed thread
 // count. partial[Cg_out, K*Cg_in] += gy[tile, Cg_out]^T @ cols[tile, K*Cg_in], with cols a fused im2col tile; on the

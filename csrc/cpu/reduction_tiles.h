@@ -1,7 +1,9 @@
 // The register-tiled GEMM of the CPU weight gradients (cpu_channels_last_gemm_avx2/_avx512 and
-// cpu_phase_planes_avx2/_avx512 in conv_weight_grad.cpp): c[r][v] += sum over d < depth of a[r, d] * b[d][v], a tile of
-// rows x vectors of c in registers for the whole depth, so that c is read and written once per call. a is read one
-// value at a time (broadcast, any strides: a weight gradient's grad_output or its columns), b and c by vectors along v.
+// cpu_phase_planes_avx2/_avx512 in conv_weight_grad.cpp) and of the NCHW transposed phase planes
+// (cpu_phase_planes_avx2/_avx512 in conv_transpose.cpp): c[r][v] += sum over d < depth of a[r, d] * b[d][v], a tile
+// of rows x vectors of c in registers for the whole depth, so that c is read and written once per call. a is read one
+// value at a time (broadcast, any strides: a weight gradient's grad_output or its columns, a transposed conv's
+// weight), b and c by vectors along v.
 // The interface between the torch-side drivers and the micro-kernel of reduction_tiles_kernel.h, compiled once per
 // instruction set (in blocked_direct_avx2.cpp and blocked_direct_avx512.cpp, beside the forward's tiles) and chosen
 // when the op runs. Free of torch.
@@ -24,15 +26,17 @@ struct ReductionTiles {
   int64_t rows, columns, depth;  // columns: a whole number of kReductionTilesColumnMultiple
 };
 
-// b's and c's columns come in whole multiples of this many floats (every ISA's vector divides it): the callers pad
-// their buffers with zero columns, whose results they drop.
-constexpr int64_t kReductionTilesColumnMultiple = 16;
+// b's and c's columns come in whole multiples of this many floats, AVX2's vector (AVX-512 reads and writes a last half
+// vector through masks): the weight gradients pad their buffers with zero columns, whose results they drop, to whole
+// AVX-512 vectors (reduction_tiles_columns); the transposed phase planes' rows are whole vectors of at::vec's 8.
+constexpr int64_t kReductionTilesColumnMultiple = 8;
 
-inline int64_t reduction_tiles_columns(int64_t columns) {
-  return (columns + kReductionTilesColumnMultiple - 1) / kReductionTilesColumnMultiple * kReductionTilesColumnMultiple;
-}
+inline int64_t reduction_tiles_columns(int64_t columns) { return (columns + 15) / 16 * 16; }
 
 void reduction_tiles_avx2(const ReductionTiles& t);
 void reduction_tiles_avx512(const ReductionTiles& t);
+
+// The tiles of one ISA, or null for torch's GEMM (float64, or a CPU without AVX2), as the drivers take them.
+using ReductionTilesKernel = void (*)(const ReductionTiles&);
 
 }  // namespace fastpad::cpu

@@ -5,23 +5,25 @@
 // Included only from blocked_direct_<isa>.cpp: no include guard, no includes.
 
 // A tile of R rows x U vectors of c at (r0, v0), over the whole depth: R x U accumulators, U vectors of b loaded and R
-// values of a broadcast per step of depth.
-template <int R, int U>
-inline void reduction_tile(const ReductionTiles& t, int64_t r0, int64_t v0) {
+// values of a broadcast per step of depth. kPart: the one vector (U == 1) holds the row's last `lanes` (< kLanes)
+// columns, read and written through masks.
+template <int R, int U, bool kPart = false>
+inline void reduction_tile(const ReductionTiles& t, int64_t r0, int64_t v0, int lanes = Isa::kLanes) {
   using V = typename Isa::V;
+  const auto load = [lanes](const float* p) { return kPart ? Isa::load_first(p, lanes) : Isa::load(p); };
   V acc[R][U];
   float* c = t.c + r0 * t.c_row_stride + v0;
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) acc[r][u] = Isa::load(c + r * t.c_row_stride + u * Isa::kLanes);
+    for (int u = 0; u < U; ++u) acc[r][u] = load(c + r * t.c_row_stride + u * Isa::kLanes);
   }
   const float* a = t.a + r0 * t.a_row_stride;
   const float* b = t.b + v0;
   for (int64_t d = 0; d < t.depth; ++d, a += t.a_depth_stride, b += t.b_depth_stride) {
     V bv[U];
 #pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) bv[u] = Isa::load(b + u * Isa::kLanes);
+    for (int u = 0; u < U; ++u) bv[u] = load(b + u * Isa::kLanes);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const V av = Isa::broadcast(a + r * t.a_row_stride);
@@ -32,7 +34,13 @@ inline void reduction_tile(const ReductionTiles& t, int64_t r0, int64_t v0) {
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) Isa::store(c + r * t.c_row_stride + u * Isa::kLanes, acc[r][u]);
+    for (int u = 0; u < U; ++u) {
+      if constexpr (kPart) {
+        Isa::store_first(c + r * t.c_row_stride + u * Isa::kLanes, acc[r][u], lanes);
+      } else {
+        Isa::store(c + r * t.c_row_stride + u * Isa::kLanes, acc[r][u]);
+      }
+    }
   }
 }
 
@@ -42,24 +50,24 @@ constexpr int kReductionTileRows = std::min(8, (Isa::kRegisters - U - 1) / U);
 constexpr int kReductionTileVectors = Isa::kRegisters >= 32 ? 4 : 3;
 
 // The last `rows` (< R) rows of a column of tiles: the tile of exactly that many.
-template <int R, int U>
-inline void reduction_remainder_rows(int64_t rows, const ReductionTiles& t, int64_t r0, int64_t v0) {
+template <int R, int U, bool kPart>
+inline void reduction_remainder_rows(int64_t rows, const ReductionTiles& t, int64_t r0, int64_t v0, int lanes) {
   if constexpr (R > 1) {
-    if (rows < R) return reduction_remainder_rows<R - 1, U>(rows, t, r0, v0);
+    if (rows < R) return reduction_remainder_rows<R - 1, U, kPart>(rows, t, r0, v0, lanes);
   }
-  reduction_tile<R, U>(t, r0, v0);
+  reduction_tile<R, U, kPart>(t, r0, v0, lanes);
 }
 
-// Every row for the U vectors at v0: whole tiles, then the remainder.
-template <int U>
-inline void reduction_tile_column(int64_t vectors, const ReductionTiles& t, int64_t v0) {
+// Every row for the U vectors at v0 (kPart: one vector of `lanes` columns): whole tiles, then the remainder.
+template <int U, bool kPart = false>
+inline void reduction_tile_column(int64_t vectors, const ReductionTiles& t, int64_t v0, int lanes = Isa::kLanes) {
   if constexpr (U > 1) {
-    if (vectors < U) return reduction_tile_column<U - 1>(vectors, t, v0);
+    if (vectors < U) return reduction_tile_column<U - 1, kPart>(vectors, t, v0, lanes);
   }
   constexpr int R = kReductionTileRows<U>;
   int64_t r0 = 0;
-  for (; r0 + R <= t.rows; r0 += R) reduction_tile<R, U>(t, r0, v0);
-  if (r0 < t.rows) reduction_remainder_rows<R - 1, U>(t.rows - r0, t, r0, v0);
+  for (; r0 + R <= t.rows; r0 += R) reduction_tile<R, U, kPart>(t, r0, v0, lanes);
+  if (r0 < t.rows) reduction_remainder_rows<R - 1, U, kPart>(t.rows - r0, t, r0, v0, lanes);
 }
 
 inline void reduction_tiles(const ReductionTiles& t) {
@@ -67,4 +75,6 @@ inline void reduction_tiles(const ReductionTiles& t) {
   for (int64_t v = 0; v < vectors; v += kReductionTileVectors) {
     reduction_tile_column<kReductionTileVectors>(vectors - v, t, v * Isa::kLanes);
   }
+  const int tail = static_cast<int>(t.columns % Isa::kLanes);  // AVX-512: half a vector
+  if (tail > 0) reduction_tile_column<1, /*kPart=*/true>(1, t, vectors * Isa::kLanes, tail);
 }
