@@ -474,12 +474,13 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   return g.groups == 1 ? ConvPath::CpuChannelsLastPhasePlanes : ConvPath::CpuChannelsLastIm2col;
 }
 
-// Whether the NCHW transposed phase planes (phase_plane_transpose_nchw in conv_transpose.cpp) run their tap GEMMs,
-// planes_tap[Cg_y, band] += W_tap^T @ x_band over Cg_x, on fastpad's register tiles (cpu/reduction_tiles.h) instead of
-// torch's GEMM (MKL at 37-42% of the FMA peak on a Zen 5): where they accumulate in float32 and the CPU has AVX2. A/B
-// on 2 cores of a Zen 5, float32, the op alone: EnCodec's input gradient 0.52x, 27 random layers of seeds 1-8
-// 0.48-0.93x (benchmarks/RESULTS.md).
-inline bool cpu_phase_planes_tiles(CpuIsa isa, int64_t element_bytes) {
+// Whether a GEMM of the CPU kernels may run on fastpad's register tiles (cpu/reduction_tiles.h) instead of torch's
+// GEMM (MKL at 37-42% of the FMA peak on a Zen 5): where it accumulates in float32 and the CPU has AVX2. The NCHW
+// transposed phase planes (phase_plane_transpose_nchw in conv_transpose.cpp) take them for their tap GEMMs,
+// planes_tap[Cg_y, band] += W_tap^T @ x_band over Cg_x, wherever this holds (A/B on 2 cores of a Zen 5, float32, the op
+// alone: EnCodec's input gradient 0.52x, 27 random layers of seeds 1-8 0.48-0.93x, benchmarks/RESULTS.md); the weight
+// gradients within cpu_weight_grad_tiles' bound.
+inline bool cpu_reduction_tiles(CpuIsa isa, int64_t element_bytes) {
   return isa != CpuIsa::Baseline && element_bytes == 4;
 }
 
@@ -541,7 +542,7 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
     return folded ? ConvTransposePath::CpuBlockedFoldedAvx2 : ConvTransposePath::CpuBlockedAvx2;
   }
   if (!phase_plane_shape || !weight_finite()) return ConvTransposePath::CpuGemmCol2im;
-  if (!cpu_phase_planes_tiles(isa, element_bytes)) return ConvTransposePath::CpuPhasePlanes;
+  if (!cpu_reduction_tiles(isa, element_bytes)) return ConvTransposePath::CpuPhasePlanes;
   return isa >= CpuIsa::Avx512 ? ConvTransposePath::CpuPhasePlanesAvx512 : ConvTransposePath::CpuPhasePlanesAvx2;
 }
 
@@ -574,8 +575,8 @@ constexpr int64_t kWeightGradNchwMinPositions = 64;
 constexpr int64_t kTapDotsMaxOutChannels = 12;
 
 // Whether the weight gradient's GEMM reductions (the phase planes', the channels-last im2col's) run on fastpad's
-// register tiles (cpu/reduction_tiles.h) instead of torch's GEMM: where they accumulate in float32 and the CPU has AVX2
-// (float64 keeps torch's GEMM, and so does a CPU without AVX2). Torch's GEMM (MKL) ran at 37-42% of the FMA peak of a
+// register tiles (cpu/reduction_tiles.h) instead of torch's GEMM: where cpu_reduction_tiles allows them (float64 keeps
+// torch's GEMM, and so does a CPU without AVX2). Torch's GEMM (MKL) ran at 37-42% of the FMA peak of a
 // Zen 5 (its generic AVX2 kernel there), which the tiles double. The phase planes' product is transposed on the tiles
 // (partial[Cg_in*K, Cg_out] += cols @ gy^T), with gy copied as rows of channels, so they need a reduction (Cg_in x
 // taps) of kWeightGradTilesMinReduction or more: a 1x1 3 -> 313 transposed conv ran 3.7x slower for that copy, 6 -> 103
@@ -583,7 +584,7 @@ constexpr int64_t kTapDotsMaxOutChannels = 12;
 // suite's 19 layers on these paths and random layers of seeds 1-4 faster but for calls of 13-17 us at 1.0-1.07x.
 constexpr int64_t kWeightGradTilesMinReduction = 8;
 inline bool cpu_weight_grad_tiles(const ConvGeometry& g, bool channels_last_gemm, CpuIsa isa, int64_t element_bytes) {
-  if (isa == CpuIsa::Baseline || element_bytes != 4) return false;
+  if (!cpu_reduction_tiles(isa, element_bytes)) return false;
   return channels_last_gemm || g.conv_in_channels_per_group() * g.kernel_volume() >= kWeightGradTilesMinReduction;
 }
 

@@ -152,8 +152,8 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
 
   at::parallel_for(0, chunks * groups * parts, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes(g, c_in, kWeightGradBandBytes, bytes_per_position);
-    std::vector<acc_t> cols(reduce * planes.band_outputs() * images_per_job);
     const int64_t max_columns = planes.band_outputs() * images_per_job;
+    std::vector<acc_t> cols(reduce * max_columns);
     std::vector<acc_t> gy_gathered(images_per_job > 1 && !tiles ? c_out * max_columns : 0);
     std::vector<acc_t> gy_transposed(tiles ? max_columns * out_pitch : 0);  // zeros: the padding columns stay so
     for (int64_t item = begin; item < end; ++item) {
