@@ -14,8 +14,9 @@
 # later steps their minimum.
 #
 # Environment: PYTHON (default python3), OUT, GPU_CHECK_BUDGET_S, GPU_CHECK_WORKERS (pytest-xdist workers for the
-# test step when pytest-xdist is installed, default 4; 0 runs serially), COMPUTE_SANITIZER (path of the binary, if it
-# is not found on PATH or under the CUDA toolkit).
+# test step when pytest-xdist is installed, default 4; 0 runs serially), GPU_CHECK_BENCH (0 leaves the benchmark out
+# and gives its time to the sanitizers; scripts/gpu_bench.sh measures then), COMPUTE_SANITIZER (path of the binary, if
+# it is not found on PATH or under the CUDA toolkit).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -25,6 +26,7 @@ mkdir -p "$OUT_DIR"
 OUT_DIR="$(cd "$OUT_DIR" && pwd)"
 BUDGET_S="${GPU_CHECK_BUDGET_S:-570}"
 WORKERS="${GPU_CHECK_WORKERS:-4}"
+BENCH="${GPU_CHECK_BENCH:-1}"
 START_S=$SECONDS
 export PYTHONUNBUFFERED=1
 
@@ -300,14 +302,20 @@ sanitizer_step() {  # NAME LOG CAP KEEP TESTS [ENV...]
     fi
     record "$name" "$(result_of_last "$note")" "$(basename "$log")"
 }
-sanitizer_step memcheck "$OUT_DIR/memcheck.log" 150 120 "$MEMCHECK_TESTS" PYTORCH_NO_CUDA_MEMORY_CACHING=1
-sanitizer_step racecheck "$OUT_DIR/racecheck.log" 150 60 "$RACECHECK_TESTS"
+# Without the benchmark, racecheck keeps no time for a later step and memcheck keeps only racecheck's minimum.
+if ((BENCH)); then MEMCHECK_KEEP=120 RACECHECK_KEEP=60; else MEMCHECK_KEEP=60 RACECHECK_KEEP=0; fi
+sanitizer_step memcheck "$OUT_DIR/memcheck.log" 150 "$MEMCHECK_KEEP" "$MEMCHECK_TESTS" PYTORCH_NO_CUDA_MEMORY_CACHING=1
+sanitizer_step racecheck "$OUT_DIR/racecheck.log" 150 "$RACECHECK_KEEP" "$RACECHECK_TESTS"
 
 # 6. The quick CUDA benchmark (float32, contiguous), without the torch.compile column: 46 inductor compiles would not
 # fit its time limit (cuDNN is the peer there: the pad+conv and floor columns).
-run_step bench "$OUT_DIR/bench.log" 180 0 "$PYTHON" -m fastpad bench --device cuda --quick --peers none \
-    --json "$OUT_DIR/bench-cuda-float32.json" --markdown "$OUT_DIR/bench-cuda-float32.md"
-record bench "$(result_of_last)" "bench.log, bench-cuda-float32.md, bench-cuda-float32.json"
+if ((BENCH)); then
+    run_step bench "$OUT_DIR/bench.log" 180 0 "$PYTHON" -m fastpad bench --device cuda --quick --peers none \
+        --json "$OUT_DIR/bench-cuda-float32.json" --markdown "$OUT_DIR/bench-cuda-float32.md"
+    record bench "$(result_of_last)" "bench.log, bench-cuda-float32.md, bench-cuda-float32.json"
+else
+    rm -f "$OUT_DIR/bench.log"
+fi
 
 SUMMARY_FINAL=1
 write_summary

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The CUDA measurements of issue 19's targets, for a GPU machine on which scripts/gpu_check.sh has just built fastpad:
+# the suite in bfloat16, channels_last, batch 256, forward and forward+backward, against F.pad + cuDNN and cuDNN's
+# symmetric-pad floor (python -m fastpad bench, quick effort, no torch.compile column). The suite runs in two halves
+# (EfficientNet/MobileNet layers, then the rest), each under its own time limit, so that one slow half still leaves
+# the other's table. If a gpu_check tests.log is given (GPU_CHECK_TESTS_LOG), its first failed tests are run again
+# with full tracebacks first.
+#
+#   OUT=/some/dir GPU_CHECK_TESTS_LOG=/tmp/gpu-check/tests.log scripts/gpu_bench.sh
+#
+# Writes under OUT (default benchmarks/results/gpu-bench-local): bench.log and, per half, bench-cuda-bf16-cl-b256-
+# {efficientnet,others}.{md,json}. Environment: PYTHON (default python3), GPU_BENCH_HALF_S (each half's time limit,
+# default 100 s), GPU_BENCH_BATCH (default 256).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PYTHON="${PYTHON:-python3}"
+OUT_DIR="${OUT:-benchmarks/results/gpu-bench-local}"
+HALF_S="${GPU_BENCH_HALF_S:-100}"
+BATCH="${GPU_BENCH_BATCH:-256}"
+mkdir -p "$OUT_DIR"
+LOG="$OUT_DIR/bench.log"
+export PYTHONUNBUFFERED=1
+
+{
+    echo "### $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git rev-parse HEAD 2>/dev/null || echo unknown)"
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+    "$PYTHON" -c 'import fastpad, torch; print("fastpad from", fastpad.__file__, "| torch", torch.__version__)'
+} >"$LOG" 2>&1
+
+if [[ -n ${GPU_CHECK_TESTS_LOG:-} && -f $GPU_CHECK_TESTS_LOG ]]; then
+    mapfile -t FAILED_TESTS < <(grep -oE '^(FAILED|ERROR) tests/[^ ]+' "$GPU_CHECK_TESTS_LOG" | awk '{print $2}' |
+        sort -u | head -n 8)
+    if ((${#FAILED_TESTS[@]})); then
+        echo "### rerun of ${#FAILED_TESTS[@]} failed tests with full tracebacks" >>"$LOG"
+        timeout --kill-after=10 60 "$PYTHON" -m pytest -q -p no:cacheprovider --tb=long "${FAILED_TESTS[@]}" \
+            >>"$LOG" 2>&1
+        echo "### rerun: exit status $?" >>"$LOG"
+    fi
+fi
+
+bench_half() {  # NAME PATTERN
+    local name=$1 pattern=$2 stem="$OUT_DIR/bench-cuda-bf16-cl-b$BATCH-$1"
+    echo "### bench $name ($pattern), time limit $HALF_S s, $(date -u '+%H:%M:%S')" >>"$LOG"
+    timeout --kill-after=10 "$HALF_S" "$PYTHON" -m fastpad bench --device cuda --dtype bfloat16 --channels-last \
+        --batch "$BATCH" --quick --peers none --layers "$pattern" --json "$stem.json" --markdown "$stem.md" \
+        >>"$LOG" 2>&1
+    echo "### bench $name: exit status $?" >>"$LOG"
+}
+bench_half efficientnet 'tf_*'
+bench_half others 'resnet50*|even_kernel*|unet_decoder*|hifigan*|encodec*|mamba*'
+tail -n 80 "$LOG"
