@@ -106,7 +106,6 @@ def extension():
         link_flags += ["-fsanitize=address,undefined"]
     kwargs = dict(
         name="fastpad._C",
-        sources=sources,
         include_dirs=[CSRC],
         extra_link_args=link_flags,
         py_limited_api=False,
@@ -122,7 +121,7 @@ def extension():
                                 "nvcc": ["-O3", "--expt-relaxed-constexpr", "-lineinfo"]},
             **kwargs,
         )
-    return CppExtension(extra_compile_args={"cxx": cxx_flags}, **kwargs)
+    return CppExtension(sources=sources, extra_compile_args={"cxx": cxx_flags}, **kwargs)
 
 
 setup(

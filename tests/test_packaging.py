@@ -85,3 +85,44 @@ def test_pip_install_into_a_fresh_venv_and_run_the_tools_outside_the_checkout(tm
     assert rows["context"]["commit"].startswith(head[:7]) and "installed build" in rows["context"]["commit"]
     print(f"\nfresh venv, pip install . from a copy of the checkout ({head[:7]}), run from {outside}:\n{info}\n"
           f"{check.strip().splitlines()[-1]}\n{bench.strip()[-600:]}", file=sys.stderr)
+
+
+# What setup.py hands to setuptools, without building: setup() is replaced by a probe that prints each extension's
+# libraries and sources (torch's CUDAExtension links cudart, its CppExtension does not). CUDA_HOME is pointed at a stand-in toolkit folder, since a CPU build of torch leaves it unset.
+SETUP_PROBE = """
+import json, os, runpy, sys
+import setuptools
+import torch.utils.cpp_extension as cpp_extension
+cpp_extension.CUDA_HOME = sys.argv[1]
+sys.argv = ["setup.py", "--name"]
+setuptools.setup = lambda **kwargs: print(json.dumps(
+    [[ext.libraries, sorted(ext.sources)] for ext in kwargs["ext_modules"]]))
+runpy.run_path("setup.py", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("force_cuda", [False, True], ids=["cpu", "forced-cuda"])
+def test_setup_declares_the_extension_with_its_sources(tmp_path, force_cuda):
+    # FASTPAD_FORCE_CUDA=1 once failed here, before any compiler ran: a GPU machine's build could not start.
+    (tmp_path / "lib64").mkdir()
+    environment = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "FASTPAD_FORCE_CUDA")}
+    if force_cuda:
+        environment["FASTPAD_FORCE_CUDA"] = "1"
+    result = subprocess.run([sys.executable, "-c", SETUP_PROBE, str(tmp_path)], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=120, env=environment)
+    assert result.returncode == 0, result.stderr[-4000:]
+    [(libraries, sources)] = json.loads(result.stdout.strip().splitlines()[-1])
+    cuda_sources = [source for source in sources if source.startswith(os.path.join("csrc", "cuda", ""))]
+    assert os.path.join("csrc", "fastpad.cpp") in sources
+    assert os.path.join("csrc", "cpu", "conv.cpp") in sources
+    if force_cuda or torch_has_cuda():
+        assert "cudart" in libraries
+        assert os.path.join("csrc", "cuda", "conv.cu") in cuda_sources
+        assert os.path.join("csrc", "cuda", "register.cpp") in cuda_sources
+    else:
+        assert "cudart" not in libraries and cuda_sources == []
+
+
+def torch_has_cuda() -> bool:
+    import torch
+    return torch.version.cuda is not None and shutil.which("nvcc") is not None
