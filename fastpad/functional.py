@@ -73,9 +73,12 @@ def _call_key(fn: str, input, weight, bias, arguments: tuple) -> tuple:
 
 
 def _autocast_on(input) -> bool:
-    # Devices without autocast (meta) must not be asked: torch.is_autocast_enabled raises for them.
+    # Devices without autocast (meta) must not be asked: torch.is_autocast_enabled raises for them. CPU and CUDA always
+    # have it; asking torch.amp.is_autocast_available breaks torch.compile's graph on some torch versions (2.11).
     device_type = input.device.type
-    return torch.amp.is_autocast_available(device_type) and torch.is_autocast_enabled(device_type)
+    if device_type not in ("cpu", "cuda") and not torch.amp.is_autocast_available(device_type):
+        return False
+    return torch.is_autocast_enabled(device_type)
 
 
 def _conv_arguments(spatial_dims, input, weight, bias, stride, padding, dilation, groups, padding_mode):
