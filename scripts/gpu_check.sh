@@ -256,7 +256,7 @@ record cuda-kernels "$(result_of_last)" build.log
 
 # 3. The CUDA tests.
 TESTS_LOG="$OUT_DIR/tests.log"
-PYTEST_ARGS=(-q -rfE -p no:cacheprovider --durations=15 -k cuda)
+PYTEST_ARGS=(-q -rfEs -p no:cacheprovider --durations=15 -k cuda)
 if ((WORKERS > 0)) && "$PYTHON" -c 'import xdist' 2>/dev/null; then
     PYTEST_ARGS+=(-n "$WORKERS")
 fi
