@@ -1,0 +1,19 @@
+# The CUDA kernel paths of each suite layer (bfloat16, channels_last, batch 2), asked on the CPU of the private path
+# ops with the arguments each fastpad op call of a forward and backward received. Run from the repository root:
+#   python benchmarks/results/2026-11-27-h100/cuda_paths.py
+import torch, sys
+sys.path.insert(0, 'tests')
+from code_paths import _RecordFastpadOps
+from fastpad.bench.layers import SUITE
+from fastpad.bench.runner import layer_case, case_inputs, Settings, QUICK_EFFORT
+torch.backends.cudnn.allow_tf32 = True
+settings = Settings(torch.device("cpu"), torch.bfloat16, 2, True, QUICK_EFFORT, peers="none")
+for layer in SUITE:
+    case = layer_case(layer, settings)
+    inputs = [t.requires_grad_() for t in case_inputs(case, torch.device("cpu"))]
+    with _RecordFastpadOps() as record:
+        fn = case.fastpad_function()
+        y = fn(*inputs) if case.bias else fn(*inputs, None)
+        y.backward(torch.randn_like(y))
+    paths = sorted({f"{op}:{getattr(torch.ops.fastpad, f'_{op}_path')(*args, 'cuda')}" for op, args in record.calls})
+    print(f"| {layer.name} | {', '.join(paths)} |")
