@@ -1,8 +1,7 @@
 # The CUDA kernel paths of each suite layer (bfloat16, channels_last, batch 2), asked on the CPU of the private path
 # ops with the arguments each fastpad op call of a forward and backward received. Run from the repository root:
-#   python benchmarks/results/2026-11-27-h100/cuda_paths.py
-import torch, sys
-sys.path.insert(0, 'tests')
+#   PYTHONPATH=tests python benchmarks/results/2026-11-27-h100/cuda_paths.py
+import torch
 from code_paths import _RecordFastpadOps
 from fastpad.bench.layers import SUITE
 from fastpad.bench.runner import layer_case, case_inputs, Settings, QUICK_EFFORT
