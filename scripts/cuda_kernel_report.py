@@ -5,7 +5,8 @@ architecture. From the PTX of conv.cu, conv_transpose.cu and conv_weight_grad.cu
 (csrc/cuda/pipelined_gemm.cuh) copies with 16-byte zero-fill cp.async, waits on its groups, loads fragments with
 ldmatrix and multiplies with mma.sync (m16n8k16 for 16-bit elements; m16n8k8 for float32, after cvt.rna.tf32.f32
 rounds its operands; the weight gradient's with ldmatrix.trans), and that each depthwise channel-vector kernel (conv and
-conv_transpose) copies its patch with 16-byte cp.async and loads and stores 16 bytes at a time.
+conv_transpose) copies its patch with 16-byte cp.async and loads and stores 16 bytes at a time, and the depthwise
+weight gradient's channel-vector kernel loads x and grad_output 16 bytes at a time.
 
 It fails (exit 1) when any kernel spills or one of those kernels lacks one of its instructions, and prints a markdown
 table either way.
@@ -27,12 +28,13 @@ SHARED = re.compile(r"(\d+) bytes smem")
 
 ZERO_FILL_COPY = re.compile(r"cp\.async\.cg\.shared\.global \[[^\]]+\], \[[^\]]+\], 16, %r\d+;")  # a source size
 WAIT_GROUP = re.compile(r"cp\.async\.wait_group \d+;")
+GLOBAL_LOAD_16 = re.compile(r"ld\.global(\.nc)?\.v(4\.[ubf]32|2\.f64)")
 # The depthwise channel-vector kernels' patch copies, their waits, and their 16-byte loads and stores.
 VECTOR_KERNEL_INSTRUCTIONS = {
     "cp.async 16 bytes, zero-fill": ZERO_FILL_COPY,
     "cp.async.wait_group": WAIT_GROUP,
     "16-byte shared loads": re.compile(r"ld\.shared\.v(4\.[ubf]32|2\.f64)"),
-    "16-byte global loads": re.compile(r"ld\.global(\.nc)?\.v(4\.[ubf]32|2\.f64)"),
+    "16-byte global loads": GLOBAL_LOAD_16,
     "16-byte global stores": re.compile(r"st\.global\.v4\.b32"),
 }
 # What the PTX of each kernel of a family (by name) must contain.
@@ -65,6 +67,7 @@ REQUIRED_INSTRUCTIONS = {
     },
     "depthwise_vectors_kernel": VECTOR_KERNEL_INSTRUCTIONS,
     "depthwise_transpose_vectors_kernel": VECTOR_KERNEL_INSTRUCTIONS,
+    "depthwise_weight_grad_vectors_kernel": {"16-byte global loads": GLOBAL_LOAD_16},
 }
 
 

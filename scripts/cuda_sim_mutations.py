@@ -22,6 +22,7 @@ WEIGHT_GRAD_CASES = "pipelined_weight_grad_splits and zeros and channels_last an
 PHASE_CASES = "pipelined_strided_phases and zeros and channels_last and bfloat16"
 TF32_CASES = "tf32_pipelined_gemm and pipelined_taps_straddle_k_tiles"
 VECTOR_CASES = "depthwise_vectors_2d and zeros and channels_last and (bfloat16 or float64)"
+GRAD_VECTOR_CASES = "depthwise_grad_vectors_blocks and zeros and channels_last and (bfloat16 or float64)"
 
 # (name, file, text, replacement, the tests that must fail, run under ASan + UBSan)
 MUTATIONS = [
@@ -79,6 +80,11 @@ MUTATIONS = [
     ("taps outside x not skipped (transposed depthwise vectors)", "csrc/cuda/conv_transpose.cu",
      "return i * g.stride[d] == offset ? inside_x(d, i) : -1;", "return i * g.stride[d] == offset ? i : -1;",
      "non_finite_weights and cuda_depthwise_vectors", False),  # a zero-filled tap changes a sum only times inf
+    ("trailing barrier removed (depthwise weight-gradient vectors)", "csrc/cuda/conv_weight_grad.cu",
+     "      __syncthreads();  // slot_sums is read before the next tap overwrites it\n", "", GRAD_VECTOR_CASES, False),
+    ("every split written to the first split's row (depthwise weight-gradient vectors)", "csrc/cuda/conv_weight_grad.cu",
+     "partial[(split * channels + c) * taps + tap0 + t] = total;", "partial[c * taps + tap0 + t] = total;",
+     GRAD_VECTOR_CASES, False),
 ]
 
 

@@ -431,6 +431,9 @@ PATHS = {
                              torch.bfloat16, "channels_last"),
     "depthwise_vectors": (conv_case((20, 24), 32, 32, 5, groups=32, stride=2, pads=((1, 2), (1, 2))), "zeros",
                           torch.bfloat16, "channels_last"),
+    # 264 channels, float32: 66 channel vectors in 3 blocks (the last of 2), 15 taps in 2 groups, 5 position splits.
+    "wgrad_depthwise_vectors": (conv_case((14, 13), 264, 264, (5, 3), groups=264, batch=2, pads=((2, 1), (0, 2))),
+                                "reflect", torch.float32, "channels_last"),
     "direct_big_patch": (conv_case((100, 400), 2, 2, 3, groups=2, stride=12, pads=((1, 1), (1, 1))), "reflect",
                          torch.float64, "contiguous"),
     "gemm_float32": (conv_case((9, 10), 20, 70, 3, pads=((1, 1), (0, 2))), "zeros", torch.float32, "contiguous"),
@@ -466,7 +469,8 @@ CUDA_KERNELS = {
     "halo_1d": (HALO, GATHER, REDUCTION),
     "halo_3d": (HALO, GATHER, REDUCTION),
     "direct_channels_last": (DIRECT, GATHER, REDUCTION),  # two output channels per input channel
-    "depthwise_vectors": (VECTORS, VECTORS, REDUCTION),
+    "depthwise_vectors": (VECTORS, VECTORS, VECTORS),
+    "wgrad_depthwise_vectors": (VECTORS, GATHER, VECTORS),  # reflect: the transposed vector kernel folds no padding
     "direct_big_patch": (DIRECT, GATHER, REDUCTION),
     "gemm_float32": (GEMM, PHASE, SPLIT_K),
     "gemm_float16": (GEMM, FOLD, SPLIT_K),  # 20 input channels: not whole 16-byte vectors

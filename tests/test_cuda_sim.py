@@ -311,17 +311,22 @@ PATH_CASES = {
     # are 2 bfloat16, 4 float32 and 8 float64 vectors, so one or two blocks of 4 vectors), conv_transpose in zeros mode;
     # the others the halo tiles and the gather.
     "depthwise_vectors_2d": (base_case(in_channels=16, out_channels=16, groups=16, size=(19, 21), stride=(2, 2),
-                                       padding=((0, 1), (1, 1))), (VECTORS, VECTORS, REDUCTION)),
+                                       padding=((0, 1), (1, 1))), (VECTORS, VECTORS, VECTORS)),
     "depthwise_vectors_3d": (base_case(in_channels=8, out_channels=8, groups=8, size=(3, 5, 6), kernel=(2, 3, 3),
                                        stride=(1, 2, 1), dilation=(1, 1, 2), padding=((1, 0), (1, 1), (2, 1))),
-                             (VECTORS, VECTORS, REDUCTION)),
+                             (VECTORS, VECTORS, VECTORS)),
+    # The weight gradient's vector kernel: 264 channels are 33 bfloat16, 66 float32 and 132 float64 vectors, in 2, 3
+    # and 5 blocks of up to 32 (the last partial); 15 taps make 2 groups of up to 9 (3 of 5 in 16-bit); 338 positions
+    # make 5 splits.
+    "depthwise_grad_vectors_blocks": (base_case(in_channels=264, out_channels=264, groups=264, size=(14, 13),
+                                                kernel=(5, 3), padding=((2, 1), (0, 2))), (VECTORS, VECTORS, VECTORS)),
     "depthwise_halo_2d": (base_case(in_channels=4, out_channels=8, groups=4, size=(19, 40), stride=(2, 2)),
                           (HALO, GATHER, REDUCTION)),
     "depthwise_halo_1d": (base_case(in_channels=3, out_channels=3, groups=3, size=(300,), kernel=5, stride=1,
                                     dilation=2, padding=((8, 0),)), (HALO, GATHER, REDUCTION)),
     "depthwise_patch_too_large": (base_case(in_channels=2, out_channels=2, groups=2, size=(40, 30), kernel=3,
                                             dilation=60, padding=((60, 60), (60, 60)), batch=1),
-                                  (DIRECT, GATHER, REDUCTION)),
+                                  (DIRECT, GATHER, VECTORS)),  # the weight gradient's vectors: float64's 2 channels
 }
 LAYOUTS = ("contiguous", "channels_last", "strided")
 
@@ -339,6 +344,9 @@ def expected_paths(case, paths):
         transpose = PHASE  # the phase convs copy 16-bit channels 8 at a time, too
     if grad == PIPELINED and not vectors:
         grad = SPLIT_K  # and so does the weight gradient
+    lanes = 16 // getattr(torch, case.dtype).itemsize
+    if grad == VECTORS and not (case.layout == "channels_last" and case.dims > 1 and case.in_channels % lanes == 0):
+        grad = REDUCTION  # the depthwise weight gradient's vectors need whole 16-byte vectors of contiguous channels
     if case.layout == "channels_last" and case.dims > 1 and conv == HALO:
         conv = DIRECT  # channels_last depthwise runs the direct kernel along C
     if case.padding_mode != "zeros" and transpose == PHASE:
@@ -502,7 +510,7 @@ def test_random_problems(sim, seed, capsys):
         # This draw reaches every path of every op; a random seed may miss a rare one.
         assert seen["conv"] == {PIPELINED, VECTORS, GEMM, HALO, DIRECT}, seen
         assert seen["conv_transpose"] == {PIPELINED, VECTORS, GATHER, PHASE, FOLD}, seen
-        assert seen["conv_weight_grad"] == {PIPELINED, REDUCTION, SPLIT_K}, seen
+        assert seen["conv_weight_grad"] == {PIPELINED, VECTORS, REDUCTION, SPLIT_K}, seen
 
 
 def test_shim_catches_a_wrong_index(sim):

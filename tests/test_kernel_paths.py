@@ -255,7 +255,8 @@ def test_the_cuda_test_cases_cover_every_cuda_kernel_path():
                                                                              "cuda_depthwise_vectors"}
     assert {kernel for op, kernel in reached if op == "conv_weight_grad"} == {"cuda_depthwise_reduction",
                                                                                "cuda_split_k_gemm",
-                                                                               "cuda_pipelined_gemm"}
+                                                                               "cuda_pipelined_gemm",
+                                                                               "cuda_depthwise_vectors"}
 
 
 @pytest.mark.parametrize("allowed", [True, False], ids=["tf32", "no_tf32"])

@@ -1,7 +1,8 @@
 // fastpad::conv_weight_grad on CUDA: gw[r] = sum over images and outputs o of gy[o] * xpad[o*s - pad_lo + r*d].
 // Layout: any strides for input and grad_output, read in place; the result is a contiguous weight_shape tensor.
 // Padding is never materialised: each tap reads the padded input through source_index. The reduction order is fixed
-// (no atomics), so results are deterministic: depthwise layers reduce per (channel, tap) in one block; the others run
+// (no atomics), so results are deterministic: depthwise layers with channel vectors sum per split of the positions into
+// a workspace, added in order; other depthwise layers reduce per (channel, tap) in one block; the others run
 // a split-K GEMM whose per-split partial sums, in the caller's workspace, are then added in a fixed order: the
 // pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh) for 16-bit (or TF32) channels-last tensors with whole 16-byte
 // channel vectors on sm_80+, else the implicit GEMM (cuda/implicit_gemm.cuh). Torch-free: the binding (cuda/bindings.cpp) picks the path and allocates the workspace.
@@ -50,6 +51,67 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   }
 }
 
+// Depthwise, x and grad_output in channel vectors (DepthwiseGradVectorPlan in cuda/problems.h): each thread sums its
+// channel vector's products over its positions of one split, for a group of taps at once; then the
+// block adds its slots' sums per (channel, tap), slot by slot, into the split's row of the workspace.
+template <typename scalar_t>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
+    depthwise_weight_grad_vectors_kernel(const ConvGeometry g, const DepthwiseGradVectorPlan plan, const scalar_t* x,
+                                         const Strides xs, const scalar_t* gy, const Strides gys,
+                                         acc_type<scalar_t>* partial) {
+  using acc_t = acc_type<scalar_t>;
+  using Vector = ChannelVector<scalar_t>;
+  constexpr int kLanes = Vector::kLanes, kTaps = weight_grad_vector_taps(sizeof(scalar_t));
+  __shared__ acc_t slot_sums[kThreads * kLanes];
+  const int64_t taps = g.kernel_volume(), channels = g.conv_out_channels, positions = g.batch * g.conv_out_volume();
+  const int vector = static_cast<int>(threadIdx.x) % plan.block_vectors;
+  const int slot = static_cast<int>(threadIdx.x) / plan.block_vectors;
+  for (int64_t item = blockIdx.x; item < plan.items(); item += gridDim.x) {
+    const int64_t vector_block = item % plan.vector_blocks, rest = item / plan.vector_blocks;
+    const int64_t tap0 = rest % plan.tap_groups * kTaps, split = rest / plan.tap_groups;
+    const int64_t c0 = (vector_block * plan.block_vectors + vector) * kLanes;
+    acc_t sum[kTaps][kLanes] = {};
+    if (slot < plan.slots && c0 < channels) {
+      const int64_t end = (split + 1) * plan.split_size < positions ? (split + 1) * plan.split_size : positions;
+      for (int64_t k = split * plan.split_size + slot; k < end; k += plan.slots) {
+        int64_t o[kMaxSpatial];
+        const int64_t n = unflatten(k, g.conv_out_sizes, o);
+        const Vector dy = *reinterpret_cast<const Vector*>(gy + n * gys.batch + gys.position(o) + c0);
+#pragma unroll
+        for (int t = 0; t < kTaps; ++t) {
+          if (tap0 + t >= taps) break;
+          int64_t r[kMaxSpatial], source[kMaxSpatial];
+          unflatten(tap0 + t, g.kernel, r);
+          bool inside = true;
+          for (int d = 0; d < kMaxSpatial; ++d) {
+            source[d] = g.tap_source(d, o[d], r[d]);
+            inside = inside && source[d] >= 0;
+          }
+          if (!inside) continue;
+          const Vector in = *reinterpret_cast<const Vector*>(x + n * xs.batch + xs.position(source) + c0);
+#pragma unroll
+          for (int j = 0; j < kLanes; ++j) sum[t][j] += load<acc_t>(dy.lane, j) * load<acc_t>(in.lane, j);
+        }
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kTaps; ++t) {
+      if (tap0 + t >= taps) break;  // the same for every thread of the block
+#pragma unroll
+      for (int j = 0; j < kLanes; ++j) slot_sums[threadIdx.x * kLanes + j] = sum[t][j];
+      __syncthreads();
+      if (static_cast<int>(threadIdx.x) < plan.block_vectors * kLanes) {
+        const int v = static_cast<int>(threadIdx.x) / kLanes, j = static_cast<int>(threadIdx.x) % kLanes;
+        acc_t total = 0;
+        for (int s = 0; s < plan.slots; ++s) total += slot_sums[(s * plan.block_vectors + v) * kLanes + j];
+        const int64_t c = (vector_block * plan.block_vectors + v) * kLanes + j;
+        if (c < channels) partial[(split * channels + c) * taps + tap0 + t] = total;
+      }
+      __syncthreads();  // slot_sums is read before the next tap overwrites it
+    }
+  }
+}
+
 template <typename scalar_t>
 void launch_conv_weight_grad_typed(const WeightGradLaunch& a) {
   using acc_t = acc_type<scalar_t>;
@@ -59,6 +121,15 @@ void launch_conv_weight_grad_typed(const WeightGradLaunch& a) {
   auto* grad = static_cast<scalar_t*>(a.grad);
   const int64_t grad_elements = g.conv_out_channels * g.conv_in_channels_per_group() * g.kernel_volume();
   switch (a.path) {
+    case WeightGradPath::CudaDepthwiseVectors: {
+      const DepthwiseGradVectorPlan plan = depthwise_grad_vector_plan(g, sizeof(scalar_t));
+      auto* partial = static_cast<acc_t*>(a.workspace);
+      launch(a.stream, depthwise_weight_grad_vectors_kernel<scalar_t>, grid_for(plan.items()), 0, g, plan, x, a.xs,
+             gy, a.gys, partial);
+      launch(a.stream, sum_splits_kernel<scalar_t>, grid_for(grad_elements, kThreads), 0,
+             static_cast<const acc_t*>(partial), plan.splits, grad_elements, grad);
+      return;
+    }
     case WeightGradPath::CudaDepthwiseReduction:
       launch(a.stream, depthwise_weight_grad_kernel<scalar_t>, grid_for(grad_elements), 0, g, x, a.xs, gy, a.gys,
              grad);
@@ -90,9 +161,19 @@ void launch_conv_weight_grad_typed(const WeightGradLaunch& a) {
 }  // namespace
 
 int64_t weight_grad_workspace_elements(const WeightGradLaunch& a) {
-  if (a.path != WeightGradPath::CudaSplitKGemm && a.path != WeightGradPath::CudaPipelinedGemm) return 0;
-  const auto problem = make_weight_grad_problem<float>(a.g, nullptr, a.xs, nullptr, a.gys);
-  return problem.splits * a.g.conv_out_channels * a.g.conv_in_channels_per_group() * a.g.kernel_volume();
+  const int64_t grad_elements = a.g.conv_out_channels * a.g.conv_in_channels_per_group() * a.g.kernel_volume();
+  switch (a.path) {
+    case WeightGradPath::CudaDepthwiseVectors: {
+      int64_t element_bytes = 0;
+      dispatch_scalar_type(a.dtype, [&](auto* type) { element_bytes = sizeof(*type); });
+      return depthwise_grad_vector_plan(a.g, element_bytes).splits * grad_elements;
+    }
+    case WeightGradPath::CudaSplitKGemm:
+    case WeightGradPath::CudaPipelinedGemm:
+      return make_weight_grad_problem<float>(a.g, nullptr, a.xs, nullptr, a.gys).splits * grad_elements;
+    default:
+      return 0;
+  }
 }
 
 void launch_conv_weight_grad(const WeightGradLaunch& a) {

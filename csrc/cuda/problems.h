@@ -713,4 +713,47 @@ C10_HOST_DEVICE acc_type<scalar_t> depthwise_weight_grad_term(const ConvGeometry
          load<acc_t>(x, n * xs.batch + c / g.conv_out_channels_per_group() * xs.channel + xs.position(source));
 }
 
+// conv_weight_grad, depthwise with x and grad_output in channel vectors (conv_weight_grad.cu:
+// depthwise_weight_grad_vectors_kernel). gw[c, tap] sums gy[n, o, c] * xpad[n, o*s - pad_lo + tap*d, c] over the
+// batch x output positions, P of them. A block takes `block_vectors` channel vectors (consecutive threads, so a
+// warp's loads are contiguous runs of channels) times `slots` position slots, and a group of taps whose sums stay in
+// registers, so each gy vector is loaded once per tap group; the positions are cut into `splits` ranges of
+// `split_size`, whose per-block sums (a fixed-order sum over the slots) go to a [splits][C * taps] workspace that
+// sum_splits_kernel adds in order. No atomics: the result is deterministic.
+// The taps of a group: 9 (a 3x3 kernel at once) for float32's 4 and float64's 2 lanes; 5 for 16-bit's 8 lanes, whose
+// 9 x 8 float sums spilled at the 128 registers of two 256-thread blocks per SM.
+constexpr int weight_grad_vector_taps(int64_t element_bytes) { return element_bytes == 2 ? 5 : 9; }
+// Blocks the launch should have to fill an H100 (132 SMs) a few times over: splits are added until it has as many,
+// each split keeping at least kWeightGradVectorMinRounds positions per slot. Not measured on a GPU: a starting point.
+constexpr int64_t kWeightGradVectorTargetBlocks = 1056;
+constexpr int64_t kWeightGradVectorMinRounds = 8;
+constexpr int64_t kWeightGradVectorMaxSplits = 256;
+
+struct DepthwiseGradVectorPlan {
+  int block_vectors = 0;     // channel vectors per block (<= 32)
+  int slots = 0;             // position slots per block: kThreads / block_vectors
+  int64_t vector_blocks = 0;  // blocks of block_vectors over the channel vectors
+  int64_t tap_groups = 0;     // groups of weight_grad_vector_taps taps
+  int64_t splits = 0;         // ranges of the batch x output positions
+  int64_t split_size = 0;
+  C10_HOST_DEVICE int64_t items() const { return splits * tap_groups * vector_blocks; }
+};
+
+// element_bytes: the tensors' element size (a vector holds kVectorBytes / element_bytes channels).
+inline DepthwiseGradVectorPlan depthwise_grad_vector_plan(const ConvGeometry& g, int64_t element_bytes) {
+  DepthwiseGradVectorPlan plan;
+  const int64_t vectors = ceil_div(g.conv_out_channels, kVectorBytes / element_bytes);
+  plan.block_vectors = static_cast<int>(std::min<int64_t>(vectors, 32));
+  plan.slots = kThreads / plan.block_vectors;
+  plan.vector_blocks = ceil_div(vectors, plan.block_vectors);
+  plan.tap_groups = ceil_div(g.kernel_volume(), weight_grad_vector_taps(element_bytes));
+  const int64_t positions = g.batch * g.conv_out_volume();
+  const int64_t most_splits =
+      std::max<int64_t>(1, std::min(kWeightGradVectorMaxSplits, positions / (plan.slots * kWeightGradVectorMinRounds)));
+  const int64_t wanted = ceil_div(kWeightGradVectorTargetBlocks, plan.vector_blocks * plan.tap_groups);
+  plan.split_size = ceil_div(std::max<int64_t>(positions, 1), std::clamp<int64_t>(wanted, 1, most_splits));
+  plan.splits = ceil_div(std::max<int64_t>(positions, 1), plan.split_size);
+  return plan;
+}
+
 }  // namespace fastpad::cuda
