@@ -408,9 +408,10 @@ inline bool folded_transpose_fits(const ConvGeometry& g) {
 }
 
 // What the CUDA choice needs beyond the geometry: whether the input's channels load as aligned 16-byte vectors
-// (channel_vectors(x) in conv_params.h), whether the GPU has cp.async and the tensor cores' mma.sync for bfloat16 and
-// TF32 (sm_80 or later), and whether float32 may run on TF32 tensor cores (tf32_allowed() in conv_params.h:
-// torch.backends.cudnn.allow_tf32, which torch's own CUDA convolutions follow).
+// (channel_vectors(x) in conv_params.h; the depthwise vector kernels need it, the pipelined GEMMs get it from a copy),
+// whether the GPU has cp.async and the tensor cores' mma.sync for bfloat16 and TF32 (sm_80 or later), and whether
+// float32 may run on TF32 tensor cores (tf32_allowed() in conv_params.h: torch.backends.cudnn.allow_tf32, which torch's
+// own CUDA convolutions follow).
 struct CudaInputs {
   bool channel_vectors = false;
   bool sm80 = false;
@@ -418,14 +419,17 @@ struct CudaInputs {
 };
 
 // Whether conv runs the pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh) on sm_80 or later: bfloat16/float16, or
-// float32 on TF32 tensor cores where TF32 is allowed (exact float32 runs the FMA GEMM, as torch runs it without TF32);
-// the input's channels in aligned 16-byte vectors, and whole vectors in every group.
+// float32 on TF32 tensor cores where TF32 is allowed (exact float32 runs the FMA GEMM, as torch runs it without TF32),
+// and whole 16-byte vectors of input channels in every group. It loads each position's channels as 16-byte vectors:
+// an input without them (NCHW, (N, C, L), or misaligned) is first copied channels-contiguous, and the output back
+// (cuda_stages_channels). The implicit GEMM it replaces there gathers element by element: on an H100 (bfloat16,
+// batch 256) it ran the 1-d layers and stems at 1.7-7.3 TFLOP/s, 3-16x F.pad + cuDNN's time, where the pipelined GEMM
+// ran channels_last layers at 40-90 TFLOP/s; the copies cost a pass over input and output each (not yet measured).
 inline bool cuda_pipelined_gemm(const ConvGeometry& g, int64_t element_bytes, bool reduced_precision,
                                 const CudaInputs& cuda) {
   const int64_t storage_bytes = reduced_precision ? 2 : element_bytes;
   const bool tensor_cores = reduced_precision || (storage_bytes == 4 && cuda.tf32);
-  return cuda.sm80 && tensor_cores && cuda.channel_vectors &&
-         g.conv_in_channels_per_group() % (cuda::kVectorBytes / storage_bytes) == 0;
+  return cuda.sm80 && tensor_cores && g.conv_in_channels_per_group() % (cuda::kVectorBytes / storage_bytes) == 0;
 }
 
 // Whether a depthwise conv or conv_transpose runs the channel-vector kernel (conv.cu, conv_transpose.cu): channels-last
@@ -548,13 +552,13 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
 }
 
 // Whether conv_weight_grad runs the pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh) on sm_80 or later:
-// bfloat16/float16, or float32 on TF32 where allowed (as for conv); x and grad_output with their channels in aligned
-// 16-byte vectors (cuda.channel_vectors says both), and whole vectors of input and output channels in every group.
+// bfloat16/float16, or float32 on TF32 where allowed (as for conv), and whole 16-byte vectors of input and output
+// channels in every group; x and grad_output without channel vectors are copied channels-contiguous first, as for conv.
 inline bool cuda_pipelined_weight_grad(const ConvGeometry& g, int64_t element_bytes, bool reduced_precision,
                                        const CudaInputs& cuda) {
   const int64_t storage_bytes = reduced_precision ? 2 : element_bytes, lanes = cuda::kVectorBytes / storage_bytes;
   const bool tensor_cores = reduced_precision || (storage_bytes == 4 && cuda.tf32);
-  return cuda.sm80 && tensor_cores && cuda.channel_vectors && g.conv_in_channels_per_group() % lanes == 0 &&
+  return cuda.sm80 && tensor_cores && g.conv_in_channels_per_group() % lanes == 0 &&
          g.conv_out_channels_per_group() % lanes == 0;
 }
 
@@ -631,6 +635,19 @@ inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend bac
   if (g.conv_out_channels_per_group() <= kTapDotsMaxOutChannels) return WeightGradPath::CpuTapDots;
   if (!cpu_weight_grad_tiles(g, /*channels_last_gemm=*/false, isa, element_bytes)) return WeightGradPath::CpuPhasePlanes;
   return avx512 ? WeightGradPath::CpuPhasePlanesAvx512 : WeightGradPath::CpuPhasePlanesAvx2;
+}
+
+// Whether a CUDA op copies a tensor channels-contiguous before its kernel runs (conv and conv_transpose copy their output
+// back into the input's layout after): the pipelined GEMMs load each position's channels as 16-byte vectors, which a
+// tensor without them (channel_vectors in conv_params.h) gets from the copy (cuda_pipelined_gemm says why).
+inline bool cuda_stages_channels(ConvPath path, bool channel_vectors) {
+  return path == ConvPath::CudaPipelinedGemm && !channel_vectors;
+}
+inline bool cuda_stages_channels(ConvTransposePath path, bool channel_vectors) {
+  return path == ConvTransposePath::CudaPipelinedGemm && !channel_vectors;
+}
+inline bool cuda_stages_channels(WeightGradPath path, bool channel_vectors) {
+  return path == WeightGradPath::CudaPipelinedGemm && !channel_vectors;
 }
 
 // Whether a CPU weight-gradient path reads channels-last tensors in place; where it does not, the op gives it NCHW

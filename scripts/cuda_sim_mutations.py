@@ -80,6 +80,9 @@ MUTATIONS = [
     ("taps outside x not skipped (transposed depthwise vectors)", "csrc/cuda/conv_transpose.cu",
      "return i * g.stride[d] == offset ? inside_x(d, i) : -1;", "return i * g.stride[d] == offset ? i : -1;",
      "non_finite_weights and cuda_depthwise_vectors", False),  # a zero-filled tap changes a sum only times inf
+    ("a staged output not copied back (pipelined GEMM on an NCHW input)", "csrc/cuda/bindings.cpp",
+     "channels_last || staged, stream});\n  if (staged) y.copy_(y_kernel);", "channels_last || staged, stream});",
+     "pipelined_taps_straddle_k_tiles and zeros and contiguous and bfloat16", False),
     ("trailing barrier removed (depthwise weight-gradient vectors)", "csrc/cuda/conv_weight_grad.cu",
      "      __syncthreads();  // slot_sums is read before the next tap overwrites it\n", "", GRAD_VECTOR_CASES, False),
     ("every split written to the first split's row (depthwise weight-gradient vectors)", "csrc/cuda/conv_weight_grad.cu",

@@ -333,17 +333,19 @@ LAYOUTS = ("contiguous", "channels_last", "strided")
 
 def expected_paths(case, paths):
     conv, transpose, grad = paths
-    vectors = case.layout == "channels_last" and case.dims > 1 and case.dtype in ("bfloat16", "float16")
-    if conv == PIPELINED and not vectors:
-        conv = GEMM  # the pipelined GEMM copies 16-bit channels 8 at a time: channels_last inputs only
+    # The pipelined GEMMs take 16-bit types here (float32 only with TF32 on), in any layout: tensors without channel
+    # vectors are copied channels-contiguous first (cuda_stages_channels in kernel_paths.h).
+    tensor_cores = case.dtype in ("bfloat16", "float16")
+    if conv == PIPELINED and not tensor_cores:
+        conv = GEMM
     if conv == VECTORS and not (case.layout == "channels_last" and case.dims > 1):
         conv = HALO  # channel vectors need the channels contiguous
     if transpose == VECTORS and not (case.layout == "channels_last" and case.dims > 1 and case.padding_mode == "zeros"):
         transpose = GATHER  # and the transposed kernel folds no padding back
-    if transpose == PIPELINED and not vectors:
-        transpose = PHASE  # the phase convs copy 16-bit channels 8 at a time, too
-    if grad == PIPELINED and not vectors:
-        grad = SPLIT_K  # and so does the weight gradient
+    if transpose == PIPELINED and not tensor_cores:
+        transpose = PHASE
+    if grad == PIPELINED and not tensor_cores:
+        grad = SPLIT_K
     lanes = 16 // getattr(torch, case.dtype).itemsize
     if grad == VECTORS and not (case.layout == "channels_last" and case.dims > 1 and case.in_channels % lanes == 0):
         grad = REDUCTION  # the depthwise weight gradient's vectors need whole 16-byte vectors of contiguous channels

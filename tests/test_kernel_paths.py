@@ -262,9 +262,9 @@ def test_the_cuda_test_cases_cover_every_cuda_kernel_path():
 @pytest.mark.parametrize("allowed", [True, False], ids=["tf32", "no_tf32"])
 def test_float32_cuda_convs_take_tf32_tensor_cores_as_torch_allows(allowed):
     """A float32 conv on CUDA runs the pipelined GEMM on TF32 tensor cores where torch.backends.cudnn.allow_tf32 says
-    so, as torch's own CUDA convs do; otherwise, and where the channels are not whole 4-float vectors (6 per group, or
-    NCHW), the FMA GEMM. The input gradient (its FMA path: the phase GEMM) and the weight gradient (the split-K GEMM)
-    likewise."""
+    so, as torch's own CUDA convs do (an NCHW input too: on a channels-contiguous copy); otherwise, and where the
+    channels are not whole 4-float vectors (6 per group), the FMA GEMM. The input gradient (its FMA path: the phase
+    GEMM) and the weight gradient (the split-K GEMM) likewise."""
     args = ([1, 1], [1, 1], [1, 1], [1, 1], 1, "zeros", "cuda")
     w = torch.randn(8, 8, 3, 3)
     channels_last = torch.randn(2, 8, 9, 9).contiguous(memory_format=torch.channels_last)
@@ -281,7 +281,7 @@ def test_float32_cuda_convs_take_tf32_tensor_cores_as_torch_allows(allowed):
                                                         "zeros", "cuda") == ("cuda_pipelined_gemm" if allowed
                                                                              else "cuda_split_k_gemm")
         assert torch.ops.fastpad._conv_path(six_channels, w[:, :6], None, *args) == "cuda_implicit_gemm"
-        assert torch.ops.fastpad._conv_path(channels_last.contiguous(), w, None, *args) == "cuda_implicit_gemm"
+        assert torch.ops.fastpad._conv_path(channels_last.contiguous(), w, None, *args) == tensor_cores
         assert torch.ops.fastpad._conv_path(channels_last.double(), w.double(), None, *args) == "cuda_implicit_gemm"
     finally:
         torch.backends.cudnn.allow_tf32 = False

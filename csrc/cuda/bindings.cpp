@@ -37,6 +37,15 @@ Strides strides_of(const at::Tensor& t) {
 
 const void* data_or_null(const at::Tensor& t) { return t.defined() ? t.const_data_ptr() : nullptr; }
 
+// The same values with each position's channels contiguous (channels-last; for 1-d, NLC viewed as NCL): a copy, whose
+// channels load as aligned 16-byte vectors when their count is a multiple of the lanes (cuda_stages_channels).
+at::Tensor channels_contiguous_copy(const at::Tensor& t) { return t.movedim(1, -1).contiguous().movedim(-1, 1); }
+
+// An uninitialised tensor like `like` (shape, dtype, device) with each position's channels contiguous.
+at::Tensor empty_channels_contiguous(const at::Tensor& like) {
+  return at::empty(like.movedim(1, -1).sizes(), like.options()).movedim(-1, 1);
+}
+
 at::Tensor contiguous_bias(const std::optional<at::Tensor>& bias) {
   return bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
 }
@@ -72,20 +81,25 @@ std::pair<at::Tensor, ConvPath> conv_binding(const at::Tensor& input, const at::
   const ConvGeometry g = conv_geometry(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode);
   const auto format = output_memory_format(input);
   const bool channels_last = format != at::MemoryFormat::Contiguous;
+  const bool vectors = channel_vectors(input);
   const ConvPath path = choose_conv_path(g, Backend::Cuda, channels_last, accumulator_bytes(input),
-                                        is_reduced_precision(input), CpuIsa::Baseline,
-                                        {channel_vectors(input), sm80, tf32_allowed()});
+                                        is_reduced_precision(input), CpuIsa::Baseline, {vectors, sm80, tf32_allowed()});
   auto y = at::empty(tensor_shape(g.batch, g.conv_out_channels, g.conv_out_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};
+  // Without channel vectors the pipelined GEMM runs on channels-contiguous copies of x and y.
+  const bool staged = cuda_stages_channels(path, vectors);
+  const at::Tensor x = staged ? channels_contiguous_copy(input) : input;
+  at::Tensor y_kernel = staged ? empty_channels_contiguous(y) : y;
   // The pipelined GEMM reads the weight tap-major, each tap's input channels contiguous; the depthwise vector kernel
   // reads it as [taps][C].
   const auto w = path == ConvPath::CudaPipelinedGemm      ? weight.movedim(1, -1).contiguous()
                  : path == ConvPath::CudaDepthwiseVectors ? weight.flatten(1).t().contiguous()
                                                           : weight.contiguous();
   const auto b = contiguous_bias(bias);
-  launch_conv({g, path, scalar_type_of(input), input.const_data_ptr(), strides_of(input), w.const_data_ptr(),
-               data_or_null(b), y.mutable_data_ptr(), strides_of(y), channels_last, stream});
+  launch_conv({g, path, scalar_type_of(input), x.const_data_ptr(), strides_of(x), w.const_data_ptr(),
+               data_or_null(b), y_kernel.mutable_data_ptr(), strides_of(y_kernel), channels_last || staged, stream});
+  if (staged) y.copy_(y_kernel);
   return {y, path};
 }
 
@@ -99,12 +113,17 @@ std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
   const auto format = output_memory_format(input);
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   // The CUDA choice does not depend on the weight's values (the kernels read the flag below on the device).
+  const bool vectors = channel_vectors(input);
   const ConvTransposePath path = choose_conv_transpose_path(
       g, Backend::Cuda, channels_last, accumulator_bytes(input), is_reduced_precision(input), CpuIsa::Baseline,
-      [] { return true; }, {channel_vectors(input), sm80, tf32_allowed()});
+      [] { return true; }, {vectors, sm80, tf32_allowed()});
   auto y = at::empty(tensor_shape(g.batch, g.conv_in_channels, g.conv_in_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};
+  // Without channel vectors the phases' pipelined GEMMs run on channels-contiguous copies of x and y.
+  const bool staged = cuda_stages_channels(path, vectors);
+  const at::Tensor x = staged ? channels_contiguous_copy(input) : input;
+  at::Tensor y_kernel = staged ? empty_channels_contiguous(y) : y;
   const auto w = weight.contiguous();
   const auto b = contiguous_bias(bias);
   at::Tensor weight_finite;
@@ -117,10 +136,11 @@ std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
                                  ? pipelined_phase_weights(g, w)
                              : path == ConvTransposePath::CudaDepthwiseVectors ? w.flatten(1).t().contiguous()
                                                                                 : at::Tensor();
-  launch_conv_transpose({g, path, scalar_type_of(input), input.const_data_ptr(), strides_of(input),
-                         w.const_data_ptr(), data_or_null(kernel_weight), data_or_null(b), y.mutable_data_ptr(),
-                         strides_of(y), channels_last,
+  launch_conv_transpose({g, path, scalar_type_of(input), x.const_data_ptr(), strides_of(x), w.const_data_ptr(),
+                         data_or_null(kernel_weight), data_or_null(b), y_kernel.mutable_data_ptr(),
+                         strides_of(y_kernel), channels_last || staged,
                          weight_finite.defined() ? weight_finite.const_data_ptr<bool>() : nullptr, stream});
+  if (staged) y.copy_(y_kernel);
   return {y, path};
 }
 
@@ -134,14 +154,17 @@ std::pair<at::Tensor, WeightGradPath> conv_weight_grad_binding(const at::Tensor&
   const ConvGeometry g = conv_weight_grad_geometry(input, grad_output, weight_shape, stride, pad_lo, dilation, groups,
                                                    padding_mode);
   const bool channels_last = output_memory_format(input) != at::MemoryFormat::Contiguous;
+  const bool x_vectors = channel_vectors(input), gy_vectors = channel_vectors(grad_output);
   const WeightGradPath path =
       choose_weight_grad_path(g, Backend::Cuda, channels_last, accumulator_bytes(input), is_reduced_precision(input),
-                              CpuIsa::Baseline, {channel_vectors(input) && channel_vectors(grad_output), sm80, tf32_allowed()});
+                              CpuIsa::Baseline, {x_vectors && gy_vectors, sm80, tf32_allowed()});
   if (g.batch == 0) return {at::zeros(weight_shape, input.options()), path};
   auto grad = at::empty(weight_shape, input.options());  // contiguous: [C_out, C_in / groups * taps]
-  WeightGradLaunch launch{g,       path, scalar_type_of(input), input.const_data_ptr(), strides_of(input),
-                          grad_output.const_data_ptr(), strides_of(grad_output), grad.mutable_data_ptr(), nullptr,
-                          stream};
+  // Without channel vectors the pipelined GEMM reads channels-contiguous copies of x and grad_output.
+  const at::Tensor x = cuda_stages_channels(path, x_vectors) ? channels_contiguous_copy(input) : input;
+  const at::Tensor gy = cuda_stages_channels(path, gy_vectors) ? channels_contiguous_copy(grad_output) : grad_output;
+  WeightGradLaunch launch{g,    path, scalar_type_of(input), x.const_data_ptr(), strides_of(x), gy.const_data_ptr(),
+                          strides_of(gy), grad.mutable_data_ptr(), nullptr, stream};
   at::Tensor workspace;
   if (const int64_t elements = weight_grad_workspace_elements(launch); elements > 0) {
     workspace = at::empty({elements}, input.options().dtype(input.scalar_type() == at::kDouble ? at::kDouble

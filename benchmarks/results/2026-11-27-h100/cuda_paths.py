@@ -1,5 +1,6 @@
 # The CUDA kernel paths of each suite layer (bfloat16, channels_last, batch 2), asked on the CPU of the private path
-# ops with the arguments each fastpad op call of a forward and backward received. Run from the repository root:
+# ops with the arguments each fastpad op call of a forward and backward received. The table in RESULTS.md is its output
+# at e395e65, the code the H100 ran; later commits change some paths. Run from the repository root:
 #   PYTHONPATH=tests python benchmarks/results/2026-11-27-h100/cuda_paths.py
 import torch
 from code_paths import _RecordFastpadOps
