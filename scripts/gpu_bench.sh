@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # The CUDA measurements of issue 19's targets, for a GPU machine on which scripts/gpu_check.sh has just built fastpad:
-# the suite in bfloat16, channels_last, batch 256, forward and forward+backward, against F.pad + cuDNN and cuDNN's
-# symmetric-pad floor (python -m fastpad bench, quick effort, no torch.compile column). The suite runs in two halves
-# (EfficientNet/MobileNet layers, then the rest), each under its own time limit, so that one slow half still leaves
-# the other's table. If a gpu_check tests.log is given (GPU_CHECK_TESTS_LOG), its first failed tests are run again
-# with full tracebacks first.
+# the suite in bfloat16, batch 256 (channels_last, then NCHW), forward and forward+backward, against F.pad + cuDNN and cuDNN's
+# symmetric-pad floor (python -m fastpad bench, quick effort, no torch.compile column). The suite runs in parts
+# (EfficientNet/MobileNet layers, then the rest), each under its own time limit, so that one slow part still leaves
+# the others' tables; then the 2-d dense and transposed layers once more with NCHW inputs (the layout the CUDA
+# pipelined GEMMs reach through channels-contiguous copies, as they do the 1-d layers, which stay (N, C, L) in every
+# part). If a gpu_check tests.log is given (GPU_CHECK_TESTS_LOG),
+# its first failed tests are run again with full tracebacks first.
 #
 #   OUT=/some/dir GPU_CHECK_TESTS_LOG=/tmp/gpu-check/tests.log scripts/gpu_bench.sh
 #
-# Writes under OUT (default benchmarks/results/gpu-bench-local): bench.log and, per half, bench-cuda-bf16-cl-b256-
-# {efficientnet,others}.{md,json}. Environment: PYTHON (default python3), GPU_BENCH_HALF_S (each half's time limit,
-# default 100 s), GPU_BENCH_BATCH (default 256).
+# On a 15-minute lease: `GPU_CHECK_BENCH=0 scripts/gpu_check.sh` took 160 s on an H100 (build 59 s), and the first
+# two parts of this script about 115 s and 125 s at the code of 2026-11-27; one call can hold both scripts.
+# Writes under OUT (default benchmarks/results/gpu-bench-local): bench.log and, per part,
+# bench-cuda-bf16-b256-{efficientnet-cl,others-cl,others-nchw}.{md,json}. Environment: PYTHON (default python3),
+# GPU_BENCH_PART_S (each part's time limit, default 150 s), GPU_BENCH_BATCH (default 256).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PYTHON="${PYTHON:-python3}"
 OUT_DIR="${OUT:-benchmarks/results/gpu-bench-local}"
-HALF_S="${GPU_BENCH_HALF_S:-100}"
+PART_S="${GPU_BENCH_PART_S:-150}"
 BATCH="${GPU_BENCH_BATCH:-256}"
 mkdir -p "$OUT_DIR"
 LOG="$OUT_DIR/bench.log"
@@ -39,14 +43,17 @@ if [[ -n ${GPU_CHECK_TESTS_LOG:-} && -f $GPU_CHECK_TESTS_LOG ]]; then
     fi
 fi
 
-bench_half() {  # NAME PATTERN
-    local name=$1 pattern=$2 stem="$OUT_DIR/bench-cuda-bf16-cl-b$BATCH-$1"
-    echo "### bench $name ($pattern), time limit $HALF_S s, $(date -u '+%H:%M:%S')" >>"$LOG"
-    timeout --kill-after=10 "$HALF_S" "$PYTHON" -m fastpad bench --device cuda --dtype bfloat16 --channels-last \
+bench_part() {  # NAME PATTERN [--channels-last]
+    local name=$1 pattern=$2 stem="$OUT_DIR/bench-cuda-bf16-b$BATCH-$1"
+    shift 2
+    echo "### bench $name ($pattern), time limit $PART_S s, $(date -u '+%H:%M:%S')" >>"$LOG"
+    timeout --kill-after=10 "$PART_S" "$PYTHON" -m fastpad bench --device cuda --dtype bfloat16 "$@" \
         --batch "$BATCH" --quick --peers none --layers "$pattern" --json "$stem.json" --markdown "$stem.md" \
         >>"$LOG" 2>&1
     echo "### bench $name: exit status $?" >>"$LOG"
 }
-bench_half efficientnet 'tf_*'
-bench_half others 'resnet50*|even_kernel*|unet_decoder*|hifigan*|encodec*|mamba*'
+OTHERS='resnet50*|even_kernel*|unet_decoder*|hifigan*|encodec*|mamba*'
+bench_part efficientnet-cl 'tf_*' --channels-last
+bench_part others-cl "$OTHERS" --channels-last
+bench_part others-nchw 'resnet50.dense*|even_kernel*|unet_decoder*'
 tail -n 80 "$LOG"
