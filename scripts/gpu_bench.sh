@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The CUDA measurements of issue 19's targets, for a GPU machine on which scripts/gpu_check.sh has just built fastpad:
 # the suite in bfloat16, batch 256 (channels_last, then NCHW), forward and forward+backward, against F.pad + cuDNN
-# and cuDNN's symmetric-pad floor (python -m fastpad bench, quick effort, no torch.compile column). The suite runs in parts
-# (EfficientNet/MobileNet layers, then the rest), each under its own time limit, so that one slow part still leaves
-# the others' tables; then the 2-d dense and transposed layers once more with NCHW inputs (the layout the CUDA
+# and cuDNN's symmetric-pad floor (python -m fastpad bench, quick effort, no torch.compile column). The suite runs in
+# parts (EfficientNet/MobileNet layers, then the rest), each under its own time limit, so that one slow part still
+# leaves the others' tables; then the 2-d dense and transposed layers once more with NCHW inputs (the layout the CUDA
 # pipelined GEMMs reach through channels-contiguous copies, as they do the 1-d layers, which stay (N, C, L) in every
-# part). If a gpu_check tests.log is given (GPU_CHECK_TESTS_LOG),
-# its first failed tests are run again with full tracebacks first.
+# part). If a gpu_check tests.log is given (GPU_CHECK_TESTS_LOG), its first failed tests are run again with full
+# tracebacks first.
 #
 #   OUT=/some/dir GPU_CHECK_TESTS_LOG=/tmp/gpu-check/tests.log scripts/gpu_bench.sh
 #
