@@ -10,8 +10,9 @@
 #
 #   OUT=/some/dir GPU_CHECK_TESTS_LOG=/tmp/gpu-check/tests.log scripts/gpu_bench.sh
 #
-# On a 15-minute lease: `GPU_CHECK_BENCH=0 scripts/gpu_check.sh` took 160 s on an H100 (build 59 s), and the first
-# two parts of this script about 115 s and 125 s at the code of 2026-11-27; one call can hold both scripts.
+# On a 15-minute lease (600 s per call at most): `GPU_CHECK_BENCH=0 scripts/gpu_check.sh` took 160 s on an H100
+# (build 59 s), and the first two parts of this script about 125 s and 120 s at the code of 2026-11-27, so one call
+# holds both scripts with GPU_BENCH_PART_S=120 or so.
 # Writes under OUT (default benchmarks/results/gpu-bench-local): bench.log and, per part,
 # bench-cuda-bf16-b256-{efficientnet-cl,others-cl,others-nchw}.{md,json}. Environment: PYTHON (default python3),
 # GPU_BENCH_PART_S (each part's time limit, default 150 s), GPU_BENCH_BATCH (default 256).
