@@ -41,6 +41,7 @@ enum class ConvPath {
   CudaPipelinedGemm,           // cuda/pipelined_gemm.cuh: 16-bit or TF32, channels contiguous, cp.async + mma
   CudaImplicitGemm,            // cuda/implicit_gemm.cuh
   CudaDepthwiseVectors,        // depthwise channels-last: 16-byte channel vectors, the patch in shared memory
+  CudaDepthwiseRows,           // depthwise 1-d rows: a span of the row in shared memory, 8 outputs per thread
   CudaDepthwiseHalo,           // depthwise, contiguous: the input patch with its halo in shared memory
   CudaDirect,                  // depthwise channels-last, or a patch too large for shared memory
 };
@@ -454,6 +455,7 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
     if (cuda_depthwise_vectors(g, channels_last, element_bytes, reduced_precision, cuda, /*transposed=*/false)) {
       return ConvPath::CudaDepthwiseVectors;
     }
+    if (!channels_last && cuda::row_plan(g, element_bytes).fits) return ConvPath::CudaDepthwiseRows;
     return !channels_last && cuda::halo_plan(g, element_bytes).fits ? ConvPath::CudaDepthwiseHalo
                                                                      : ConvPath::CudaDirect;
   }
@@ -680,6 +682,7 @@ inline const char* path_name(ConvPath path) {
     case ConvPath::CudaPipelinedGemm: return "cuda_pipelined_gemm";
     case ConvPath::CudaImplicitGemm: return "cuda_implicit_gemm";
     case ConvPath::CudaDepthwiseVectors: return "cuda_depthwise_vectors";
+    case ConvPath::CudaDepthwiseRows: return "cuda_depthwise_rows";
     case ConvPath::CudaDepthwiseHalo: return "cuda_depthwise_halo";
     case ConvPath::CudaDirect: return "cuda_direct";
   }

@@ -17,6 +17,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEMM_CASES = "gemm_tiles_crossed and zeros and contiguous and (float32 or bfloat16)"
 HALO_CASES = "depthwise_halo_2d and zeros and contiguous and float32"
+ROW_CASES = "depthwise_rows and zeros and contiguous and (float32 or bfloat16)"
 PIPELINED_CASES = "pipelined_taps_straddle_k_tiles and zeros and channels_last and bfloat16"
 WEIGHT_GRAD_CASES = "pipelined_weight_grad_splits and zeros and channels_last and bfloat16"
 PHASE_CASES = "pipelined_strided_phases and zeros and channels_last and bfloat16"
@@ -80,6 +81,11 @@ MUTATIONS = [
     ("taps outside x not skipped (transposed depthwise vectors)", "csrc/cuda/conv_transpose.cu",
      "return i * g.stride[d] == offset ? inside_x(d, i) : -1;", "return i * g.stride[d] == offset ? i : -1;",
      "non_finite_weights and cuda_depthwise_vectors", False),  # a zero-filled tap changes a sum only times inf
+    ("leading barrier removed (depthwise rows)", "csrc/cuda/conv.cu",
+     "    __syncthreads();  // every thread is done reading the previous span\n", "", ROW_CASES, False),
+    ("span one position short (depthwise rows)", "csrc/cuda/problems.h",
+     "* g.dilation[2] + 1;\n  plan.fits = single_row(g)", "* g.dilation[2];\n  plan.fits = single_row(g)",
+     ROW_CASES, False),
     ("a staged output not copied back (pipelined GEMM on an NCHW input)", "csrc/cuda/bindings.cpp",
      "channels_last || staged, stream});\n  if (staged) y.copy_(y_kernel);", "channels_last || staged, stream});",
      "pipelined_taps_straddle_k_tiles and zeros and contiguous and bfloat16", False),

@@ -206,7 +206,8 @@ def cases_by_mode_and_dtype(table, layouts=(None,)):
 
 
 # --------------------------------------------------------------------------------------------
-# conv: depthwise on contiguous input -> the shared-memory halo tile kernel (8x32 outputs, 1x256 for 1-d).
+# conv: depthwise on contiguous input -> the shared-memory halo tile kernel (8x32 outputs), and for single rows (1-d,
+# or one output row from a kernel one row high) the rows kernel (2048 outputs of a row per block).
 
 HALO_CASES = {
     # 19x70 outputs: 3x3 tiles, the last row and column of tiles partial
@@ -220,6 +221,9 @@ HALO_CASES = {
     "2d_input_height_1_x2": conv_case((1, 300), 2, 4, (1, 4), groups=2, pads=((0, 0), (2, 1))),
     "1d_k4_causal_700": conv_case((700,), 6, 6, 4, groups=6, pads=((3, 0),)),
     "1d_x2_s3_d2_1001": conv_case((1001,), 3, 6, 5, groups=3, stride=3, dilation=2, pads=((4, 5),)),
+    # rows longer than one block's 2048 outputs; at stride 4 a float64 span (8196 values) exceeds 48 KiB: halo tiles
+    "1d_k4_causal_5000": conv_case((5000,), 4, 4, 4, groups=4, pads=((3, 0),)),
+    "1d_s4_k8_9000": conv_case((9000,), 2, 2, 8, groups=2, stride=4, pads=((2, 2),)),
     "3d_x2": conv_case((5, 12, 40), 4, 8, 3, groups=4, stride=(1, 2, 1), dilation=(1, 1, 2),
                        pads=((1, 1), (0, 2), (2, 2))),
     # 5 outputs wide: 8x32 tiles the other way round (8 wide, 32 high), 70 rows of them
@@ -395,7 +399,7 @@ def test_non_contiguous_and_expanded(view, path, mode, dtype):
 
 BATCH_PATHS = {
     "halo_2d": (conv_case((10, 40), 4, 8, 3, groups=4, stride=2, pads=((1, 1), (0, 1))), "contiguous"),
-    "halo_1d": (conv_case((300,), 4, 4, 5, groups=4, pads=((4, 0),)), "contiguous"),
+    "rows_1d": (conv_case((300,), 4, 4, 5, groups=4, pads=((4, 0),)), "contiguous"),
     "direct_channels_last": (conv_case((10, 11), 8, 8, 3, groups=8, pads=((2, 0), (1, 1))), "channels_last"),
     "gemm_2d": (conv_case((9, 10), 12, 70, 3, stride=2, pads=((1, 1), (0, 1))), "contiguous"),
     "gemm_3d_channels_last": (conv_case((3, 4, 5), 6, 8, 3, groups=2, pads=((1, 1), (1, 1), (2, 0))), "channels_last"),
@@ -424,7 +428,7 @@ def test_batch_zero_and_one(path, batch, mode, dtype):
 
 PATHS = {
     "halo_2d": (conv_case((11, 40), 3, 6, 3, groups=3, pads=((1, 1), (2, 0))), "reflect", torch.float32, "contiguous"),
-    "halo_1d": (conv_case((300,), 4, 4, 4, groups=4, pads=((3, 0),)), "replicate", torch.float32, "contiguous"),
+    "rows_1d": (conv_case((300,), 4, 4, 4, groups=4, pads=((3, 0),)), "replicate", torch.float32, "contiguous"),
     "halo_3d": (conv_case((3, 9, 35), 2, 4, 3, groups=2, stride=(1, 1, 2), pads=((1, 1), (1, 1), (1, 1))), "circular",
                 torch.float16, "contiguous"),
     "direct_channels_last": (conv_case((9, 10), 16, 32, 3, groups=16, stride=2, pads=((1, 1), (0, 2))), "circular",
@@ -461,12 +465,13 @@ PATHS = {
 # The CUDA kernel path (kernel_paths.h) each PATHS case reaches: conv, its input gradient (conv_transpose) and
 # conv_weight_grad. tests/test_kernel_paths.py checks these on any machine, through the private path ops.
 HALO, DIRECT, GEMM, VECTORS = "cuda_depthwise_halo", "cuda_direct", "cuda_implicit_gemm", "cuda_depthwise_vectors"
+ROWS = "cuda_depthwise_rows"
 PIPELINED = "cuda_pipelined_gemm"
 GATHER, PHASE, FOLD = "cuda_direct_gather", "cuda_phase_gemm", "cuda_phase_gemm_fold"
 REDUCTION, SPLIT_K = "cuda_depthwise_reduction", "cuda_split_k_gemm"
 CUDA_KERNELS = {
     "halo_2d": (HALO, GATHER, REDUCTION),
-    "halo_1d": (HALO, GATHER, REDUCTION),
+    "rows_1d": (ROWS, GATHER, REDUCTION),
     "halo_3d": (HALO, GATHER, REDUCTION),
     "direct_channels_last": (DIRECT, GATHER, REDUCTION),  # two output channels per input channel
     "depthwise_vectors": (VECTORS, VECTORS, VECTORS),
@@ -783,7 +788,7 @@ def test_compile_reduce_overhead_cuda_graphs(training):
 # --------------------------------------------------------------------------------------------
 # Streams and CUDA graphs: the kernels launch on the current stream, never the legacy default stream.
 
-GRAPH_PATHS = ["halo_2d", "halo_1d", "direct_channels_last", "gemm_float32", "gemm_float16", "pipelined_bfloat16",
+GRAPH_PATHS = ["halo_2d", "rows_1d", "direct_channels_last", "gemm_float32", "gemm_float16", "pipelined_bfloat16",
                "gemm_fold_reflect", "gather_circular", "wgrad_depthwise", "wgrad_split_k"]
 
 

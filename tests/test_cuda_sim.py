@@ -263,7 +263,7 @@ def base_case(**changes):
     return replace(ConvCase(False, (9, 11), 4, 6, 3, padding=((1, 1), (1, 1)), dtype="float64"), **changes)
 
 
-GEMM, HALO, DIRECT = "cuda_implicit_gemm", "cuda_depthwise_halo", "cuda_direct"
+GEMM, HALO, DIRECT, ROWS = "cuda_implicit_gemm", "cuda_depthwise_halo", "cuda_direct", "cuda_depthwise_rows"
 PIPELINED, VECTORS = "cuda_pipelined_gemm", "cuda_depthwise_vectors"
 GATHER, PHASE, FOLD = "cuda_direct_gather", "cuda_phase_gemm", "cuda_phase_gemm_fold"
 REDUCTION, SPLIT_K = "cuda_depthwise_reduction", "cuda_split_k_gemm"
@@ -322,8 +322,11 @@ PATH_CASES = {
                                                 kernel=(5, 3), padding=((2, 1), (0, 2))), (VECTORS, VECTORS, VECTORS)),
     "depthwise_halo_2d": (base_case(in_channels=4, out_channels=8, groups=4, size=(19, 40), stride=(2, 2)),
                           (HALO, GATHER, REDUCTION)),
-    "depthwise_halo_1d": (base_case(in_channels=3, out_channels=3, groups=3, size=(300,), kernel=5, stride=1,
-                                    dilation=2, padding=((8, 0),)), (HALO, GATHER, REDUCTION)),
+    "depthwise_rows_1d": (base_case(in_channels=3, out_channels=3, groups=3, size=(300,), kernel=5, stride=1,
+                                    dilation=2, padding=((8, 0),)), (ROWS, GATHER, REDUCTION)),
+    # 2 -> 4 channels (a multiplier), 2250 outputs: two blocks of 2048 per row, the second partial; stride 2.
+    "depthwise_rows_tiles": (base_case(in_channels=2, out_channels=4, groups=2, size=(4500,), kernel=3, stride=2,
+                                       padding=((1, 1),), batch=1), (ROWS, GATHER, REDUCTION)),
     "depthwise_patch_too_large": (base_case(in_channels=2, out_channels=2, groups=2, size=(40, 30), kernel=3,
                                             dilation=60, padding=((60, 60), (60, 60)), batch=1),
                                   (DIRECT, GATHER, VECTORS)),  # the weight gradient's vectors: float64's 2 channels
@@ -510,7 +513,7 @@ def test_random_problems(sim, seed, capsys):
         print(f"\nCUDA execution shim: {RANDOM_CASES} random problems, seed {seed}, paths taken {seen}")
     if seed == FIXED_SEED and RANDOM_CASES >= 150:
         # This draw reaches every path of every op; a random seed may miss a rare one.
-        assert seen["conv"] == {PIPELINED, VECTORS, GEMM, HALO, DIRECT}, seen
+        assert seen["conv"] == {PIPELINED, VECTORS, GEMM, ROWS, HALO, DIRECT}, seen
         assert seen["conv_transpose"] == {PIPELINED, VECTORS, GATHER, PHASE, FOLD}, seen
         assert seen["conv_weight_grad"] == {PIPELINED, VECTORS, REDUCTION, SPLIT_K}, seen
 

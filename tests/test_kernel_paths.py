@@ -246,7 +246,8 @@ def test_each_cuda_test_case_reaches_its_cuda_kernels(name):
 def test_the_cuda_test_cases_cover_every_cuda_kernel_path():
     reached = {(op, kernel) for kernels in CUDA_KERNELS.values()
                for op, kernel in zip(("conv", "conv_transpose", "conv_weight_grad"), kernels)}
-    assert {kernel for op, kernel in reached if op == "conv"} == {"cuda_depthwise_halo", "cuda_direct",
+    assert {kernel for op, kernel in reached if op == "conv"} == {"cuda_depthwise_halo", "cuda_depthwise_rows",
+                                                                   "cuda_direct",
                                                                    "cuda_implicit_gemm", "cuda_pipelined_gemm",
                                                                    "cuda_depthwise_vectors"}
     assert {kernel for op, kernel in reached if op == "conv_transpose"} == {"cuda_direct_gather", "cuda_phase_gemm",
