@@ -429,6 +429,9 @@ def test_batch_zero_and_one(path, batch, mode, dtype):
 PATHS = {
     "halo_2d": (conv_case((11, 40), 3, 6, 3, groups=3, pads=((1, 1), (2, 0))), "reflect", torch.float32, "contiguous"),
     "rows_1d": (conv_case((300,), 4, 4, 4, groups=4, pads=((3, 0),)), "replicate", torch.float32, "contiguous"),
+    # zeros mode: the input gradient on the rows kernel too (stride 1), 2500 outputs in two blocks per row
+    "rows_1d_causal": (conv_case((2500,), 8, 8, 4, groups=8, dilation=2, pads=((6, 0),)), "zeros", torch.bfloat16,
+                       "contiguous"),
     "halo_3d": (conv_case((3, 9, 35), 2, 4, 3, groups=2, stride=(1, 1, 2), pads=((1, 1), (1, 1), (1, 1))), "circular",
                 torch.float16, "contiguous"),
     "direct_channels_last": (conv_case((9, 10), 16, 32, 3, groups=16, stride=2, pads=((1, 1), (0, 2))), "circular",
@@ -471,7 +474,8 @@ GATHER, PHASE, FOLD = "cuda_direct_gather", "cuda_phase_gemm", "cuda_phase_gemm_
 REDUCTION, SPLIT_K = "cuda_depthwise_reduction", "cuda_split_k_gemm"
 CUDA_KERNELS = {
     "halo_2d": (HALO, GATHER, REDUCTION),
-    "rows_1d": (ROWS, GATHER, REDUCTION),
+    "rows_1d": (ROWS, GATHER, REDUCTION),  # replicate: the transposed rows kernel folds no padding back
+    "rows_1d_causal": (ROWS, ROWS, REDUCTION),
     "halo_3d": (HALO, GATHER, REDUCTION),
     "direct_channels_last": (DIRECT, GATHER, REDUCTION),  # two output channels per input channel
     "depthwise_vectors": (VECTORS, VECTORS, VECTORS),

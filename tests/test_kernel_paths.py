@@ -251,6 +251,7 @@ def test_the_cuda_test_cases_cover_every_cuda_kernel_path():
                                                                    "cuda_implicit_gemm", "cuda_pipelined_gemm",
                                                                    "cuda_depthwise_vectors"}
     assert {kernel for op, kernel in reached if op == "conv_transpose"} == {"cuda_direct_gather", "cuda_phase_gemm",
+                                                                             "cuda_depthwise_rows",
                                                                              "cuda_phase_gemm_fold",
                                                                              "cuda_pipelined_gemm",
                                                                              "cuda_depthwise_vectors"}

@@ -127,15 +127,16 @@ std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
   const auto w = weight.contiguous();
   const auto b = contiguous_bias(bias);
   at::Tensor weight_finite;
-  if (path != ConvTransposePath::CudaDirectGather && path != ConvTransposePath::CudaDepthwiseVectors) {
+  if (path != ConvTransposePath::CudaDirectGather && path != ConvTransposePath::CudaDepthwiseVectors &&
+      path != ConvTransposePath::CudaDepthwiseRows) {
     weight_finite = at::isfinite(w).all();  // stays on the device: no sync, CUDA graphs capture it
   }
   // The pipelined GEMM runs the convs the stride phases are, reading their weights tap-major (see conv_binding); the
-  // depthwise vector kernel reads [taps][C].
-  const auto kernel_weight = path == ConvTransposePath::CudaPipelinedGemm
-                                 ? pipelined_phase_weights(g, w)
-                             : path == ConvTransposePath::CudaDepthwiseVectors ? w.flatten(1).t().contiguous()
-                                                                                : at::Tensor();
+  // depthwise vector kernel reads [taps][C]; the rows kernel runs the conv the one stride phase is, with its weight.
+  at::Tensor kernel_weight;
+  if (path == ConvTransposePath::CudaPipelinedGemm) kernel_weight = pipelined_phase_weights(g, w);
+  if (path == ConvTransposePath::CudaDepthwiseVectors) kernel_weight = w.flatten(1).t().contiguous();
+  if (path == ConvTransposePath::CudaDepthwiseRows) kernel_weight = transpose_phase_weight(g, w, 0).contiguous();
   launch_conv_transpose({g, path, scalar_type_of(input), x.const_data_ptr(), strides_of(x), w.const_data_ptr(),
                          data_or_null(kernel_weight), data_or_null(b), y_kernel.mutable_data_ptr(),
                          strides_of(y_kernel), channels_last || staged,

@@ -2,10 +2,12 @@
 // Layout: any input strides (contiguous, channels_last, strided), read in place; the output keeps the input's format.
 // Padding is never materialised: every tap in the padding reads zero or its reflected/clamped/wrapped source.
 // Depthwise layers (one input channel per group) run direct kernels, through an input patch with its halo in shared
-// memory for contiguous layouts, and, channels-last, 16-byte channel vectors through a patch in shared memory (sm_80+).
+// memory for contiguous layouts (single rows, 1-d layers: a span of the row, cuda/depthwise_rows.cuh), and,
+// channels-last, 16-byte channel vectors through a patch in shared memory (sm_80+).
 // 16-bit channels-last layers on sm_80+ run the pipelined tensor-core GEMM
 // (cuda/pipelined_gemm.cuh); every other layer is an implicit GEMM (cuda/implicit_gemm.cuh). The path comes
 // from kernel_paths.h, chosen by the binding (cuda/bindings.cpp); this file is torch-free.
+#include "cuda/depthwise_rows.cuh"
 #include "cuda/depthwise_vectors.cuh"
 #include "cuda/implicit_gemm.cuh"
 #include "cuda/launchers.h"
@@ -38,41 +40,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       sum += halo_patch_taps(g, plan, w, patch, it.c, kd, ty, tx);
     }
     halo_store(g, it, ty, tx, sum, y, ys);
-  }
-}
-
-// Depthwise 1-d rows (RowPlan in cuda/problems.h): a block stages the input span of kRowOutputs consecutive outputs
-// of one (image, channel) row in shared memory, padding resolved; each thread then sums the taps of its
-// kRowOutputsPerThread outputs, kThreads apart, so that a warp's shared reads are consecutive at stride 1.
-template <typename scalar_t>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
-    depthwise_rows_kernel(const ConvGeometry g, const RowPlan plan, const scalar_t* x, const Strides xs,
-                          const scalar_t* w, const scalar_t* bias, scalar_t* y, const Strides ys) {
-  using acc_t = acc_type<scalar_t>;
-  acc_t* span = reinterpret_cast<acc_t*>(dynamic_shared_memory());
-  const int64_t outputs = g.conv_out_sizes[2], taps = g.kernel[2], stride = g.stride[2], dilation = g.dilation[2];
-  for (int64_t item = blockIdx.x; item < plan.tiles; item += gridDim.x) {
-    const int64_t row_tile = item % plan.row_tiles, rest = item / plan.row_tiles;
-    const int64_t c = rest % g.conv_out_channels, n = rest / g.conv_out_channels;
-    const int64_t o0 = row_tile * kRowOutputs, first = g.tap_position(2, o0, 0);
-    const scalar_t* x_row = x + n * xs.batch + c / g.conv_out_channels_per_group() * xs.channel;
-    __syncthreads();  // every thread is done reading the previous span
-    for (int e = threadIdx.x; e < plan.span; e += kThreads) {
-      const int64_t source = source_index(first + e, g.conv_in_sizes[2], g.mode);
-      span[e] = source < 0 ? acc_t(0) : load<acc_t>(x_row, source * xs.spatial[2]);
-    }
-    __syncthreads();
-    const acc_t b = bias != nullptr ? load<acc_t>(bias, c) : acc_t(0);
-    const scalar_t* w_row = w + c * taps;
-#pragma unroll
-    for (int j = 0; j < kRowOutputsPerThread; ++j) {
-      const int64_t local = threadIdx.x + int64_t{j} * kThreads;
-      if (o0 + local >= outputs) break;
-      const acc_t* in = span + local * stride;
-      acc_t sum = b;
-      for (int64_t r = 0; r < taps; ++r) sum += load<acc_t>(w_row, r) * in[r * dilation];
-      y[n * ys.batch + c * ys.channel + (o0 + local) * ys.spatial[2]] = static_cast<scalar_t>(sum);
-    }
   }
 }
 
@@ -157,8 +124,8 @@ void launch_conv_typed(const ConvLaunch& a) {
     }
     case ConvPath::CudaDepthwiseRows: {
       const RowPlan plan = row_plan(g, sizeof(acc_type<scalar_t>));
-      launch(a.stream, depthwise_rows_kernel<scalar_t>, grid_for(plan.tiles), plan.span * sizeof(acc_type<scalar_t>),
-             g, plan, x, a.xs, w, bias, y, a.ys);
+      launch(a.stream, depthwise_rows_kernel<scalar_t, /*kSkipTapsOutside=*/false>, grid_for(plan.tiles),
+             plan.span * sizeof(acc_type<scalar_t>), g, plan, x, a.xs, w, bias, y, a.ys);
       return;
     }
     case ConvPath::CudaDepthwiseVectors: {

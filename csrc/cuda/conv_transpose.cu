@@ -9,10 +9,12 @@
 // on the pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh), one launch per phase, with the weights the binding
 // reorders. Depthwise layers in zeros mode whose
 // channels come in 16-byte vectors (channels_last, sm_80+) gather through an x patch in shared memory, 16 bytes at a
-// time (cuda/depthwise_vectors.cuh).
+// time (cuda/depthwise_vectors.cuh); 1-d depthwise layers at stride 1 in zeros mode run the conv their one stride phase
+// is on the rows kernel (cuda/depthwise_rows.cuh), taps outside x left out of the sums.
 // After the phase GEMMs (or the pipelined phases), a gather pass folds padded positions back (modes other than zeros)
 // and, for a weight with an inf or NaN, recomputes the outputs where a GEMM multiplied it by a zero loaded outside x.
 // Torch-free: the binding (cuda/bindings.cpp) picks the path and computes the weight_finite flag.
+#include "cuda/depthwise_rows.cuh"
 #include "cuda/depthwise_vectors.cuh"
 #include "cuda/implicit_gemm.cuh"
 #include "cuda/launchers.h"
@@ -111,6 +113,15 @@ void launch_conv_transpose_typed(const ConvTransposeLaunch& a) {
       const size_t patch_bytes = size_t(plan.patch_h) * plan.patch_w * kDepthwiseVectorsPerBlock * kVectorBytes;
       launch(a.stream, depthwise_transpose_vectors_kernel<scalar_t>, grid_for(plan.tiles), patch_bytes, g, plan, x,
              a.xs, static_cast<const scalar_t*>(a.kernel_weight), bias, y, a.ys);
+      return;
+    }
+    case ConvTransposePath::CudaDepthwiseRows: {
+      // At stride 1 the one stride phase covers every y position, from the first, with the flipped weight.
+      const ConvGeometry phase = transpose_phase_as_conv(g, 0).conv;
+      const RowPlan plan = row_plan(phase, sizeof(acc_type<scalar_t>));
+      launch(a.stream, depthwise_rows_kernel<scalar_t, /*kSkipTapsOutside=*/true>, grid_for(plan.tiles),
+             plan.span * sizeof(acc_type<scalar_t>), phase, plan, x, a.xs,
+             static_cast<const scalar_t*>(a.kernel_weight), bias, y, a.ys);
       return;
     }
     case ConvTransposePath::CudaPipelinedGemm:
