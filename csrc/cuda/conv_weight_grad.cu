@@ -120,14 +120,16 @@ void launch_conv_weight_grad_typed(const WeightGradLaunch& a) {
   const auto* gy = static_cast<const scalar_t*>(a.gy);
   auto* grad = static_cast<scalar_t*>(a.grad);
   const int64_t grad_elements = g.conv_out_channels * g.conv_in_channels_per_group() * g.kernel_volume();
+  const auto add_splits = [&](int64_t splits) {  // grad = the workspace's per-split partial gradients, added in order
+    launch(a.stream, sum_splits_kernel<scalar_t>, grid_for(grad_elements, kThreads), 0,
+           static_cast<const acc_t*>(a.workspace), splits, grad_elements, grad);
+  };
   switch (a.path) {
     case WeightGradPath::CudaDepthwiseVectors: {
       const DepthwiseGradVectorPlan plan = depthwise_grad_vector_plan(g, sizeof(scalar_t));
-      auto* partial = static_cast<acc_t*>(a.workspace);
       launch(a.stream, depthwise_weight_grad_vectors_kernel<scalar_t>, grid_for(plan.items()), 0, g, plan, x, a.xs,
-             gy, a.gys, partial);
-      launch(a.stream, sum_splits_kernel<scalar_t>, grid_for(grad_elements, kThreads), 0,
-             static_cast<const acc_t*>(partial), plan.splits, grad_elements, grad);
+             gy, a.gys, static_cast<acc_t*>(a.workspace));
+      add_splits(plan.splits);
       return;
     }
     case WeightGradPath::CudaDepthwiseReduction:
@@ -147,8 +149,7 @@ void launch_conv_weight_grad_typed(const WeightGradLaunch& a) {
       } else {
         break;
       }
-      launch(a.stream, sum_splits_kernel<scalar_t>, grid_for(grad_elements, kThreads), 0,
-             static_cast<const acc_t*>(a.workspace), problem.splits, grad_elements, grad);
+      add_splits(problem.splits);
       return;
     }
     default:

@@ -490,8 +490,8 @@ inline HaloPlan halo_plan(const ConvGeometry& g, int64_t element_bytes) {
   return plan;
 }
 
-// The depthwise kernel for rows (conv.cu: depthwise_rows_kernel): 1-d depthwise layers (a single output row per
-// image and channel), not channels-contiguous. A block computes kRowOutputs consecutive outputs of one (image,
+// The depthwise kernel for rows (cuda/depthwise_rows.cuh: depthwise_rows_kernel, for conv and, at stride 1,
+// conv_transpose): 1-d depthwise layers (a single output row per image and channel), not channels-contiguous. A block computes kRowOutputs consecutive outputs of one (image,
 // channel) row, kRowOutputsPerThread per thread, from the input span they read, staged in shared memory once (padding
 // resolved). The halo kernel's 1x256 tiles it replaced there did one output per thread, each paying the tile's index
 // math, syncs and patch bookkeeping: Mamba's causal k4 conv over 1536 x 4096 (bfloat16, batch 256) ran at 3% of its
