@@ -60,7 +60,9 @@ enum class ConvTransposePath {
   CpuPhasePlanes,     // NCHW: the adjoint of conv's tap GEMMs (torch's GEMM)
   CpuPhasePlanesAvx2,    // the same, the GEMMs on cpu/reduction_tiles.h's AVX2 tiles (float accumulation)
   CpuPhasePlanesAvx512,  // ... on its AVX-512 tiles
-  CpuGemmCol2im,      // a GEMM per tile of x positions, then col2im
+  CpuGemmCol2im,      // a GEMM per tile of x positions, then col2im (torch's GEMM)
+  CpuGemmCol2imAvx2,    // the same, the GEMMs on cpu/reduction_tiles.h's AVX2 tiles (float accumulation)
+  CpuGemmCol2imAvx512,  // ... on its AVX-512 tiles
   CudaPipelinedGemm,  // the conv each stride phase is (transpose_phase_as_conv) on cuda/pipelined_gemm.cuh
   CudaDepthwiseVectors,  // depthwise channels-last, zeros: 16-byte channel vectors, an x patch in shared memory
   CudaDepthwiseRows,  // depthwise 1-d, stride 1, zeros: the conv its one stride phase is on the rows kernel
@@ -486,8 +488,10 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
 // GEMM (MKL at 37-42% of the FMA peak on a Zen 5): where it accumulates in float32 and the CPU has AVX2. The NCHW
 // transposed phase planes (phase_plane_transpose_nchw in conv_transpose.cpp) take them for their tap GEMMs,
 // planes_tap[Cg_y, band] += W_tap^T @ x_band over Cg_x, wherever this holds (A/B on 2 cores of a Zen 5, float32, the op
-// alone: EnCodec's input gradient 0.52x, 27 random layers of seeds 1-8 0.48-0.93x, benchmarks/RESULTS.md); the weight
-// gradients within cpu_weight_grad_tiles' bound.
+// alone: EnCodec's input gradient 0.52x, 27 random layers of seeds 1-8 0.48-0.93x, benchmarks/RESULTS.md); so does the
+// GEMM + col2im's GEMM (the op alone: 134 calls of random layers of seeds 1-4 and the suite 0.17-1.08x, geomean 0.74;
+// 139 of seeds 5-8, 0.72; the calls above 1.05x take 12-50 us); the weight gradients within cpu_weight_grad_tiles'
+// bound.
 inline bool cpu_reduction_tiles(CpuIsa isa, int64_t element_bytes) {
   return isa != CpuIsa::Baseline && element_bytes == 4;
 }
@@ -556,9 +560,13 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
     }
     return folded ? ConvTransposePath::CpuBlockedFoldedAvx2 : ConvTransposePath::CpuBlockedAvx2;
   }
-  if (!phase_plane_shape || !weight_finite()) return ConvTransposePath::CpuGemmCol2im;
-  if (!cpu_reduction_tiles(isa, element_bytes)) return ConvTransposePath::CpuPhasePlanes;
-  return isa >= CpuIsa::Avx512 ? ConvTransposePath::CpuPhasePlanesAvx512 : ConvTransposePath::CpuPhasePlanesAvx2;
+  const bool tiles = cpu_reduction_tiles(isa, element_bytes), avx512 = isa >= CpuIsa::Avx512;
+  if (!phase_plane_shape || !weight_finite()) {
+    if (!tiles) return ConvTransposePath::CpuGemmCol2im;
+    return avx512 ? ConvTransposePath::CpuGemmCol2imAvx512 : ConvTransposePath::CpuGemmCol2imAvx2;
+  }
+  if (!tiles) return ConvTransposePath::CpuPhasePlanes;
+  return avx512 ? ConvTransposePath::CpuPhasePlanesAvx512 : ConvTransposePath::CpuPhasePlanesAvx2;
 }
 
 // Whether conv_weight_grad runs the pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh) on sm_80 or later:
@@ -713,6 +721,8 @@ inline const char* path_name(ConvTransposePath path) {
     case ConvTransposePath::CpuPhasePlanesAvx2: return "cpu_phase_planes_avx2";
     case ConvTransposePath::CpuPhasePlanesAvx512: return "cpu_phase_planes_avx512";
     case ConvTransposePath::CpuGemmCol2im: return "cpu_gemm_col2im";
+    case ConvTransposePath::CpuGemmCol2imAvx2: return "cpu_gemm_col2im_avx2";
+    case ConvTransposePath::CpuGemmCol2imAvx512: return "cpu_gemm_col2im_avx512";
     case ConvTransposePath::CudaPipelinedGemm: return "cuda_pipelined_gemm";
     case ConvTransposePath::CudaDepthwiseVectors: return "cuda_depthwise_vectors";
     case ConvTransposePath::CudaDepthwiseRows: return "cuda_depthwise_rows";

@@ -228,7 +228,7 @@ for _isa in ("avx2", "avx512"):
     _planes_tiles = f"cpu_phase_planes_{_isa}"
     CODE_PATHS.update({
         f"2d_dense_same_s2_{_isa}": _path(False, (21, 20), 32, 24, 3, stride=2, padding="same", isa=_isa,
-                                          kernels=_kernels(_blocked, "cpu_gemm_col2im", _planes_tiles)),
+                                          kernels=_kernels(_blocked, f"cpu_gemm_col2im_{_isa}", _planes_tiles)),
         f"2d_grouped_channels_last_reflect_{_isa}": _path(False, (13, 14), 32, 80, 3, groups=2, padding_mode="reflect",
                                                           channels_last=True, isa=_isa,
                                                           kernels=_kernels(_blocked, _folded, _planes_tiles)),
@@ -300,22 +300,22 @@ CODE_PATHS["2d_transposed_wide_s2_avx512"] = _path(True, (32, 32), 32, 32, 4, st
                                                                     "cpu_phase_planes_avx512"))
 # The bfloat16 dot-product kernel (AVX512_BF16), asserted in bfloat16 (the case's dtype; float32 calls at this ISA run
 # AVX-512's float32 kernel): bfloat16 convs with an even number of input channels per group, NCHW and channels-last
-# grouped; an odd number (17) keeps AVX-512's float32 kernel. Their input gradients take the col2im (16-bit transposed
-# convs in another mode than zeros are never folded).
+# grouped; an odd number (17) keeps AVX-512's float32 kernel. Their input gradients take the col2im, its GEMM on
+# AVX-512's reduction tiles (16-bit transposed convs in another mode than zeros are never folded).
 CODE_PATHS.update({
     "2d_dense_same_s2_avx512_bf16": _path(False, (21, 20), 32, 24, 3, stride=2, padding="same", isa="avx512_bf16",
                                           dtype="bfloat16",
-                                          kernels=_kernels("cpu_blocked_avx512_bf16", "cpu_gemm_col2im",
+                                          kernels=_kernels("cpu_blocked_avx512_bf16", "cpu_gemm_col2im_avx512",
                                                            "cpu_phase_planes_avx512")),
     "2d_grouped_channels_last_reflect_avx512_bf16": _path(False, (13, 14), 32, 80, 3, groups=2,
                                                           padding_mode="reflect", channels_last=True,
                                                           isa="avx512_bf16", dtype="bfloat16",
                                                           kernels=_kernels("cpu_blocked_avx512_bf16",
-                                                                           "cpu_gemm_col2im",
+                                                                           "cpu_gemm_col2im_avx512",
                                                                            "cpu_phase_planes_avx512")),
     "3d_odd_channels_circular_avx512_bf16": _path(False, (5, 6, 7), 17, 16, 3, padding_mode="circular",
                                                   isa="avx512_bf16", dtype="bfloat16",
-                                                  kernels=_kernels("cpu_blocked_avx512", "cpu_gemm_col2im",
+                                                  kernels=_kernels("cpu_blocked_avx512", "cpu_gemm_col2im_avx512",
                                                                    "cpu_phase_planes_avx512")),
 })
 RESULT_NAMES = ("output", "input grad", "weight grad", "bias grad")

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa
+from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa, reduction_tiles_kernel
 from reference import assert_matches, poison
 from fastpad.cases import ConvCase, arrange
 
@@ -306,7 +306,7 @@ def test_strided_transposed_convs_below_the_phase_floor_keep_the_col2im():
     packing and parallel region; the same conv over 24 x 24 (2^18.2 per phase) runs the phases."""
     if machine_isa() == "baseline":
         pytest.skip("this CPU has neither AVX2 nor AVX-512")
-    for size, expected in [(6, "cpu_gemm_col2im"), (24, f"cpu_blocked_{machine_isa()}")]:
+    for size, expected in [(6, f"cpu_gemm_col2im_{machine_isa()}"), (24, f"cpu_blocked_{machine_isa()}")]:
         case = ConvCase(True, (size, size), 12, 16, 5, 3, "same", batch=1)
         x, w, b = case.random_inputs()
         crop_lo, out_size = case.crops()
@@ -316,18 +316,21 @@ def test_strided_transposed_convs_below_the_phase_floor_keep_the_col2im():
 
 @pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
 @pytest.mark.parametrize("index", [(0, 0, 0, 0), (3, 2, 1, 1), (15, 15, 2, 2)])
-def test_an_inf_weight_keeps_stride_one_transposed_convs_off_the_blocked_kernel(value, index):
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_an_inf_weight_keeps_stride_one_transposed_convs_off_the_blocked_kernel(value, index, layout):
     """The conv a transposed conv is multiplies weights by the zeros around x; the reference never does, so an inf or
-    NaN weight must take a kernel that does not (the GEMM + col2im path): the first, a middle and the last of the
-    2304 weights (the vectorized check's last lanes)."""
-    case = ConvCase(True, (9, 9), 16, 16, 3, 1, "same")
+    NaN weight must take a kernel that does not (the GEMM + col2im path, whose GEMM on the reduction tiles multiplies
+    only zero-padded columns it drops by zeros): the first, a middle and the last of the 2304 weights (the vectorized
+    check's last lanes)."""
+    case = ConvCase(True, (9, 9), 16, 16, 3, 1, "same", layout=layout)
     x, w, b = case.random_inputs()
     crop_lo, out_size = case.crops()
     args = ([1, 1], crop_lo, out_size, [1, 1], 1, "zeros", "cpu")
     blocked_here = machine_isa() != "baseline"
     assert torch.ops.fastpad._conv_transpose_path(x, w, b, *args).startswith("cpu_blocked") == blocked_here
     w[index] = value
-    assert not torch.ops.fastpad._conv_transpose_path(x, w, b, *args).startswith("cpu_blocked")
+    assert torch.ops.fastpad._conv_transpose_path(x, w, b, *args) == reduction_tiles_kernel("cpu_gemm_col2im",
+                                                                                           torch.float32)
     expected = case.reference_function()(x.double(), w.double(), b.double())
     poison(expected.shape, x.dtype)
     y = torch.ops.fastpad.conv_transpose(x, w, b, *args[:-1])

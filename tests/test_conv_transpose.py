@@ -222,22 +222,46 @@ FEW_POSITIONS = [((4,), 24, 20, 5, 3, 1, "contiguous", torch.float32),
                  ((5,), 16, 8, 4, 2, 2, "contiguous", torch.bfloat16)]
 
 
+@pytest.mark.parametrize("isa", ["baseline", None])
 @pytest.mark.parametrize("size, c_x, c_y, kernel, stride, groups, layout, dtype", FEW_POSITIONS)
-def test_images_of_few_positions_share_a_gemm(size, c_x, c_y, kernel, stride, groups, layout, dtype):
+def test_images_of_few_positions_share_a_gemm(size, c_x, c_y, kernel, stride, groups, layout, dtype, isa):
     """7 images (tiles of several whole images, the last one short) through the GEMM + col2im, against the
     reference, the output poisoned first; crops (1, 0) along every dim, which torch's own transposed conv cannot
-    express."""
+    express. The GEMM runs on torch's GEMM (isa capped at baseline) and on this CPU's reduction tiles (float
+    accumulation: float32 and bfloat16)."""
     x, w, b = conv_inputs(size, c_x, c_y, kernel, groups, 7, True, transposed=True, dtype=dtype)
     if layout == "channels_last":
         x = x.contiguous(memory_format=CHANNELS_LAST[x.dim()])
     padding = tuple((1, 0) for _ in size)
     nd = len(size)
     out_size = [(i - 1) * stride + kernel - 1 for i in size]
-    path = torch.ops.fastpad._conv_transpose_path(x, w, b, [stride] * nd, [1] * nd, out_size, [1] * nd, groups,
-                                                  "zeros", "cpu")
-    assert path == "cpu_gemm_col2im"
-    y = check_conv_transpose(x, w, b, stride=stride, padding=padding, groups=groups)
+    with cpu_isa_limit(isa):
+        path = torch.ops.fastpad._conv_transpose_path(x, w, b, [stride] * nd, [1] * nd, out_size, [1] * nd, groups,
+                                                      "zeros", "cpu")
+        assert path == reduction_tiles_kernel("cpu_gemm_col2im", dtype)
+        y = check_conv_transpose(x, w, b, stride=stride, padding=padding, groups=groups)
     assert list(y.shape[2:]) == out_size
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("length", [8, 32, 110, 7001])
+def test_gemm_col2im_on_the_reduction_tiles(length, layout):
+    """conv_transpose's GEMM + col2im with its GEMM on the reduction tiles (cpu_gemm_col2im_avx2/_avx512, at AVX2 and
+    at this CPU's own ISA), float32, one image one row high: NCHW reads whole multiples of 16 x columns in place and
+    copies the rest, zero-padded (8 columns: all copied; 32: none; 110: both; 7001: both, in tiles of 512 KiB of
+    columns); channels-last pads the weight's rows. 3 y channels (the NCHW product's 3 rows: its columns are split
+    between the threads), a crop (1, 0) torch cannot express. Against the float64 reference, output poisoned."""
+    case = ConvCase(True, (1, length), 20, 3, 3, 2, ((1, 0), (1, 0)), batch=1, layout=layout)
+    x, w, b = case.random_inputs()
+    crop_lo, out_size = case.crops()
+    for isa in tiles_isas():
+        with cpu_isa_limit(isa):
+            path = torch.ops.fastpad._conv_transpose_path(x, w, b, [2, 2], crop_lo, out_size, [1, 1], 1, "zeros",
+                                                          "cpu")
+            assert path == reduction_tiles_kernel("cpu_gemm_col2im", torch.float32), (isa, path)
+            y = check_conv_transpose(x, w, b, stride=2, padding=((1, 0), (1, 0)))
+        assert list(y.shape[2:]) == list(out_size)
+        assert_memory_format_kept(x, y)
 
 
 @pytest.mark.parametrize("nd", NDIMS)

@@ -35,7 +35,8 @@ def test_every_cpu_kernel_path_is_reached():
                                                     "cpu_depthwise_phases_avx512", "cpu_grouped_expanded",
                                                     "cpu_grouped_planes",
                                                     "cpu_phase_planes", "cpu_phase_planes_avx2",
-                                                    "cpu_phase_planes_avx512", "cpu_gemm_col2im")}
+                                                    "cpu_phase_planes_avx512", "cpu_gemm_col2im",
+                                                    "cpu_gemm_col2im_avx2", "cpu_gemm_col2im_avx512")}
     every |= {("conv_weight_grad", name) for name in ("cpu_depthwise", "cpu_depthwise_avx512", "cpu_tap_dots",
                                                       "cpu_phase_planes", "cpu_phase_planes_avx2",
                                                       "cpu_phase_planes_avx512", "cpu_channels_last_gemm",
@@ -80,21 +81,24 @@ def test_wide_strided_transposed_convs_take_the_blocked_phases_on_avx512_only():
     assert path() == "cpu_blocked_avx512"
     assert path(isa="avx512_bf16") == "cpu_blocked_avx512"
     assert path(isa="avx2") == "cpu_phase_planes_avx2"
-    assert path(y_channels=3) == "cpu_gemm_col2im"
+    assert path(y_channels=3) == "cpu_gemm_col2im_avx512"
+    assert path(y_channels=3, isa="baseline") == "cpu_gemm_col2im"
     for others in (path(kernel=2, stride=3), path(batch=1, size=16), path(mode="reflect")):
         assert others == "cpu_phase_planes_avx512"
     assert path(isa="baseline") == "cpu_phase_planes"
 
 
 def test_a_non_finite_weight_leaves_the_transposed_phase_planes():
-    """The CPU phase planes multiply weights by zeros outside x, so an inf weight takes the GEMM + col2im path. (The
-    crop, 1 at the start and 2 at the end, is one torch's own transposed convolution cannot express.)"""
+    """The CPU phase planes multiply weights by zeros outside x, so an inf weight takes the GEMM + col2im path, its
+    GEMM on the reduction tiles (whose zero-padded columns are dropped). (The crop, 1 at the start and 2 at the end, is
+    one torch's own transposed convolution cannot express.)"""
     x, w = torch.randn(1, 16, 16, 16), torch.randn(16, 16, 4, 4)
     args = ([2, 2], [1, 1], [31, 31], [1, 1], 1, "zeros", "cpu")
     assert torch.ops.fastpad._conv_transpose_path(x, w, None, *args) == reduction_tiles_kernel("cpu_phase_planes",
                                                                                               torch.float32)
     w[3, 2, 1, 1] = float("inf")
-    assert torch.ops.fastpad._conv_transpose_path(x, w, None, *args) == "cpu_gemm_col2im"
+    assert torch.ops.fastpad._conv_transpose_path(x, w, None, *args) == reduction_tiles_kernel("cpu_gemm_col2im",
+                                                                                              torch.float32)
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])

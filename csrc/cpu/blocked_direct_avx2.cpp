@@ -22,6 +22,7 @@ struct Isa {
                        kVectors = kBlockedDirectMaxVectorsAvx2;
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V zero() { return _mm256_setzero_ps(); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   // The first n (< kLanes) floats; the other lanes load as zero and are not stored.
   static __m256i first_lanes(int n) {

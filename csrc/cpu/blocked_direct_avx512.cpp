@@ -24,6 +24,7 @@ struct Isa {
                        kVectors = kBlockedDirectMaxVectorsAvx512;
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V zero() { return _mm512_setzero_ps(); }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   // The first n (< kLanes) floats; the other lanes load as zero and are not stored.
   static V load_first(const float* p, int n) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p); }

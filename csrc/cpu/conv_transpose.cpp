@@ -38,58 +38,131 @@ constexpr int64_t kAccumulatorBytes = 16 * 1024 * 1024;
 // or, for images of few x positions, a run of whole images (gemm_tiles.h's images_per_shared_gemm), whose GEMM reads
 // the group's weights once for all of them.
 // NCHW: cols[(c, kd, kh, kw), t]; channels-last: cols[t, (kd, kh, kw), c]; t runs over the tile's images in turn.
+// tiles: the GEMM on cpu/reduction_tiles.h's register tiles (float accumulation), or null for torch's GEMM. The tiles
+// take whole vectors along c's rows: channels-last pads the weight's and cols' rows (spread) with zero columns,
+// NCHW copies x's rows (t) into a zero-padded buffer; the padded columns of cols are never read.
 template <typename scalar_t>
 void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, at::Tensor& y_acc,
-                    bool channels_last) {
+                    bool channels_last, ReductionTilesKernel tiles) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
+  TORCH_INTERNAL_ASSERT(!tiles || (std::is_same_v<acc_t, float>), "fastpad: the reduction tiles accumulate in float");
   const int64_t groups = g.groups, x_per_group = g.conv_out_channels_per_group(),
                 y_per_group = g.conv_in_channels_per_group(), taps = g.kernel_volume();
   const int64_t spread = y_per_group * taps;
+  // Channels-last: the pitch of cols' rows (and of the weight's rows on the tiles).
+  const int64_t spread_pitch = tiles && channels_last ? reduction_tiles_columns(spread) : spread;
   const int64_t y_h = g.conv_in_sizes[1], y_w = g.conv_in_sizes[2];
   const int64_t x_h = g.conv_out_sizes[1], x_w = g.conv_out_sizes[2], x_volume = g.conv_out_volume();
-  const auto w_acc = channels_last ? weight.to(acc_dtype)
+  at::Tensor w_acc = channels_last ? weight.to(acc_dtype)
                                          .reshape({groups, x_per_group, y_per_group, taps})
                                          .permute({0, 1, 3, 2})
                                          .contiguous()
                                          .view({groups, x_per_group, spread})
                                    : weight.to(acc_dtype).contiguous().view({groups, x_per_group, spread});
+  if (spread_pitch != spread) {
+    at::Tensor padded = at::zeros({groups, x_per_group, spread_pitch}, w_acc.options());
+    padded.narrow(2, 0, spread).copy_(w_acc);
+    w_acc = padded;
+  }
   const auto x_flat = flatten_positions(x, channels_last);
-  const TilePlan plan(g, channels_last, spread * static_cast<int64_t>(sizeof(acc_t)));
+  const TilePlan plan(g, channels_last, spread_pitch * static_cast<int64_t>(sizeof(acc_t)));
   // Whole images per tile where their positions fit the column buffer (then plan.tiles == 1: no two tiles write the
   // same image of y).
   const int64_t threads = at::get_num_threads();
-  const int64_t buffer_capacity = kColumnBufferBytes / (spread * static_cast<int64_t>(sizeof(acc_t)));
+  const int64_t buffer_capacity = kColumnBufferBytes / (spread_pitch * static_cast<int64_t>(sizeof(acc_t)));
   const int64_t images_per_tile = std::min(images_per_shared_gemm(x_volume, g.batch, groups, threads),
                                            std::max<int64_t>(buffer_capacity / std::max<int64_t>(x_volume, 1), 1));
   TORCH_INTERNAL_ASSERT(images_per_tile == 1 || plan.tiles == 1);
   const int64_t image_tiles = (g.batch + images_per_tile - 1) / images_per_tile;
+  const int64_t max_columns = images_per_tile * plan.buffer_positions();
+  // NCHW: the pitch of cols' rows and of the gathered x's (whole vectors on the tiles).
+  const auto column_pitch = [&](int64_t columns) {
+    return tiles && !channels_last ? reduction_tiles_columns(columns) : columns;
+  };
   acc_t* y_data = y_acc.mutable_data_ptr<acc_t>();
+
+  // c = a b on the tiles, in tasks of kTaskRows rows x kTaskColumns columns split between the threads (serial inside
+  // a parallel region): a transposed conv to 3 y channels (3 rows in NCHW) needs its columns split.
+  const auto tiles_product = [&](ReductionTiles t) {
+    constexpr int64_t kTaskRows = 48, kTaskColumns = 192;  // whole tiles on AVX2 (4 x 24) and AVX-512 (6 x 64)
+    t.overwrite = true;
+    const int64_t row_tasks = (t.rows + kTaskRows - 1) / kTaskRows;
+    const int64_t column_tasks = (t.columns + kTaskColumns - 1) / kTaskColumns;
+    at::parallel_for(0, row_tasks * column_tasks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t r0 = task / column_tasks * kTaskRows, c0 = task % column_tasks * kTaskColumns;
+        ReductionTiles part = t;
+        part.a += r0 * t.a_row_stride;
+        part.b += c0;
+        part.c += r0 * t.c_row_stride + c0;
+        part.rows = std::min(kTaskRows, t.rows - r0);
+        part.columns = std::min(kTaskColumns, t.columns - c0);
+        tiles(part);
+      }
+    });
+  };
 
   // Images [n0, n0 + images), or one image n0 (images == 1) and its tile `tile`.
   const auto run_tile = [&](int64_t n0, int64_t images, int64_t group, int64_t tile, std::vector<acc_t>& cols,
                             std::vector<acc_t>& x_gathered) {
     const auto [pixel_begin, tile_pixels] = plan.tile(tile);
     const int64_t columns = images * tile_pixels;  // GEMM positions
+    const int64_t pitch = column_pitch(columns);  // NCHW: of cols' rows
     if (channels_last) {
       // [N * positions, C] rows are contiguous across images.
       const auto x_tile = x_flat.view({g.batch * x_volume, g.conv_out_channels})
                               .narrow(0, n0 * x_volume + pixel_begin, columns)
                               .narrow(1, group * x_per_group, x_per_group);
-      auto cols_view = wrap_buffer(cols.data(), {columns, spread});
-      at::mm_out(cols_view, x_tile.to(acc_dtype), w_acc[group]);
+      if constexpr (std::is_same_v<acc_t, float>) {
+        if (tiles) {
+          const at::Tensor a = x_tile.to(acc_dtype);  // float32 x: a view, no copy
+          tiles_product({a.const_data_ptr<float>(), a.stride(0), a.stride(1), w_acc[group].const_data_ptr<float>(),
+                         spread_pitch, cols.data(), spread_pitch, columns, spread_pitch, x_per_group});
+        }
+      }
+      if (!tiles) {
+        auto cols_view = wrap_buffer(cols.data(), {columns, spread});
+        at::mm_out(cols_view, x_tile.to(acc_dtype), w_acc[group]);
+      }
     } else {
       const auto x_group = x_flat.narrow(0, n0, images).narrow(1, group * x_per_group, x_per_group);
+      // The tiles read x's columns in place where they can (float32, one image: whole multiples of the padding, so
+      // that in_place + gathered_pitch is pitch); the others (all of them where images sit side by side, or for
+      // torch's GEMM) are copied into x_gathered, as rows of gathered_pitch columns, zero-padded.
+      int64_t in_place = 0;
+      if constexpr (std::is_same_v<scalar_t, float>) {
+        if (tiles && images == 1) in_place = columns / kReductionTilesPaddedMultiple * kReductionTilesPaddedMultiple;
+      }
+      const int64_t gathered = columns - in_place, gathered_pitch = column_pitch(gathered);
       at::Tensor x_tile;
-      if (images > 1) {  // [C, images, positions]: the images side by side
-        x_tile = wrap_buffer(x_gathered.data(), {x_per_group, images, x_volume});
-        x_tile.copy_(x_group.transpose(0, 1));
-        x_tile = x_tile.view({x_per_group, columns});
+      if (images > 1 || (tiles && gathered > 0)) {
+        x_tile = wrap_buffer(x_gathered.data(), {x_per_group, gathered_pitch});
+        x_tile.narrow(1, gathered, gathered_pitch - gathered).zero_();
+        x_tile.narrow(1, 0, gathered)
+            .view({x_per_group, images, gathered / images})
+            .copy_(x_group.narrow(2, pixel_begin + in_place, tile_pixels - in_place).transpose(0, 1));
       } else {
         x_tile = x_group[0].narrow(1, pixel_begin, tile_pixels);
       }
-      auto cols_view = wrap_buffer(cols.data(), {spread, columns});
-      at::mm_out(cols_view, w_acc[group].t(), x_tile.to(acc_dtype));
+      if constexpr (std::is_same_v<acc_t, float>) {
+        if (tiles) {  // rows (c, taps), depth x's channels: a[r, d] = w[d, r]
+          const float* w_group = w_acc[group].const_data_ptr<float>();
+          if (in_place > 0) {
+            const float* x_columns = reinterpret_cast<const float*>(x_group[0].const_data_ptr()) + pixel_begin;
+            tiles_product({w_group, 1, spread, x_columns, x_group.stride(1), cols.data(), pitch, spread, in_place,
+                           x_per_group});
+          }
+          if (gathered > 0) {
+            tiles_product({w_group, 1, spread, x_tile.const_data_ptr<float>(), gathered_pitch, cols.data() + in_place,
+                           pitch, spread, gathered_pitch, x_per_group});
+          }
+        }
+      }
+      if (!tiles) {
+        auto cols_view = wrap_buffer(cols.data(), {spread, columns});
+        at::mm_out(cols_view, w_acc[group].t(), x_tile.to(acc_dtype));
+      }
     }
     for (int64_t image = 0; image < images; ++image) {
       const int64_t n = n0 + image, first_column = image * tile_pixels;
@@ -99,7 +172,7 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
         at::parallel_for(0, y_per_group, 16, [&](int64_t c_begin, int64_t c_end) {
           for (int64_t pixel = pixel_begin; pixel < pixel_begin + tile_pixels; ++pixel) {
             const int64_t ow = pixel % x_w, oh = (pixel / x_w) % x_h, od = pixel / (x_w * x_h);
-            const acc_t* src = cols.data() + (first_column + pixel - pixel_begin) * spread;
+            const acc_t* src = cols.data() + (first_column + pixel - pixel_begin) * spread_pitch;
             for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
               const int64_t pd = g.tap_source(0, od, kd);
               for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
@@ -119,10 +192,10 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
         at::parallel_for(0, y_per_group, 1, [&](int64_t c_begin, int64_t c_end) {
           for (int64_t c = c_begin; c < c_end; ++c) {
             acc_t* plane = y_group + c * g.conv_in_volume();
-            const acc_t* src = cols.data() + c * taps * columns + first_column;
+            const acc_t* src = cols.data() + c * taps * pitch + first_column;
             for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
               for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-                for (int64_t kw = 0; kw < g.kernel[2]; ++kw, src += columns) {
+                for (int64_t kw = 0; kw < g.kernel[2]; ++kw, src += pitch) {
                   // The tile's pixels, row by row: whole rows, or the part of a row the tile holds.
                   for (int64_t pixel = pixel_begin; pixel < pixel_begin + tile_pixels;) {
                     const int64_t row = pixel / x_w, col = pixel % x_w;
@@ -145,8 +218,9 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
 
   // Items: (run of images, group); each runs its tiles in turn and owns its images' slices of y.
   const int64_t items = image_tiles * groups;
-  const int64_t cols_size = spread * plan.buffer_positions() * images_per_tile;  // images_per_tile > 1: one tile
-  const int64_t gathered_size = channels_last || images_per_tile == 1 ? 0 : x_per_group * images_per_tile * x_volume;
+  const int64_t cols_size = channels_last ? spread_pitch * max_columns : spread * column_pitch(max_columns);
+  const int64_t gathered_size =
+      channels_last || (images_per_tile == 1 && !tiles) ? 0 : x_per_group * column_pitch(max_columns);
   const auto run_item = [&](int64_t item, std::vector<acc_t>& cols, std::vector<acc_t>& x_gathered) {
     const int64_t n0 = (item / groups) * images_per_tile, group = item % groups;
     const int64_t images = std::min(images_per_tile, g.batch - n0);
@@ -385,7 +459,13 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
           phase_plane_transpose_nchw<scalar_t>(gc, xc, weight, y_acc, &reduction_tiles_avx512);
           break;
         case ConvTransposePath::CpuGemmCol2im:
-          transpose_gemm<scalar_t>(gc, xc, weight, y_acc, channels_last);
+          transpose_gemm<scalar_t>(gc, xc, weight, y_acc, channels_last, nullptr);
+          break;
+        case ConvTransposePath::CpuGemmCol2imAvx2:
+          transpose_gemm<scalar_t>(gc, xc, weight, y_acc, channels_last, &reduction_tiles_avx2);
+          break;
+        case ConvTransposePath::CpuGemmCol2imAvx512:
+          transpose_gemm<scalar_t>(gc, xc, weight, y_acc, channels_last, &reduction_tiles_avx512);
           break;
         default:
           TORCH_INTERNAL_ASSERT(false, "fastpad conv_transpose: no CPU kernel for path ", path_name(path));

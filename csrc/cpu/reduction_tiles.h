@@ -1,6 +1,7 @@
 // The register-tiled GEMM of the CPU weight gradients (cpu_channels_last_gemm_avx2/_avx512 and
-// cpu_phase_planes_avx2/_avx512 in conv_weight_grad.cpp) and of the NCHW transposed phase planes
-// (cpu_phase_planes_avx2/_avx512 in conv_transpose.cpp): c[r][v] += sum over d < depth of a[r, d] * b[d][v], a tile
+// cpu_phase_planes_avx2/_avx512 in conv_weight_grad.cpp) and of conv_transpose.cpp's NCHW phase planes and GEMM +
+// col2im (cpu_phase_planes_avx2/_avx512, cpu_gemm_col2im_avx2/_avx512): c[r][v] += sum over d < depth of
+// a[r, d] * b[d][v] (or c = the sum, overwrite), a tile
 // of rows x vectors of c in registers for the whole depth, so that c is read and written once per call. a is read one
 // value at a time (broadcast, any strides: a weight gradient's grad_output or its columns, a transposed conv's
 // weight), b and c by vectors along v.
@@ -24,14 +25,18 @@ struct ReductionTiles {
   float* c;  // c[r][v] at c + r * c_row_stride + v
   int64_t c_row_stride;
   int64_t rows, columns, depth;  // columns: a whole number of kReductionTilesColumnMultiple
+  bool overwrite = false;  // c = a b: c's values are neither read nor need initialising
 };
 
 // b's and c's columns come in whole multiples of this many floats, AVX2's vector (AVX-512 reads and writes a last half
-// vector through masks): the weight gradients pad their buffers with zero columns, whose results they drop, to whole
-// AVX-512 vectors (reduction_tiles_columns); the transposed phase planes' rows are whole vectors of at::vec's 8.
+// vector through masks): the weight gradients and the GEMM + col2im pad their buffers with zero columns, whose results
+// they drop, to whole AVX-512 vectors (kReductionTilesPaddedMultiple, reduction_tiles_columns); the transposed phase
+// planes' rows are whole vectors of at::vec's 8.
 constexpr int64_t kReductionTilesColumnMultiple = 8;
-
-inline int64_t reduction_tiles_columns(int64_t columns) { return (columns + 15) / 16 * 16; }
+constexpr int64_t kReductionTilesPaddedMultiple = 16;
+inline int64_t reduction_tiles_columns(int64_t columns) {
+  return (columns + kReductionTilesPaddedMultiple - 1) / kReductionTilesPaddedMultiple * kReductionTilesPaddedMultiple;
+}
 
 void reduction_tiles_avx2(const ReductionTiles& t);
 void reduction_tiles_avx512(const ReductionTiles& t);

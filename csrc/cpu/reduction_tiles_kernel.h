@@ -16,7 +16,9 @@ inline void reduction_tile(const ReductionTiles& t, int64_t r0, int64_t v0, int 
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) acc[r][u] = load(c + r * t.c_row_stride + u * Isa::kLanes);
+    for (int u = 0; u < U; ++u) {
+      acc[r][u] = t.overwrite ? Isa::zero() : load(c + r * t.c_row_stride + u * Isa::kLanes);
+    }
   }
   const float* a = t.a + r0 * t.a_row_stride;
   const float* b = t.b + v0;

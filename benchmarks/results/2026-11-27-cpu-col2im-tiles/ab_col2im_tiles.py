@@ -1,0 +1,74 @@
+"""A/B of conv_transpose's GEMM + col2im: the GEMM on the reduction tiles (after) against torch's GEMM (before,
+through a temporary build switch, the environment variable AB_OLD, removed before the commit). Every call of the
+conv_transpose op (a transposed conv's forward, or a conv's input gradient) that the random layers of the given seeds
+and the 23-layer suite make and that reaches cpu_gemm_col2im_*, timed alone, interleaved, medians.
+Run from the repository root with PYTHONPATH=tests: python ab_col2im_tiles.py SEED... [--suite] [--bfloat16]"""
+import os
+import statistics
+import sys
+import time
+from dataclasses import replace
+
+import torch
+
+from code_paths import _RecordFastpadOps
+from fastpad.bench.layers import SUITE
+from fastpad.bench.random_layers import random_layers
+from fastpad.bench.runner import case_inputs, with_optional_bias
+
+torch.set_num_threads(2)
+ROUNDS = 7
+
+
+def calls_of(case):
+    inputs = [t.detach().requires_grad_(t.is_floating_point()) for t in case_inputs(case, torch.device("cpu"))]
+    f = with_optional_bias(case.fastpad_function(), case)
+    with _RecordFastpadOps() as record:
+        y = f(*inputs)
+        y.backward(torch.randn_like(y))
+    return [args for op, args in record.calls
+            if op == "conv_transpose" and torch.ops.fastpad._conv_transpose_path(*args, "cpu").startswith(
+                "cpu_gemm_col2im_")]
+
+
+def timed(args, old):
+    if old:
+        os.environ["AB_OLD"] = "1"
+    else:
+        os.environ.pop("AB_OLD", None)
+    start = time.perf_counter()
+    torch.ops.fastpad.conv_transpose(*args)
+    return time.perf_counter() - start
+
+
+def main():
+    seeds = [int(a) for a in sys.argv[1:] if not a.startswith("--")]
+    layers = [layer for seed in seeds for layer in random_layers(100, seed)]
+    if "--suite" in sys.argv:
+        layers += list(SUITE)
+    if "--bfloat16" in sys.argv:
+        layers = [replace(layer, case=replace(layer.case, dtype="bfloat16")) for layer in layers]
+    ratios = []
+    for layer in layers:
+        for args in calls_of(layer.case):
+            args = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+            with torch.no_grad():
+                for old in (False, True, False, True):
+                    timed(args, old)
+                before, after = [], []
+                reps = max(1, int(0.02 / max(timed(args, False), 1e-6)))
+                for _ in range(ROUNDS):
+                    after.append(min(timed(args, False) for _ in range(reps)))
+                    before.append(min(timed(args, True) for _ in range(reps)))
+            a, b = statistics.median(after) * 1e3, statistics.median(before) * 1e3
+            ratios.append(a / b)
+            x = args[0]
+            print(f"{layer.model:18s} {layer.name:28s} x {tuple(x.shape)} w {tuple(args[1].shape)} "
+                  f"{'CL' if x.dim() > 3 and x.is_contiguous(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d) and not x.is_contiguous() else 'NC'} "
+                  f"after {a:.3f} ms before {b:.3f} ms ratio {a / b:.2f}", flush=True)
+    if ratios:
+        geo = statistics.geometric_mean(ratios)
+        print(f"{len(ratios)} calls, ratio range {min(ratios):.2f}-{max(ratios):.2f}, geomean {geo:.2f}")
+
+
+main()
