@@ -406,3 +406,22 @@ def test_fma_peak():
     assert 0 < peak < 1e5  # GFLOP/s
     with pytest.raises(RuntimeError, match="seconds.*-1"):
         torch.ops.fastpad._cpu_fma_peak(-1.0)
+
+
+# Batch-1 layers whose images, groups and blocks of output channels leave a thread without work: conv.cpp splits their
+# rows into up to 2 x threads bands (none shorter than its halo, each of 2^21 multiply-adds or more): k7 s2 12 channels
+# (halo 3 rows), a stride-1 k5 in reflect mode (halo 4 of 14 rows), a 3-d k4 (bands of H per depth slice), a k1 (no
+# halo), and a transposed conv's phases; channels-last and NCHW.
+BATCH_ONE_BANDS = [ConvCase(False, (53, 53), 32, 12, 7, 2, "causal", batch=1, layout="channels_last"),
+                   ConvCase(False, (14, 15), 24, 20, 5, 1, "same", padding_mode="reflect", batch=1),
+                   ConvCase(False, (30, 30, 30), 18, 4, 4, 1, "same", batch=1, layout="channels_last"),
+                   ConvCase(False, (40, 41), 64, 40, 1, 1, "valid", batch=1, layout="channels_last"),
+                   ConvCase(True, (22, 22), 24, 16, 7, 1, "same", batch=1)]
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("case", BATCH_ONE_BANDS, ids=[case.describe() for case in BATCH_ONE_BANDS])
+def test_batch_one_layers_split_their_rows_between_threads(isa, case):
+    if isa not in isas_here():
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    run_case(case, isa)

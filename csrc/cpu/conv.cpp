@@ -198,6 +198,10 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
   });
 }
 
+// The fewest multiply-adds per band where bands are split for the threads (below, batch-1 calls of 12-50 us ran up to
+// 1.46x slower split).
+constexpr int64_t kBlockedBandMinMultiplyAdds = int64_t(1) << 21;
+
 // Dense and grouped with float accumulation on an AVX2 or AVX-512 CPU, NCHW or channels-last: per (image, group, band
 // of output rows, range of output-channel blocks), the group's input channels become channels-last phase planes (the
 // NCHW copy transposes the band), and the register-blocked micro-kernel of cpu/blocked_direct.h computes every tap
@@ -262,8 +266,13 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   const auto y_stride = element_strides(y);
   const int64_t slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
   const int64_t bytes_per_position = out_pitch * static_cast<int64_t>(sizeof(float));  // out[band, out_pitch]
+  // Where images, groups and blocks of output channels leave threads without work, the rows go in more bands (each
+  // gathers its halo rows again), each of kBlockedBandMinMultiplyAdds or more (waking a thread costs microseconds).
+  const int64_t min_row_bands =
+      std::clamp<int64_t>(conv_multiply_adds(g) / kBlockedBandMinMultiplyAdds, 1,
+                          ceil_div(2 * at::get_num_threads(), std::max<int64_t>(g.batch * groups * co_blocks, 1)));
   const auto make_planes = [&] {
-    return PhasePlanes<Plane>(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/c_in);
+    return PhasePlanes<Plane>(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/c_in, min_row_bands);
   };
   const int64_t bands = make_planes().bands();
   // Output-channel blocks are split across work items only where images, groups and bands leave threads idle.
