@@ -31,7 +31,7 @@ inline void tile(const Args& a, const Element* w_block, int64_t block_width, int
   const int64_t lanes = a.lanes;
   for (int64_t tap = 0; tap < a.num_taps; ++tap) {
     const Element* x = a.taps[tap] + t0 * lanes;
-    const Element* w = w_block + tap * lanes * block_width;
+    const Element* w = w_block + tap * a.weight_tap_pitch;
     for (int64_t ci = 0; ci < lanes; ci += Isa::kDepth, x += Isa::kDepth, w += Isa::kDepth * block_width) {
       W wv[U];
 #pragma GCC unroll 4
@@ -93,7 +93,7 @@ inline void blocked_direct(const Args& a, int64_t channels) {
   const int64_t block_width = a.block_width;  // at most Isa::kVectors vectors
   for (int64_t b = a.co_block_begin; b < a.co_block_end; ++b) {
     const int64_t c0 = b * block_width, vectors = (std::min(channels - c0, block_width) + Isa::kLanes - 1) / Isa::kLanes;
-    block_of_vectors<Isa::kVectors>(vectors, a, a.weights + b * a.num_taps * a.lanes * block_width, block_width, c0);
+    block_of_vectors<Isa::kVectors>(vectors, a, a.weights + b * a.num_taps * a.weight_tap_pitch, block_width, c0);
   }
 }
 

@@ -222,16 +222,19 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   const int64_t depth = g.kernel[0], taps_2d = g.kernel[1] * g.kernel[2];
   const int64_t co_blocks = (c_out + block_width - 1) / block_width, out_pitch = (c_out + vector - 1) / vector * vector;
   const auto options = at::TensorOptions(at::kFloat);
-  // [groups, kd, co_blocks, kh*kw, Cg_in, block_width] (pairs: [.., Cg_in / 2, block_width, 2]), zero beyond Cg_out,
-  // in one pass over the weight [C_out, Cg_in, kd, kh*kw] (large weights over few positions spent longer in three
-  // ATen copies than in the kernel); bias (or zeros) [groups, co_blocks * block_width].
+  // [groups, kd, co_blocks, kh*kw, tap_pitch], each tap's [Cg_in, block_width] (pairs: [Cg_in / 2, block_width, 2])
+  // at its start, zero beyond Cg_out, in one pass over the weight [C_out, Cg_in, kd, kh*kw] (large weights over few
+  // positions spent longer in three ATen copies than in the kernel); bias (or zeros) [groups, co_blocks *
+  // block_width].
   const at::Tensor w_source = weight.to(kPairs ? at::kBFloat16 : at::kFloat).contiguous();
   const Element* w_from = reinterpret_cast<const Element*>(w_source.const_data_ptr());
-  at::Tensor w_packed = at::empty({groups * depth * co_blocks * taps_2d * c_in * block_width},
+  const int64_t tap_pitch = blocked_direct_weight_tap_pitch(c_in, block_width, sizeof(Element));
+  at::Tensor w_packed = at::empty({groups * depth * co_blocks * taps_2d * tap_pitch},
                                   options.dtype(kPairs ? at::kBFloat16 : at::kFloat));
   Element* w_to = reinterpret_cast<Element*>(w_packed.mutable_data_ptr());
   // Items of kPackChannels input channels: each output channel's source taps are read in runs, and the item's
-  // destination (taps x kPackChannels x block_width) stays in cache while it is written a column at a time.
+  // destination (taps x kPackChannels x block_width) stays in cache while it is written a column at a time (a store
+  // per tap, tap_pitch apart).
   constexpr int64_t kPackChannels = 16;
   const int64_t ci_chunks = (c_in + kPackChannels - 1) / kPackChannels;
   at::parallel_for(0, groups * depth * co_blocks * ci_chunks, 1, [&](int64_t begin, int64_t end) {
@@ -239,7 +242,7 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
       const int64_t chunk = item % ci_chunks, block_item = item / ci_chunks;
       const int64_t block = block_item % co_blocks, kd = (block_item / co_blocks) % depth,
                     group = block_item / (co_blocks * depth);
-      Element* to = w_to + block_item * taps_2d * c_in * block_width;
+      Element* to = w_to + block_item * taps_2d * tap_pitch;
       const int64_t ci_end = std::min(c_in, (chunk + 1) * kPackChannels);
       const int64_t lane_step = kPairs ? 2 : 1;
       for (int64_t b = 0; b < block_width; ++b) {
@@ -248,11 +251,11 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
           // Pairs: [tap][ci / 2][b][ci % 2]; floats: [tap][ci][b]. The source's taps are contiguous.
           Element* column = to + (kPairs ? (ci / 2) * block_width * 2 + ci % 2 : ci * block_width) + b * lane_step;
           if (co >= c_out) {  // the last block's lanes past the real channels
-            for (int64_t tap = 0; tap < taps_2d; ++tap) column[tap * c_in * block_width] = Element(0);
+            for (int64_t tap = 0; tap < taps_2d; ++tap) column[tap * tap_pitch] = Element(0);
             continue;
           }
           const Element* taps = w_from + (((group * c_out + co) * c_in + ci) * depth + kd) * taps_2d;
-          for (int64_t tap = 0; tap < taps_2d; ++tap) column[tap * c_in * block_width] = taps[tap];
+          for (int64_t tap = 0; tap < taps_2d; ++tap) column[tap * tap_pitch] = taps[tap];
         }
       }
     }
@@ -294,7 +297,7 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
       const int64_t block_begin = split * co_blocks / co_splits, block_end = (split + 1) * co_blocks / co_splits;
       const int64_t co_begin = block_begin * block_width, co_end = std::min(block_end * block_width, c_out);
       BlockedDirectArgs<Element> args{reinterpret_cast<const Element* const*>(planes.taps().data()),
-                                      taps_2d, c_in, nullptr, block_width, block_begin, block_end,
+                                      taps_2d, c_in, nullptr, tap_pitch, block_width, block_begin, block_end,
                                       out.data(), out_pitch, planes.pitch() * out_pitch, band.rows, planes.pitch(),
                                       band.cols, init_data + group * co_blocks * block_width, false};
       for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
@@ -319,7 +322,7 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
             planes.gather(x_data + (n * g.conv_in_channels + group * c_in) * g.conv_in_volume() + id * slice, band,
                           0, 1, g.conv_in_volume());
           }
-          args.weights = w_data + (group * depth + kd) * co_blocks * taps_2d * c_in * block_width;
+          args.weights = w_data + (group * depth + kd) * co_blocks * taps_2d * tap_pitch;
           micro_kernel(args, c_out);
           args.accumulate = true;
         }
