@@ -3,7 +3,7 @@ against unpadded slabs (before, through a temporary build switch, the environmen
 commit). Every call of the conv and conv_transpose ops that the random layers of the given seeds and the 23-layer
 suite make (forward and backward) and that reaches a cpu_blocked_* path, timed alone, interleaved, medians.
 Run from the repository root with PYTHONPATH=tests: python ab_weight_tap_pitch.py SEED[:NAME]... [--suite]
-[--bfloat16]"""
+[--bfloat16] [--channels-last]"""
 import os
 import statistics
 import sys
@@ -48,6 +48,8 @@ def main():
               if len(pick) == 1 or layer.name == pick[1]]
     if "--suite" in sys.argv:
         layers += list(SUITE)
+    if "--channels-last" in sys.argv:
+        layers = [replace(layer, case=replace(layer.case, layout="channels_last")) for layer in layers]
     if "--bfloat16" in sys.argv:
         layers = [replace(layer, case=replace(layer.case, dtype="bfloat16")) for layer in layers]
     ratios = []
