@@ -153,6 +153,36 @@ print(after - before, x.nbytes, y.nbytes)
 LONG_ROW_EXTRA_BOUND = 64 * MiB
 
 
+# A transposed conv from 1024 x channels to 2 y channels, k2 s2, crop (1, 0): the GEMM + col2im (cpu_gemm_col2im_*),
+# whose tiles of x positions are sized by the 2 x 2 values each writes (32768 positions): a copy of each tile's x
+# columns would take 128 MiB per thread.
+WIDE_TO_NARROW_SCRIPT = r"""
+import sys
+import torch
+import fastpad
+
+def peak_bytes():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+
+x, w = torch.randn(2, 1024, 1 << 16), torch.randn(1024, 2, 2)
+path = torch.ops.fastpad._conv_transpose_path(x, w, None, [2], [1], [2 * x.shape[-1] - 1], [1], 1, "zeros", "cpu")
+assert path.startswith("cpu_gemm_col2im"), path
+with torch.no_grad():
+    before = peak_bytes()
+    y = fastpad.conv_transpose1d(x, w, stride=2, padding=((1, 0),))
+    after = peak_bytes()
+print(after - before, x.nbytes, y.nbytes)
+"""
+
+
+def test_peak_memory_of_a_wide_to_narrow_transposed_conv_is_bounded():
+    """2 x 1024 x 65536 float32 samples to 2 channels: the peak grows by the output and less than 64 MiB besides."""
+    growth, input_bytes, output_bytes = run_script(WIDE_TO_NARROW_SCRIPT)
+    print(f"\nconv_transpose1d 1024 -> 2: {describe(growth, input_bytes, output_bytes)}")
+    assert growth - output_bytes < LONG_ROW_EXTRA_BOUND, describe(growth, input_bytes, output_bytes)
+
+
 @pytest.mark.parametrize("op, padding_mode", [("conv1d", "zeros"), ("conv1d", "reflect"),
                                               ("conv_transpose1d", "zeros")])
 def test_peak_memory_of_a_long_row_is_bounded(op, padding_mode):

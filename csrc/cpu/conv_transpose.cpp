@@ -219,8 +219,13 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
   // Items: (run of images, group); each runs its tiles in turn and owns its images' slices of y.
   const int64_t items = image_tiles * groups;
   const int64_t cols_size = channels_last ? spread_pitch * max_columns : spread * column_pitch(max_columns);
-  const int64_t gathered_size =
-      channels_last || (images_per_tile == 1 && !tiles) ? 0 : x_per_group * column_pitch(max_columns);
+  // NCHW gathers every column of x where images sit side by side, or where the tiles read x converted to float; a
+  // float32 image's tiles read all but its last few columns in place (so the buffer does not grow with x's channels).
+  const bool gathers_all = images_per_tile > 1 || (tiles && !std::is_same_v<scalar_t, float>);
+  const int64_t gathered_size = channels_last || !(gathers_all || tiles)
+                                    ? 0
+                                    : x_per_group * (gathers_all ? column_pitch(max_columns)
+                                                                 : kReductionTilesPaddedMultiple);
   const auto run_item = [&](int64_t item, std::vector<acc_t>& cols, std::vector<acc_t>& x_gathered) {
     const int64_t n0 = (item / groups) * images_per_tile, group = item % groups;
     const int64_t images = std::min(images_per_tile, g.batch - n0);
