@@ -37,14 +37,27 @@ Strides strides_of(const at::Tensor& t) {
 
 const void* data_or_null(const at::Tensor& t) { return t.defined() ? t.const_data_ptr() : nullptr; }
 
-// The same values with each position's channels contiguous (channels-last; for 1-d, NLC viewed as NCL): a copy, whose
-// channels load as aligned 16-byte vectors when their count is a multiple of the lanes (cuda_stages_channels).
-at::Tensor channels_contiguous_copy(const at::Tensor& t) { return t.movedim(1, -1).contiguous().movedim(-1, 1); }
-
-// An uninitialised tensor like `like` (shape, dtype, device) with each position's channels contiguous.
-at::Tensor empty_channels_contiguous(const at::Tensor& like) {
-  return at::empty(like.movedim(1, -1).sizes(), like.options()).movedim(-1, 1);
+// t itself, or, where the path stages channels (cuda_stages_channels), the same values with each position's channels
+// contiguous (channels-last; for 1-d, NLC viewed as NCL): a copy, whose channels load as aligned 16-byte vectors when
+// their count is a multiple of the lanes.
+at::Tensor staged_input(bool staged, const at::Tensor& t) {
+  return staged ? t.movedim(1, -1).contiguous().movedim(-1, 1) : t;
 }
+
+// The input and output a conv or transposed conv kernel reads and writes: x and y themselves, or, staged, a
+// channels-contiguous copy of x and an uninitialised channels-contiguous output, copied into y after the launch.
+struct StagedConvTensors {
+  bool staged;
+  at::Tensor x, y_kernel;
+
+  StagedConvTensors(bool staged, const at::Tensor& input, const at::Tensor& y)
+      : staged(staged),
+        x(staged_input(staged, input)),
+        y_kernel(staged ? at::empty(y.movedim(1, -1).sizes(), y.options()).movedim(-1, 1) : y) {}
+  void copy_back(at::Tensor& y) const {
+    if (staged) y.copy_(y_kernel);
+  }
+};
 
 at::Tensor contiguous_bias(const std::optional<at::Tensor>& bias) {
   return bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
@@ -88,18 +101,17 @@ std::pair<at::Tensor, ConvPath> conv_binding(const at::Tensor& input, const at::
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};
   // Without channel vectors the pipelined GEMM runs on channels-contiguous copies of x and y.
-  const bool staged = cuda_stages_channels(path, vectors);
-  const at::Tensor x = staged ? channels_contiguous_copy(input) : input;
-  at::Tensor y_kernel = staged ? empty_channels_contiguous(y) : y;
+  const StagedConvTensors io(cuda_stages_channels(path, vectors), input, y);
   // The pipelined GEMM reads the weight tap-major, each tap's input channels contiguous; the depthwise vector kernel
   // reads it as [taps][C].
   const auto w = path == ConvPath::CudaPipelinedGemm      ? weight.movedim(1, -1).contiguous()
                  : path == ConvPath::CudaDepthwiseVectors ? weight.flatten(1).t().contiguous()
                                                           : weight.contiguous();
   const auto b = contiguous_bias(bias);
-  launch_conv({g, path, scalar_type_of(input), x.const_data_ptr(), strides_of(x), w.const_data_ptr(),
-               data_or_null(b), y_kernel.mutable_data_ptr(), strides_of(y_kernel), channels_last || staged, stream});
-  if (staged) y.copy_(y_kernel);
+  launch_conv({g, path, scalar_type_of(input), io.x.const_data_ptr(), strides_of(io.x), w.const_data_ptr(),
+               data_or_null(b), io.y_kernel.mutable_data_ptr(), strides_of(io.y_kernel), channels_last || io.staged,
+               stream});
+  io.copy_back(y);
   return {y, path};
 }
 
@@ -121,9 +133,7 @@ std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};
   // Without channel vectors the phases' pipelined GEMMs run on channels-contiguous copies of x and y.
-  const bool staged = cuda_stages_channels(path, vectors);
-  const at::Tensor x = staged ? channels_contiguous_copy(input) : input;
-  at::Tensor y_kernel = staged ? empty_channels_contiguous(y) : y;
+  const StagedConvTensors io(cuda_stages_channels(path, vectors), input, y);
   const auto w = weight.contiguous();
   const auto b = contiguous_bias(bias);
   at::Tensor weight_finite;
@@ -137,11 +147,11 @@ std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
   if (path == ConvTransposePath::CudaPipelinedGemm) kernel_weight = pipelined_phase_weights(g, w);
   if (path == ConvTransposePath::CudaDepthwiseVectors) kernel_weight = w.flatten(1).t().contiguous();
   if (path == ConvTransposePath::CudaDepthwiseRows) kernel_weight = transpose_phase_weight(g, w, 0).contiguous();
-  launch_conv_transpose({g, path, scalar_type_of(input), x.const_data_ptr(), strides_of(x), w.const_data_ptr(),
-                         data_or_null(kernel_weight), data_or_null(b), y_kernel.mutable_data_ptr(),
-                         strides_of(y_kernel), channels_last || staged,
+  launch_conv_transpose({g, path, scalar_type_of(input), io.x.const_data_ptr(), strides_of(io.x), w.const_data_ptr(),
+                         data_or_null(kernel_weight), data_or_null(b), io.y_kernel.mutable_data_ptr(),
+                         strides_of(io.y_kernel), channels_last || io.staged,
                          weight_finite.defined() ? weight_finite.const_data_ptr<bool>() : nullptr, stream});
-  if (staged) y.copy_(y_kernel);
+  io.copy_back(y);
   return {y, path};
 }
 
@@ -162,8 +172,8 @@ std::pair<at::Tensor, WeightGradPath> conv_weight_grad_binding(const at::Tensor&
   if (g.batch == 0) return {at::zeros(weight_shape, input.options()), path};
   auto grad = at::empty(weight_shape, input.options());  // contiguous: [C_out, C_in / groups * taps]
   // Without channel vectors the pipelined GEMM reads channels-contiguous copies of x and grad_output.
-  const at::Tensor x = cuda_stages_channels(path, x_vectors) ? channels_contiguous_copy(input) : input;
-  const at::Tensor gy = cuda_stages_channels(path, gy_vectors) ? channels_contiguous_copy(grad_output) : grad_output;
+  const at::Tensor x = staged_input(cuda_stages_channels(path, x_vectors), input);
+  const at::Tensor gy = staged_input(cuda_stages_channels(path, gy_vectors), grad_output);
   WeightGradLaunch launch{g,    path, scalar_type_of(input), x.const_data_ptr(), strides_of(x), gy.const_data_ptr(),
                           strides_of(gy), grad.mutable_data_ptr(), nullptr, stream};
   at::Tensor workspace;
