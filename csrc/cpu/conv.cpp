@@ -271,11 +271,11 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   const int64_t bytes_per_position = out_pitch * static_cast<int64_t>(sizeof(float));  // out[band, out_pitch]
   // Where images, groups and blocks of output channels leave threads without work, the rows go in more bands (each
   // gathers its halo rows again), each of kBlockedBandMinMultiplyAdds or more (waking a thread costs microseconds).
-  const int64_t min_row_bands =
+  const int64_t wanted_row_bands =
       std::clamp<int64_t>(conv_multiply_adds(g) / kBlockedBandMinMultiplyAdds, 1,
                           ceil_div(2 * at::get_num_threads(), std::max<int64_t>(g.batch * groups * co_blocks, 1)));
   const auto make_planes = [&] {
-    return PhasePlanes<Plane>(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/c_in, min_row_bands);
+    return PhasePlanes<Plane>(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/c_in, wanted_row_bands);
   };
   const int64_t bands = make_planes().bands();
   // Output-channel blocks are split across work items only where images, groups and bands leave threads idle.

@@ -50,10 +50,10 @@ class PhasePlanes {
   // [positions, lanes] matrix. The band is sized so that the planes plus the caller's own buffers,
   // `bytes_per_position` for each flattened output position, fit `budget_bytes`: whole rows where one row fits, else
   // a tile of one row's columns with the halo its taps read (never narrower than kMinTileColumns), so that a long
-  // 1-d row never sizes a buffer. min_row_bands: whole rows are split into up to this many bands (more work items
+  // 1-d row never sizes a buffer. wanted_row_bands: whole rows are split into up to this many bands (more work items
   // for the threads), none shorter than its halo (so no row is gathered more than twice).
   explicit PhasePlanes(const ConvGeometry& g, int64_t channels = 1, int64_t budget_bytes = kPhasePlaneBytes,
-                       int64_t bytes_per_position = 0, int64_t lanes = 1, int64_t min_row_bands = 1)
+                       int64_t bytes_per_position = 0, int64_t lanes = 1, int64_t wanted_row_bands = 1)
       : g_(g),
         stride_h_(g.stride[1]),
         stride_w_(g.stride[2]),
@@ -73,7 +73,7 @@ class PhasePlanes {
     pitch_ = tile_cols_ + extra_cols_;
     band_rows_ = col_tiles_ > 1 ? 1
                                 : std::clamp<int64_t>(budget_bytes / (position_bytes * pitch_) - extra_rows_, 1,
-                                                      std::max({ceil_div(g.conv_out_sizes[1], min_row_bands),
+                                                      std::max({ceil_div(g.conv_out_sizes[1], wanted_row_bands),
                                                                 extra_rows_, int64_t(1)}));
     row_bands_ = (g.conv_out_sizes[1] + band_rows_ - 1) / band_rows_;
     plane_rows_ = band_rows_ + extra_rows_;
