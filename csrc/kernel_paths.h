@@ -34,6 +34,8 @@ enum class ConvPath {
   CpuGroupedExpanded,          // channels-last, few output channels per group: depthwise.cpp's kernel, expanded rows
   CpuGroupedExpandedAvx512,    // the same on AVX-512's tiles
   CpuTapGemms,                 // NCHW: one GEMM per tap straight off the phase planes
+  CpuTapTilesAvx2,             // the same, every tap's GEMM summed in cpu/reduction_tiles.h's AVX2 registers
+  CpuTapTilesAvx512,           // ... in its AVX-512 registers
   CpuColumnGemm,               // NCHW stems (few channels): taps copied into columns, one GEMM
   CpuChannelsLastDirect,       // channels-last stems: the direct kernel
   CpuChannelsLastPhasePlanes,  // channels-last, one group: GEMMs over channels-last phase planes
@@ -319,6 +321,31 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa
   return c_in > 0 && (g.groups > 1 || c_in * g.kernel_volume() >= kBlockedStemMinReduction);
 }
 
+// Whether an NCHW conv with float accumulation runs its tap GEMMs summed on the reduction tiles (cpu_tap_tiles_*),
+// vectors along the output positions, rather than the blocked kernel, vectors along the output channels: where the
+// blocked kernel's vectors would leave lanes empty and the output rows are wide enough that the tiles' vectors, which
+// also run over each row's discarded columns (the phase planes' pitch), waste fewer. Half the lanes or more empty (at
+// most half a vector of output channels per group) on rows of kTapTilesMinColumns or more (kTapTilesMinStridedColumns
+// with a stride); or, at stride 1 on rows of kTapTilesMinStridedColumns or more, fewer than two vectors of channels,
+// except where the bfloat16 dot products (twice the multiply-adds per instruction) take the conv. A sweep (float32,
+// 2 cores of a Zen 5, AVX-512, 64 input channels, k3/k5, the op alone): 3 or 8 output channels 0.21-0.85x the
+// blocked kernel's time on 14-56 wide rows at stride 1, 0.54-0.91x on 28 wide ones at stride 2, but 0.82-1.13x on 14
+// wide strided rows and 0.58-1.13x on 7 wide ones; 12-24 channels at stride 1 0.62-0.94x on 28-56 wide rows,
+// 0.89-1.15x on 14 wide ones; 32 channels 1.00-1.14x. On the random layers' calls it takes, 0.19-0.98x (a bfloat16
+// 12-channel conv 1.11x against the dot products, which now keep it; AVX2 0.38-1.09x): benchmarks/RESULTS.md.
+constexpr int64_t kTapTilesMinColumns = 14, kTapTilesMinStridedColumns = 28;
+inline bool cpu_tap_tiles(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
+  if (channels_last || isa == CpuIsa::Baseline || element_bytes != 4) return false;
+  if (g.conv_in_channels_per_group() < kTapGemmMinChannels) return false;
+  const int64_t lanes = isa >= CpuIsa::Avx512 ? 16 : 8;  // floats per vector
+  const int64_t c_out = g.conv_out_channels_per_group();
+  const bool strided = g.stride[0] > 1 || g.stride[1] > 1 || g.stride[2] > 1;
+  const int64_t columns = g.conv_out_sizes[2];
+  if (2 * c_out <= lanes && columns >= (strided ? kTapTilesMinStridedColumns : kTapTilesMinColumns)) return true;
+  const bool dot_products = isa == CpuIsa::Avx512Bf16 && g.conv_in_channels_per_group() % 2 == 0;
+  return !dot_products && !strided && c_out < 2 * lanes && columns >= kTapTilesMinStridedColumns;
+}
+
 // Whether the blocked kernel takes the convs a transposed conv's stride phases are (transpose_phase_as_conv: one per
 // phase, one at stride 1; their input channels are x's, their taps about kernel_volume / phases). By the channels-last
 // rule of cpu_blocked_direct in either layout: the transposed op has no column GEMM to keep NCHW stems, and its
@@ -472,6 +499,9 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   }
   if (cpu_grouped_expanded(g, channels_last)) {
     return avx512_tiles ? ConvPath::CpuGroupedExpandedAvx512 : ConvPath::CpuGroupedExpanded;
+  }
+  if (cpu_tap_tiles(g, channels_last, isa, element_bytes)) {
+    return isa >= CpuIsa::Avx512 ? ConvPath::CpuTapTilesAvx512 : ConvPath::CpuTapTilesAvx2;
   }
   if (cpu_blocked_direct(g, channels_last, isa, element_bytes)) {
     if (isa == CpuIsa::Avx512Bf16 && g.conv_in_channels_per_group() % 2 == 0) return ConvPath::CpuBlockedAvx512Bf16;
@@ -691,6 +721,8 @@ inline const char* path_name(ConvPath path) {
     case ConvPath::CpuGroupedExpanded: return "cpu_grouped_expanded";
     case ConvPath::CpuGroupedExpandedAvx512: return "cpu_grouped_expanded_avx512";
     case ConvPath::CpuTapGemms: return "cpu_tap_gemms";
+    case ConvPath::CpuTapTilesAvx2: return "cpu_tap_tiles_avx2";
+    case ConvPath::CpuTapTilesAvx512: return "cpu_tap_tiles_avx512";
     case ConvPath::CpuColumnGemm: return "cpu_column_gemm";
     case ConvPath::CpuChannelsLastDirect: return "cpu_channels_last_direct";
     case ConvPath::CpuChannelsLastPhasePlanes: return "cpu_channels_last_phase_planes";

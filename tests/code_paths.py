@@ -262,13 +262,27 @@ for _isa in ("avx2", "avx512"):
                                                         kernels=_kernels(_blocked, _blocked, "cpu_tap_dots")),
         # Strided transposed convs with fewer than 16 x channels per group and 2^18 multiply-adds per phase run one
         # blocked conv per stride phase: in zeros (6 x channels, 4 phases of 4 taps; crops torch's cannot express),
-        # and in reflect for a stride-2 conv's input gradient (10 x channels, 4 phases of about 2 taps).
+        # and in reflect for a stride-2 conv's input gradient (10 x channels, 4 phases of about 2 taps). The first's
+        # input gradient, a stride-2 conv to 6 channels over 70 wide rows, takes the tap tiles on AVX-512 (6 of 16
+        # lanes), the blocked kernel on AVX2 (6 of 8).
         f"2d_transposed_few_channels_s2_{_isa}": _path(True, (64, 70), 6, 20, 4, stride=2, padding=((1, 2), (1, 2)),
                                                        isa=_isa,
-                                                       kernels=_kernels(_blocked, _blocked, "cpu_tap_dots")),
+                                                       kernels=_kernels(_blocked if _isa == "avx2"
+                                                                        else "cpu_tap_tiles_avx512",
+                                                                        _blocked, "cpu_tap_dots")),
         f"2d_reflect_s2_few_output_channels_{_isa}": _path(False, (120, 130), 32, 10, 3, stride=2,
                                                            padding_mode="reflect", isa=_isa,
                                                            kernels=_kernels(_blocked, _folded, "cpu_tap_dots")),
+        # NCHW convs to a few output channels per group on rows wide enough (kernel_paths.h's cpu_tap_tiles): the tap
+        # GEMMs summed on the reduction tiles, vectors along the output positions; 2-d reflect to 5 channels, and
+        # 3-d grouped replicate to 4 per group. Their input gradients are the blocked kernel's folded transposed convs.
+        f"2d_few_output_channels_reflect_{_isa}": _path(False, (30, 31), 32, 5, 3, padding_mode="reflect", isa=_isa,
+                                                        kernels=_kernels(f"cpu_tap_tiles_{_isa}", _folded,
+                                                                         "cpu_tap_dots")),
+        f"3d_grouped_few_output_channels_replicate_{_isa}": _path(False, (4, 5, 30), 64, 8, 3, groups=2,
+                                                                  padding_mode="replicate", isa=_isa,
+                                                                  kernels=_kernels(f"cpu_tap_tiles_{_isa}", _folded,
+                                                                                   "cpu_tap_dots")),
     })
 # On AVX-512, the channels-last register tiles of depthwise.cpp run 16-float vectors where a row has 16 channels or more
 # (40 here: vectors at 0, 16 and 24, the last ending at C): the channels-last depthwise conv, its input gradient as

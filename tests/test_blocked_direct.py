@@ -75,16 +75,18 @@ def last_block_vectors(isa, channels):
 def every_tile_shape(isa):
     """For each count U of vectors a last block can have, a channel count (after at least one whole block where one
     exists) that ends in it, with row widths that leave each possible remainder of that tile's positions; and bands
-    with their depth taps all in the padding (bias only)."""
+    with their depth taps all in the padding (bias only). One vector only where the channels fit in one: channels-last,
+    since NCHW rows this wide take the tap tiles there (kernel_paths.h's cpu_tap_tiles)."""
     widest, vector, _ = BLOCK[isa]
     cases = []
     for vectors in range(1, widest // vector + 1):
         out_channels = next(c for c in range(widest + 1, 4 * widest) if last_block_vectors(isa, c) == vectors) \
-            if vectors > 1 else vector - 3  # one vector only where the channels fit in one
+            if vectors > 1 else vector - 3
+        layout = "channels_last" if vectors == 1 else "contiguous"
         positions = tile_positions(isa, vectors)
         for remainder in range(positions):
             cases.append(ConvCase(False, (3, 2 * positions + remainder), 16, out_channels, 3, padding="same",
-                                  batch=1))
+                                  batch=1, layout=layout))
     cases.append(ConvCase(False, (2, 5, 6), 16, 20, 3, padding=((3, 3), (1, 1), (1, 1)), batch=1))
     return cases
 
@@ -125,13 +127,14 @@ def random_case(rng):
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "reflect"])
 def test_a_long_row_goes_in_column_tiles(padding_mode):
-    """A 40,000-sample row: the 256 KiB band holds 256 KiB / (16 lanes x 4 B + 24 channels x 4 B) = 1638 columns, so
-    the planes tile it (cpu/phase_planes.h) with the halo of the 5 taps."""
+    """A 40,000-sample row: the 256 KiB band holds 256 KiB / (16 lanes x 4 B + 48 channels' vectors x 4 B) = 1024
+    columns, so the planes tile it (cpu/phase_planes.h) with the halo of the 5 taps. (40 output channels: with fewer
+    than two vectors of them, a stride-1 NCHW row this long takes the tap tiles, test_tap_tiles.py.)"""
     isas = isas_here()
     if not isas:
         pytest.skip("this CPU has neither AVX2 nor AVX-512")
     for stride in (1, 3):
-        run_case(ConvCase(False, (40_000 // stride,), 16, 24, 5, stride, "causal", padding_mode=padding_mode, batch=1),
+        run_case(ConvCase(False, (40_000 // stride,), 16, 40, 5, stride, "causal", padding_mode=padding_mode, batch=1),
                  isas[-1])
 
 

@@ -21,6 +21,7 @@
 #include "cpu/gemm_tiles.h"
 #include "cpu/huge_pages.h"
 #include "cpu/phase_planes.h"
+#include "cpu/reduction_tiles.h"
 #include "cpu/torch_conv.h"
 #include "kernel_paths.h"
 
@@ -417,11 +418,15 @@ void phase_plane_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at:
 
 // NCHW dense and grouped, per (image, group, band of output rows): the group's input channels become phase planes
 // (cpu/phase_planes.h), and out[Cg_out, band] accumulates one GEMM per (kh, kw) tap read straight off the planes,
-// W_tap[Cg_out, Cg_in] @ planes_tap[Cg_in, band]: no im2col at all. With few input channels the taps are copied
-// into columns first, so that one GEMM reduces over channels and taps together (K = Cg_in * kh * kw).
+// W_tap[Cg_out, Cg_in] @ planes_tap[Cg_in, band]: no im2col at all. With `tiles` (cpu_tap_tiles_*: float
+// accumulation), the tap GEMMs are summed in cpu/reduction_tiles.h's registers, out read and written once per band
+// and kernel depth, vectors along the output positions (no lane wasted on a few output channels); otherwise torch's
+// GEMM per tap. With few input channels the taps are copied into columns first, so that one GEMM reduces over
+// channels and taps together (K = Cg_in * kh * kw).
 template <typename scalar_t>
 void phase_plane_conv_nchw(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
-                           const at::Tensor& bias, at::Tensor& y, bool tap_gemms) {
+                           const at::Tensor& bias, at::Tensor& y, bool tap_gemms,
+                           ReductionTilesKernel tiles = nullptr) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
   const int64_t groups = g.groups, c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
@@ -437,10 +442,18 @@ void phase_plane_conv_nchw(const ConvGeometry& g, const at::Tensor& x, const at:
   scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
   // The band's own buffers: out[Cg_out, band], plus the columns when they are used.
   const int64_t bytes_per_position = (c_out + (tap_gemms ? 0 : c_in * taps_2d)) * static_cast<int64_t>(sizeof(acc_t));
-  const int64_t bands = PhasePlanes<acc_t>(g, c_in, kGemmPhasePlaneBytes, bytes_per_position).bands();
+  // The tiles split the rows in bands for the threads as the blocked kernel does.
+  const int64_t wanted_row_bands =
+      !tiles ? 1
+             : std::clamp<int64_t>(conv_multiply_adds(g) / kBlockedBandMinMultiplyAdds, 1,
+                                   ceil_div(2 * at::get_num_threads(), std::max<int64_t>(g.batch * groups, 1)));
+  const auto make_planes = [&] {
+    return PhasePlanes<acc_t>(g, c_in, kGemmPhasePlaneBytes, bytes_per_position, 1, wanted_row_bands);
+  };
+  const int64_t bands = make_planes().bands();
 
   at::parallel_for(0, g.batch * groups * bands, 1, [&](int64_t begin, int64_t end) {
-    PhasePlanes<acc_t> planes(g, c_in, kGemmPhasePlaneBytes, bytes_per_position);
+    PhasePlanes<acc_t> planes = make_planes();
     const int64_t band_size = planes.band_buffer_size();
     std::vector<acc_t> out(c_out * band_size), cols(tap_gemms ? 0 : c_in * taps_2d * band_size);
     for (int64_t item = begin; item < end; ++item) {
@@ -460,6 +473,18 @@ void phase_plane_conv_nchw(const ConvGeometry& g, const at::Tensor& x, const at:
                           band, ci);
           }
           const acc_t* w_kd = w_data + (group * g.kernel[0] + kd) * taps_2d * c_out * c_in;
+          if constexpr (std::is_same_v<acc_t, float>) {
+            if (tiles) {
+              TORCH_INTERNAL_ASSERT(tap_gemms && n_pos % kReductionTilesColumnMultiple == 0);
+              ReductionTiles t{w_kd, c_in, 1, nullptr, planes.channel_stride(), out.data(), band_size, c_out, n_pos,
+                               c_in};
+              t.b_taps = planes.taps().data();
+              t.taps = taps_2d;
+              t.a_tap_stride = c_out * c_in;
+              tiles(t);
+              continue;
+            }
+          }
           if (tap_gemms) {
             for (int64_t tap = 0; tap < taps_2d; ++tap) {
               const auto w_tap = wrap_buffer(const_cast<acc_t*>(w_kd) + tap * c_out * c_in, {c_out, c_in});
@@ -536,6 +561,12 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
       case ConvPath::CpuTapGemms:
       case ConvPath::CpuColumnGemm:
         phase_plane_conv_nchw<scalar_t>(g, x, weight, b, y, path == ConvPath::CpuTapGemms);
+        break;
+      case ConvPath::CpuTapTilesAvx2:
+      case ConvPath::CpuTapTilesAvx512:
+        phase_plane_conv_nchw<scalar_t>(g, x, weight, b, y, /*tap_gemms=*/true,
+                                        path == ConvPath::CpuTapTilesAvx512 ? &reduction_tiles_avx512
+                                                                            : &reduction_tiles_avx2);
         break;
       default:
         TORCH_INTERNAL_ASSERT(false, "fastpad conv: no CPU kernel for path ", path_name(path));

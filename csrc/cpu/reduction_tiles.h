@@ -26,6 +26,11 @@ struct ReductionTiles {
   int64_t c_row_stride;
   int64_t rows, columns, depth;  // columns: a whole number of kReductionTilesColumnMultiple
   bool overwrite = false;  // c = a b: c's values are neither read nor need initialising
+  // Several taps summed in the same registers: c[r][v] += sum over k < taps, d < depth of a[r, d] of tap k (at
+  // + k * a_tap_stride) * b_taps[k][d * b_depth_stride + v] (NCHW conv's tap GEMMs over phase planes, whose output
+  // is then read and written once for all taps). Without b_taps, one tap: b.
+  const float* const* b_taps = nullptr;
+  int64_t taps = 1, a_tap_stride = 0;
 };
 
 // b's and c's columns come in whole multiples of this many floats, AVX2's vector (AVX-512 reads and writes a last half

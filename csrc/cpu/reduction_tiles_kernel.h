@@ -4,9 +4,9 @@
 //
 // Included only from blocked_direct_<isa>.cpp: no include guard, no includes.
 
-// A tile of R rows x U vectors of c at (r0, v0), over the whole depth: R x U accumulators, U vectors of b loaded and R
-// values of a broadcast per step of depth. kPart: the one vector (U == 1) holds the row's last `lanes` (< kLanes)
-// columns, read and written through masks.
+// A tile of R rows x U vectors of c at (r0, v0), over the whole depth of every tap: R x U accumulators, U vectors of b
+// loaded and R values of a broadcast per step of depth. kPart: the one vector (U == 1) holds the row's last `lanes`
+// (< kLanes) columns, read and written through masks.
 template <int R, int U, bool kPart = false>
 inline void reduction_tile(const ReductionTiles& t, int64_t r0, int64_t v0, int lanes = Isa::kLanes) {
   using V = typename Isa::V;
@@ -15,27 +15,34 @@ inline void reduction_tile(const ReductionTiles& t, int64_t r0, int64_t v0, int 
   float* c = t.c + r0 * t.c_row_stride + v0;
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int u = 0; u < U; ++u) {
       acc[r][u] = t.overwrite ? Isa::zero() : load(c + r * t.c_row_stride + u * Isa::kLanes);
     }
   }
-  const float* a = t.a + r0 * t.a_row_stride;
-  const float* b = t.b + v0;
-  for (int64_t d = 0; d < t.depth; ++d, a += t.a_depth_stride, b += t.b_depth_stride) {
-    V bv[U];
-#pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) bv[u] = load(b + u * Isa::kLanes);
+  for (int64_t k = 0; k < t.taps; ++k) {
+    const float* a = t.a + r0 * t.a_row_stride + k * t.a_tap_stride;
+    const float* b = (t.b_taps ? t.b_taps[k] : t.b) + v0;
+    for (int64_t d = 0; d < t.depth; ++d, a += t.a_depth_stride, b += t.b_depth_stride) {
+      V bv[U];
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const V av = Isa::broadcast(a + r * t.a_row_stride);
-#pragma GCC unroll 4
-      for (int u = 0; u < U; ++u) acc[r][u] = Isa::fmadd(av, bv[u], acc[r][u]);
+      for (int u = 0; u < U; ++u) {
+        bv[u] = load(b + u * Isa::kLanes);
+        // Loaded once into a register: GCC otherwise folds the load into each of the R multiply-adds that use it (it
+        // did for 3 rows x 7 vectors, whose tiles then ran load-bound at 2.4x the time per multiply-add of 4 x 6).
+        if constexpr (R > 1) asm("" : "+v"(bv[u]));
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const V av = Isa::broadcast(a + r * t.a_row_stride);
+#pragma GCC unroll 8
+        for (int u = 0; u < U; ++u) acc[r][u] = Isa::fmadd(av, bv[u], acc[r][u]);
+      }
     }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int u = 0; u < U; ++u) {
       if constexpr (kPart) {
         Isa::store_first(c + r * t.c_row_stride + u * Isa::kLanes, acc[r][u], lanes);
@@ -72,7 +79,44 @@ inline void reduction_tile_column(int64_t vectors, const ReductionTiles& t, int6
   if (r0 < t.rows) reduction_remainder_rows<R - 1, U, kPart>(t.rows - r0, t, r0, v0, lanes);
 }
 
+// A product of fewer rows than a tile of kReductionTileVectors holds (NCHW convs to a few output channels): tiles of
+// all its rows and as many vectors as the registers hold beside their broadcasts, at most kFewRowsMaxVectors, where
+// the tiles of kReductionTileVectors would load a vector of b per R multiply-adds.
+constexpr int kFewRowsMaxVectors = 8;
+template <int R>
+constexpr int kFewRowsVectors = std::min(kFewRowsMaxVectors, (Isa::kRegisters - 1) / (R + 1));
+
+// Every column of a product of exactly R rows: tiles of kFewRowsVectors<R> vectors, then one of the vectors left, then
+// the masked half vector.
+template <int U, int R>
+inline void few_rows_remainder(int64_t vectors, const ReductionTiles& t, int64_t v0) {
+  if constexpr (U > 1) {
+    if (vectors < U) return few_rows_remainder<U - 1, R>(vectors, t, v0);
+  }
+  reduction_tile<R, U>(t, 0, v0);
+}
+template <int R>
+inline void few_rows(const ReductionTiles& t) {
+  if constexpr (R > 1) {
+    if (t.rows < R) return few_rows<R - 1>(t);
+  }
+  constexpr int U = kFewRowsVectors<R>;
+  const int64_t vectors = t.columns / Isa::kLanes;
+  int64_t v = 0;
+  for (; v + U <= vectors; v += U) reduction_tile<R, U>(t, 0, v * Isa::kLanes);
+  if constexpr (U > 1) {
+    if (v < vectors) few_rows_remainder<U - 1, R>(vectors - v, t, v * Isa::kLanes);
+  }
+  const int tail = static_cast<int>(t.columns % Isa::kLanes);
+  if (tail > 0) reduction_tile<R, 1, /*kPart=*/true>(t, 0, vectors * Isa::kLanes, tail);
+}
+
 inline void reduction_tiles(const ReductionTiles& t) {
+  constexpr int kFullRows = kReductionTileRows<kReductionTileVectors>;
+  if (t.rows < kFullRows) {
+    if (t.rows > 0) few_rows<kFullRows - 1>(t);
+    return;
+  }
   const int64_t vectors = t.columns / Isa::kLanes;
   for (int64_t v = 0; v < vectors; v += kReductionTileVectors) {
     reduction_tile_column<kReductionTileVectors>(vectors - v, t, v * Isa::kLanes);

@@ -1,0 +1,155 @@
+"""NCHW convs to a few output channels per group on the tap tiles (cpu_tap_tiles_avx2/_avx512, kernel_paths.h's
+cpu_tap_tiles): the tap GEMMs over the phase planes summed in cpu/reduction_tiles.h's registers, vectors along the
+output positions. Where the rule sends a conv; every tile shape the few-rows products have (every row count below a
+full tile, each count of vectors left after the widest tiles, and AVX-512's masked half vector) and the full tiles,
+at every ISA this CPU runs; strides, dilations, groups, 3-d, every padding mode, bfloat16 and a row long enough for
+column tiles, each against the float64 reference with the output allocator poisoned, each asserting its kernel."""
+
+import random
+
+import pytest
+import torch
+
+from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa
+from fastpad.cases import ConvCase
+from reference import assert_matches, poison
+
+# Floats per vector, and the rows of a full tile (reduction_tiles_kernel.h: kReductionTileRows of
+# kReductionTileVectors vectors) and the vectors of a few-rows tile of R rows (kFewRowsVectors<R>), per ISA.
+VECTOR = {"avx2": 8, "avx512": 16}
+FULL_ROWS = {"avx2": 4, "avx512": 6}
+REGISTERS = {"avx2": 16, "avx512": 32}
+
+
+def few_rows_vectors(isa, rows):
+    return min(8, (REGISTERS[isa] - 1) // (rows + 1))
+
+
+def isas_here():
+    return [isa for isa in ("avx2", "avx512") if ISA_ORDER.index(isa) <= ISA_ORDER.index(machine_isa())]
+
+
+def conv_path(case, isa):
+    x, w, b = case.random_inputs()
+    with cpu_isa_limit(isa):
+        return torch.ops.fastpad._conv_path(x, w, b, *case.conv_op_arguments(), "cpu")
+
+
+def run_case(case, isa):
+    """fastpad's output for fresh random inputs against the float64 reference at `isa`, after asserting that the conv
+    takes the tap tiles there."""
+    x, w, b = case.random_inputs()
+    with torch.no_grad():
+        expected = case.reference_function()(x.double(), w.double(), None if b is None else b.double())
+    with cpu_isa_limit(isa):
+        path = torch.ops.fastpad._conv_path(x, w, b, *case.conv_op_arguments(), "cpu")
+        assert path == f"cpu_tap_tiles_{isa}", case.describe()
+        poison(expected.shape, x.dtype)
+        y = case.fastpad_function()(x, w, b)
+    assert_matches(y, expected.to(y.dtype), what=case.describe())
+
+
+def test_the_rule_takes_few_output_channels_on_wide_rows():
+    """At most half a vector of output channels per group on rows of 14 or more (28 with a stride); fewer than two
+    vectors at stride 1 on rows of 28 or more; never channels-last, float64, fewer than 16 input channels per group,
+    or (beyond half a vector) the bfloat16 dot products' convs."""
+    if not isas_here():
+        pytest.skip("this CPU has neither AVX2 nor AVX-512")
+    for isa in isas_here():
+        lanes, tiles = VECTOR[isa], f"cpu_tap_tiles_{isa}"
+
+        def path(width, c_out, stride=1, c_in=16, **fields):
+            return conv_path(ConvCase(False, (4, width), c_in, c_out, 3, stride, "same", padding_mode="reflect",
+                                      **fields), isa)
+        assert path(14, lanes // 2) == tiles
+        assert path(13, lanes // 2) != tiles
+        assert path(14, lanes // 2 + 1) != tiles
+        assert path(56, lanes // 2, stride=2) == tiles  # 28 output columns
+        assert path(54, lanes // 2, stride=2) != tiles  # 27
+        assert path(28, 2 * lanes - 1) == tiles
+        assert path(27, 2 * lanes - 1) != tiles
+        assert path(28, 2 * lanes) != tiles
+        assert path(56, lanes // 2 + 1, stride=2) != tiles
+        assert path(28, 4, c_in=15) != tiles
+        assert path(28, 4, layout="channels_last") != tiles
+        assert path(28, 4, dtype="float64") != tiles
+        assert path(28, 4, dtype="bfloat16") == tiles
+    if "avx512_bf16" == machine_isa():
+        def bf16_path(c_out, c_in=16):
+            return conv_path(ConvCase(False, (4, 28), c_in, c_out, 3, 1, "same", padding_mode="reflect",
+                                      dtype="bfloat16"), "avx512_bf16")
+        assert bf16_path(8) == "cpu_tap_tiles_avx512"
+        assert bf16_path(12) == "cpu_blocked_avx512_bf16"
+        assert bf16_path(12, c_in=17) == "cpu_tap_tiles_avx512"  # odd: no pairs for the dot products
+
+
+def every_tile_shape(isa):
+    """1-d rows (one band row: the tiles' columns are the row's pitch rounded up to 8) whose column counts leave every
+    count of vectors after the widest tiles, with and without a half vector on AVX-512, for every row count of a
+    few-rows product; and the full tiles with a remainder of rows (output channels up to 2 full tiles + 1)."""
+    vector, full = VECTOR[isa], FULL_ROWS[isa]
+    cases = []
+    for rows in range(1, 2 * full + 2):
+        widest = few_rows_vectors(isa, rows) if rows < full else 4 if isa == "avx512" else 3
+        # The pitch is the width + 2 (a 3-tap kernel): columns = round_up(width + 2, 8) run over every multiple of 8
+        # from the narrowest row the rule takes.
+        for columns in range(16, 16 + 2 * widest * vector + 1, 8):
+            width = columns - 2
+            if rows > vector // 2 and width < 28:
+                continue
+            cases.append(ConvCase(False, (width,), 16, rows, 3, padding="causal", batch=1, bias=columns % 16 == 0))
+    return cases
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_every_tile_shape(isa):
+    if isa not in isas_here():
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    for case in every_tile_shape(isa):
+        run_case(case, isa)
+
+
+def random_case(rng, isa):
+    """A conv the rule sends to the tap tiles: 1-3 dims, groups, strides, dilations, per-side pads in every mode."""
+    lanes = VECTOR[isa]
+    while True:
+        dims = rng.choice([1, 2, 2, 3])
+        groups = rng.choice([1, 1, 2, 3])
+        kernel = tuple(rng.randint(1, 4) for _ in range(dims))
+        dilation = tuple(rng.randint(1, 2) for _ in range(dims))
+        stride = tuple(rng.randint(1, 3) for _ in range(dims))
+        size = tuple(rng.randint((k - 1) * d + 1, (k - 1) * d + 4) for k, d in zip(kernel[:-1], dilation[:-1])) + \
+            (rng.randint(28, 90),)
+        mode = rng.choice(["zeros", "zeros", "reflect", "replicate", "circular"])
+        pads = tuple((rng.randint(0, min(3, s - 1)), rng.randint(0, min(3, s - 1))) for s in size)
+        if mode == "zeros":
+            pads = tuple((lo, lo + 1) for lo, _ in pads)
+        c_out = rng.randint(1, 2 * lanes - 1)
+        case = ConvCase(False, size, groups * rng.choice([16, 21]), groups * c_out, kernel, stride, pads,
+                        dilation=dilation, groups=groups, padding_mode=mode, batch=rng.randint(1, 3),
+                        bias=rng.random() < 0.7, dtype=rng.choice(["float32", "float32", "bfloat16"]))
+        if conv_path(case, isa) == f"cpu_tap_tiles_{isa}":
+            return case
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_cases_at_every_isa_here(seed):
+    rng = random.Random(300 + seed)
+    isas = isas_here()
+    if not isas:
+        pytest.skip("this CPU has neither AVX2 nor AVX-512")
+    for _ in range(20):
+        isa = rng.choice(isas)
+        run_case(random_case(rng, isa), isa)
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "reflect"])
+def test_a_long_row_goes_in_column_tiles(padding_mode):
+    """A 40,000-sample row: the 1 MiB band holds 1 MiB / (16 channels x 4 B x phases + 4 outputs x 4 B) = 13,107
+    columns at stride 1 and 5,041 at stride 3, so the planes tile it with the halo of the 5 taps."""
+    isas = isas_here()
+    if not isas:
+        pytest.skip("this CPU has neither AVX2 nor AVX-512")
+    for stride in (1, 3):
+        run_case(ConvCase(False, (40_000 // stride,), 16, 4, 5, stride, "causal", padding_mode=padding_mode, batch=1),
+                 isas[-1])
