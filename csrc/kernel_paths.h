@@ -321,29 +321,42 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa
   return c_in > 0 && (g.groups > 1 || c_in * g.kernel_volume() >= kBlockedStemMinReduction);
 }
 
-// Whether an NCHW conv with float accumulation runs its tap GEMMs summed on the reduction tiles (cpu_tap_tiles_*),
-// vectors along the output positions, rather than the blocked kernel, vectors along the output channels: where the
+// Whether a conv with float accumulation runs its tap GEMMs summed on the reduction tiles (cpu_tap_tiles_*), vectors
+// along the output positions, in place of the blocked kernel (vectors along the output channels) or of NCHW's tap
+// GEMMs (a 1x1 kernel), with a reduction (input channels per group x taps) of kBlockedMinReduction or more: where the
 // blocked kernel's vectors would leave lanes empty and the output rows are wide enough that the tiles' vectors, which
-// also run over each row's discarded columns (the phase planes' pitch), waste fewer. Half the lanes or more empty (at
-// most half a vector of output channels per group) on rows of kTapTilesMinColumns or more (kTapTilesMinStridedColumns
-// with a stride); or, at stride 1 on rows of kTapTilesMinStridedColumns or more, fewer than two vectors of channels,
-// except where the bfloat16 dot products (twice the multiply-adds per instruction) take the conv. A sweep (float32,
-// 2 cores of a Zen 5, AVX-512, 64 input channels, k3/k5, the op alone): 3 or 8 output channels 0.21-0.85x the
-// blocked kernel's time on 14-56 wide rows at stride 1, 0.54-0.91x on 28 wide ones at stride 2, but 0.82-1.13x on 14
-// wide strided rows and 0.58-1.13x on 7 wide ones; 12-24 channels at stride 1 0.62-0.94x on 28-56 wide rows,
-// 0.89-1.15x on 14 wide ones; 32 channels 1.00-1.14x. On the random layers' calls it takes, 0.19-0.98x (a bfloat16
-// 12-channel conv 1.11x against the dot products, which now keep it; AVX2 0.38-1.09x): benchmarks/RESULTS.md.
-constexpr int64_t kTapTilesMinColumns = 14, kTapTilesMinStridedColumns = 28;
+// also run over each row's discarded columns (the phase planes' pitch), waste fewer. NCHW: half the lanes or more
+// empty (at most half a vector of output channels per group) on rows of kTapTilesMinColumns or more
+// (kTapTilesMinStridedColumns with a stride); or, at stride 1 on rows of kTapTilesMinStridedColumns or more, fewer
+// than two vectors of channels, except where the bfloat16 dot products (twice the multiply-adds per instruction) take
+// the conv. Channels-last, whose planes are gathered a run of channels per pixel at a time and whose output is
+// written back a pixel's channels at a time (both beyond the blocked kernel's plain copies): half a vector on the
+// same rows, with kTapTilesChannelsLastMinTaps taps per stride phase or more. A sweep (float32, 2 cores of a Zen 5,
+// AVX-512, 64 input channels, k3/k5, the op alone): NCHW 3 or 8 output channels 0.21-0.85x the blocked kernel's time
+// on 14-56 wide rows at stride 1, 0.54-0.91x on 28 wide ones at stride 2, but 0.82-1.13x on 14 wide strided rows and
+// 0.58-1.13x on 7 wide ones; 12-24 channels at stride 1 0.62-0.94x on 28-56 wide rows, 0.89-1.15x on 14 wide ones;
+// 32 channels 1.00-1.14x. Channels-last k3: 3-8 channels 0.41-0.88x at stride 1, 0.98-1.14x at stride 2 (2.25 taps
+// per phase), 12-24 channels 0.82-1.17x; the random layers' channels-last 1x1 convs 1.2-1.6x. On the random layers'
+// calls the rule takes, 0.16-0.94x (AVX2 0.24-1.07x, bfloat16 0.16-1.10x, the ratios above 1 calls of 41-78 us):
+// benchmarks/RESULTS.md.
+constexpr int64_t kTapTilesMinColumns = 14, kTapTilesMinStridedColumns = 28, kTapTilesChannelsLastMinTaps = 4;
 inline bool cpu_tap_tiles(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
-  if (channels_last || isa == CpuIsa::Baseline || element_bytes != 4) return false;
-  if (g.conv_in_channels_per_group() < kTapGemmMinChannels) return false;
+  if (isa == CpuIsa::Baseline || element_bytes != 4) return false;
+  const int64_t c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
+  // In place of the blocked kernel, or of NCHW's tap GEMMs (a 1x1 kernel).
+  if (!cpu_blocked_direct(g, channels_last, isa, element_bytes) && (channels_last || c_in < kTapGemmMinChannels)) {
+    return false;
+  }
+  if (c_in * g.kernel_volume() < kBlockedMinReduction) return false;
   const int64_t lanes = isa >= CpuIsa::Avx512 ? 16 : 8;  // floats per vector
-  const int64_t c_out = g.conv_out_channels_per_group();
-  const bool strided = g.stride[0] > 1 || g.stride[1] > 1 || g.stride[2] > 1;
-  const int64_t columns = g.conv_out_sizes[2];
-  if (2 * c_out <= lanes && columns >= (strided ? kTapTilesMinStridedColumns : kTapTilesMinColumns)) return true;
-  const bool dot_products = isa == CpuIsa::Avx512Bf16 && g.conv_in_channels_per_group() % 2 == 0;
-  return !dot_products && !strided && c_out < 2 * lanes && columns >= kTapTilesMinStridedColumns;
+  const int64_t phases = g.stride[0] * g.stride[1] * g.stride[2], columns = g.conv_out_sizes[2];
+  const bool wide_rows = columns >= (phases > 1 ? kTapTilesMinStridedColumns : kTapTilesMinColumns);
+  if (channels_last) {
+    return 2 * c_out <= lanes && wide_rows && g.kernel_volume() >= kTapTilesChannelsLastMinTaps * phases;
+  }
+  if (2 * c_out <= lanes && wide_rows) return true;
+  const bool dot_products = isa == CpuIsa::Avx512Bf16 && c_in % 2 == 0;
+  return !dot_products && phases == 1 && c_out < 2 * lanes && columns >= kTapTilesMinStridedColumns;
 }
 
 // Whether the blocked kernel takes the convs a transposed conv's stride phases are (transpose_phase_as_conv: one per

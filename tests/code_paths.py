@@ -250,16 +250,18 @@ for _isa in ("avx2", "avx512"):
         # while the conv itself is the depthwise kernel's, with expanded rows), and NCHW grouped (4 and, for the input
         # gradient, 5 channels per group). Their weight gradients take NCHW copies: with at most 12 output channels
         # per group the NCHW depthwise kernel's tap dots over several input channels per group, and that kernel
-        # itself for the multiplier 3.
+        # itself for the multiplier 3. With 5 output channels per group over rows of 30-40, the convs themselves
+        # take the tap tiles (on AVX2, the channels-last one keeps the blocked kernel: 5 of 8 lanes).
         f"2d_grouped_few_channels_channels_last_reflect_{_isa}": _path(
             False, (28, 30), 16, 20, 3, groups=4, padding_mode="reflect", channels_last=True, isa=_isa,
-            kernels=_kernels(_blocked, _folded, "cpu_tap_dots")),
+            kernels=_kernels(_blocked if _isa == "avx2" else "cpu_tap_tiles_avx512", _folded, "cpu_tap_dots")),
         f"2d_depthwise_x3_channels_last_{_isa}": _path(False, (12, 13), 8, 24, 3, groups=8, channels_last=True,
                                                        isa=_isa,
                                                        kernels=_kernels(tiles_kernel("cpu_depthwise", _isa), _blocked,
                                                                         "cpu_depthwise")),
         f"1d_grouped_few_channels_causal_{_isa}": _path(False, (40,), 12, 15, 5, groups=3, padding="causal", isa=_isa,
-                                                        kernels=_kernels(_blocked, _blocked, "cpu_tap_dots")),
+                                                        kernels=_kernels(f"cpu_tap_tiles_{_isa}", _blocked,
+                                                                         "cpu_tap_dots")),
         # Strided transposed convs with fewer than 16 x channels per group and 2^18 multiply-adds per phase run one
         # blocked conv per stride phase: in zeros (6 x channels, 4 phases of 4 taps; crops torch's cannot express),
         # and in reflect for a stride-2 conv's input gradient (10 x channels, 4 phases of about 2 taps). The first's
@@ -273,9 +275,10 @@ for _isa in ("avx2", "avx512"):
         f"2d_reflect_s2_few_output_channels_{_isa}": _path(False, (120, 130), 32, 10, 3, stride=2,
                                                            padding_mode="reflect", isa=_isa,
                                                            kernels=_kernels(_blocked, _folded, "cpu_tap_dots")),
-        # NCHW convs to a few output channels per group on rows wide enough (kernel_paths.h's cpu_tap_tiles): the tap
-        # GEMMs summed on the reduction tiles, vectors along the output positions; 2-d reflect to 5 channels, and
-        # 3-d grouped replicate to 4 per group. Their input gradients are the blocked kernel's folded transposed convs.
+        # Convs to a few output channels per group on rows wide enough (kernel_paths.h's cpu_tap_tiles): the tap
+        # GEMMs summed on the reduction tiles, vectors along the output positions; NCHW 2-d reflect to 5 channels,
+        # 3-d grouped replicate to 4 per group, and channels-last reflect to 4 (its planes gathered a run of channels
+        # per pixel at a time). Their input gradients are the blocked kernel's folded transposed convs.
         f"2d_few_output_channels_reflect_{_isa}": _path(False, (30, 31), 32, 5, 3, padding_mode="reflect", isa=_isa,
                                                         kernels=_kernels(f"cpu_tap_tiles_{_isa}", _folded,
                                                                          "cpu_tap_dots")),
@@ -283,6 +286,9 @@ for _isa in ("avx2", "avx512"):
                                                                   padding_mode="replicate", isa=_isa,
                                                                   kernels=_kernels(f"cpu_tap_tiles_{_isa}", _folded,
                                                                                    "cpu_tap_dots")),
+        f"2d_few_output_channels_channels_last_reflect_{_isa}": _path(
+            False, (30, 31), 32, 4, 3, padding_mode="reflect", channels_last=True, isa=_isa,
+            kernels=_kernels(f"cpu_tap_tiles_{_isa}", _folded, f"cpu_channels_last_gemm_{_isa}")),
     })
 # On AVX-512, the channels-last register tiles of depthwise.cpp run 16-float vectors where a row has 16 channels or more
 # (40 here: vectors at 0, 16 and 24, the last ending at C): the channels-last depthwise conv, its input gradient as

@@ -414,10 +414,11 @@ def test_fma_peak():
 # Batch-1 layers whose images, groups and blocks of output channels leave a thread without work: conv.cpp splits their
 # rows into up to 2 x threads bands (none shorter than its halo, each of 2^21 multiply-adds or more): k7 s2 12 channels
 # (halo 3 rows), a stride-1 k5 in reflect mode (halo 4 of 14 rows), a 3-d k4 (bands of H per depth slice), a k1 (no
-# halo), and a transposed conv's phases; channels-last and NCHW.
+# halo), and a transposed conv's phases; channels-last and NCHW. (The 3-d conv has 20 output channels: with at most
+# half a vector, its 30 wide rows would take the tap tiles.)
 BATCH_ONE_BANDS = [ConvCase(False, (53, 53), 32, 12, 7, 2, "causal", batch=1, layout="channels_last"),
                    ConvCase(False, (14, 15), 24, 20, 5, 1, "same", padding_mode="reflect", batch=1),
-                   ConvCase(False, (30, 30, 30), 18, 4, 4, 1, "same", batch=1, layout="channels_last"),
+                   ConvCase(False, (30, 30, 30), 18, 20, 4, 1, "same", batch=1, layout="channels_last"),
                    ConvCase(False, (40, 41), 64, 40, 1, 1, "valid", batch=1, layout="channels_last"),
                    ConvCase(True, (22, 22), 24, 16, 7, 1, "same", batch=1)]
 

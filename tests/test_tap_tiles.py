@@ -1,9 +1,10 @@
-"""NCHW convs to a few output channels per group on the tap tiles (cpu_tap_tiles_avx2/_avx512, kernel_paths.h's
-cpu_tap_tiles): the tap GEMMs over the phase planes summed in cpu/reduction_tiles.h's registers, vectors along the
-output positions. Where the rule sends a conv; every tile shape the few-rows products have (every row count below a
-full tile, each count of vectors left after the widest tiles, and AVX-512's masked half vector) and the full tiles,
-at every ISA this CPU runs; strides, dilations, groups, 3-d, every padding mode, bfloat16 and a row long enough for
-column tiles, each against the float64 reference with the output allocator poisoned, each asserting its kernel."""
+"""Convs to a few output channels per group on the tap tiles (cpu_tap_tiles_avx2/_avx512, kernel_paths.h's
+cpu_tap_tiles): the tap GEMMs over per-channel phase planes summed in cpu/reduction_tiles.h's registers, vectors along
+the output positions. Where the rule sends a conv; every tile shape the few-rows products have (every row count below
+a full tile, each count of vectors left after the widest tiles, and AVX-512's masked half vector) and the full tiles,
+at every ISA this CPU runs; NCHW and channels-last, strides, dilations, groups, 3-d, every padding mode, bfloat16 and
+a row long enough for column tiles, each against the float64 reference with the output allocator poisoned, each
+asserting its kernel."""
 
 import random
 
@@ -50,17 +51,18 @@ def run_case(case, isa):
 
 
 def test_the_rule_takes_few_output_channels_on_wide_rows():
-    """At most half a vector of output channels per group on rows of 14 or more (28 with a stride); fewer than two
-    vectors at stride 1 on rows of 28 or more; never channels-last, float64, fewer than 16 input channels per group,
-    or (beyond half a vector) the bfloat16 dot products' convs."""
+    """In place of the blocked kernel (or NCHW's tap GEMMs), with a reduction of 8 or more: NCHW with at most half a
+    vector of output channels per group on rows of 14 or more (28 with a stride), or fewer than two vectors at stride 1
+    on rows of 28 or more (not where the bfloat16 dot products take the conv); channels-last with at most half a vector
+    on the same rows and 4 taps per stride phase or more. Never float64, nor a stem the column GEMM keeps."""
     if not isas_here():
         pytest.skip("this CPU has neither AVX2 nor AVX-512")
     for isa in isas_here():
         lanes, tiles = VECTOR[isa], f"cpu_tap_tiles_{isa}"
 
-        def path(width, c_out, stride=1, c_in=16, **fields):
-            return conv_path(ConvCase(False, (4, width), c_in, c_out, 3, stride, "same", padding_mode="reflect",
-                                      **fields), isa)
+        def path(width, c_out, stride=1, c_in=16, kernel=3, groups=1, **fields):
+            return conv_path(ConvCase(False, (12, width), c_in * groups, c_out * groups, kernel, stride, "same",
+                                      padding_mode="reflect", groups=groups, **fields), isa)
         assert path(14, lanes // 2) == tiles
         assert path(13, lanes // 2) != tiles
         assert path(14, lanes // 2 + 1) != tiles
@@ -70,10 +72,18 @@ def test_the_rule_takes_few_output_channels_on_wide_rows():
         assert path(27, 2 * lanes - 1) != tiles
         assert path(28, 2 * lanes) != tiles
         assert path(56, lanes // 2 + 1, stride=2) != tiles
-        assert path(28, 4, c_in=15) != tiles
-        assert path(28, 4, layout="channels_last") != tiles
+        assert path(28, 4, kernel=1) == tiles  # in place of the tap GEMMs
+        assert path(28, 4, c_in=15) == tiles  # a stem with a reduction of 135: the blocked kernel's
+        assert path(28, 4, c_in=3) != tiles  # 27: the column GEMM's
+        assert path(28, 4, c_in=4, groups=3) == tiles  # NCHW grouped: the blocked kernel's
+        assert path(28, 4, c_in=2, kernel=(1, 3), groups=3) != tiles  # a reduction of 6
         assert path(28, 4, dtype="float64") != tiles
         assert path(28, 4, dtype="bfloat16") == tiles
+        assert path(14, lanes // 2, layout="channels_last") == tiles
+        assert path(28, lanes // 2 + 1, layout="channels_last") != tiles
+        assert path(28, 4, kernel=(1, 3), layout="channels_last") != tiles  # 3 taps
+        assert path(56, 4, stride=2, kernel=3, layout="channels_last") != tiles  # 9 taps over 4 phases
+        assert path(56, 4, stride=2, kernel=4, layout="channels_last") == tiles  # 16
     if "avx512_bf16" == machine_isa():
         def bf16_path(c_out, c_in=16):
             return conv_path(ConvCase(False, (4, 28), c_in, c_out, 3, 1, "same", padding_mode="reflect",
@@ -125,9 +135,10 @@ def random_case(rng, isa):
         if mode == "zeros":
             pads = tuple((lo, lo + 1) for lo, _ in pads)
         c_out = rng.randint(1, 2 * lanes - 1)
-        case = ConvCase(False, size, groups * rng.choice([16, 21]), groups * c_out, kernel, stride, pads,
+        layout = "channels_last" if dims > 1 and rng.random() < 0.5 else "contiguous"
+        case = ConvCase(False, size, groups * rng.choice([3, 7, 16, 21]), groups * c_out, kernel, stride, pads,
                         dilation=dilation, groups=groups, padding_mode=mode, batch=rng.randint(1, 3),
-                        bias=rng.random() < 0.7, dtype=rng.choice(["float32", "float32", "bfloat16"]))
+                        bias=rng.random() < 0.7, layout=layout, dtype=rng.choice(["float32", "float32", "bfloat16"]))
         if conv_path(case, isa) == f"cpu_tap_tiles_{isa}":
             return case
 

@@ -416,18 +416,19 @@ void phase_plane_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at:
   });
 }
 
-// NCHW dense and grouped, per (image, group, band of output rows): the group's input channels become phase planes
-// (cpu/phase_planes.h), and out[Cg_out, band] accumulates one GEMM per (kh, kw) tap read straight off the planes,
-// W_tap[Cg_out, Cg_in] @ planes_tap[Cg_in, band]: no im2col at all. With `tiles` (cpu_tap_tiles_*: float
+// Dense and grouped, per (image, group, band of output rows): the group's input channels become phase planes
+// (cpu/phase_planes.h), one per channel, and out[Cg_out, band] accumulates one GEMM per (kh, kw) tap read straight off
+// the planes, W_tap[Cg_out, Cg_in] @ planes_tap[Cg_in, band]: no im2col at all. With `tiles` (cpu_tap_tiles_*: float
 // accumulation), the tap GEMMs are summed in cpu/reduction_tiles.h's registers, out read and written once per band
-// and kernel depth, vectors along the output positions (no lane wasted on a few output channels); otherwise torch's
-// GEMM per tap. With few input channels the taps are copied into columns first, so that one GEMM reduces over
-// channels and taps together (K = Cg_in * kh * kw).
+// and kernel depth, vectors along the output positions (no lane wasted on a few output channels); a channels-last x
+// is then gathered into the planes a run of channels per pixel at a time, and y written a pixel's channels at a time.
+// Otherwise (NCHW only) torch's GEMM per tap. With few input channels the taps are copied into columns first, so that
+// one GEMM reduces over channels and taps together (K = Cg_in * kh * kw).
 template <typename scalar_t>
-void phase_plane_conv_nchw(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
-                           const at::Tensor& bias, at::Tensor& y, bool tap_gemms,
-                           ReductionTilesKernel tiles = nullptr) {
+void tap_gemm_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                   at::Tensor& y, bool tap_gemms, bool channels_last = false, ReductionTilesKernel tiles = nullptr) {
   using acc_t = acc_type<scalar_t>;
+  TORCH_INTERNAL_ASSERT(!channels_last || tiles, "fastpad: channels-last tap GEMMs run on the tiles only");
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
   const int64_t groups = g.groups, c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
   const int64_t taps_2d = g.kernel[1] * g.kernel[2], slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
@@ -468,9 +469,14 @@ void phase_plane_conv_nchw(const ConvGeometry& g, const at::Tensor& x, const at:
         for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
           const int64_t id = g.tap_source(0, od, kd);
           if (id < 0) continue;
-          for (int64_t ci = 0; ci < c_in; ++ci) {
-            planes.gather(x_data + (n * g.conv_in_channels + group * c_in + ci) * g.conv_in_volume() + id * slice,
-                          band, ci);
+          if (channels_last) {
+            planes.gather_channels(x_data + (n * g.conv_in_sizes[0] + id) * slice * g.conv_in_channels + group * c_in,
+                                   band, c_in, g.conv_in_channels);
+          } else {
+            for (int64_t ci = 0; ci < c_in; ++ci) {
+              planes.gather(x_data + (n * g.conv_in_channels + group * c_in + ci) * g.conv_in_volume() + id * slice,
+                            band, ci);
+            }
           }
           const acc_t* w_kd = w_data + (group * g.kernel[0] + kd) * taps_2d * c_out * c_in;
           if constexpr (std::is_same_v<acc_t, float>) {
@@ -502,6 +508,18 @@ void phase_plane_conv_nchw(const ConvGeometry& g, const at::Tensor& x, const at:
                             at::from_blob(cols.data(), {c_in * taps_2d, n_pos}, {band_size, 1},
                                           at::TensorOptions(acc_dtype)));
           }
+        }
+        if (channels_last) {  // each kept position's c_out values into its pixel's channels
+          scalar_t* y_band = y_data + (((n * g.conv_out_sizes[0] + od) * g.conv_out_sizes[1] + band.row0) * out_w +
+                                       band.col0) * g.conv_out_channels + group * c_out;
+          for (int64_t r = 0; r < band.rows; ++r) {
+            for (int64_t c = 0; c < band.cols; ++c) {
+              const acc_t* position = out.data() + r * planes.pitch() + c;
+              scalar_t* pixel = y_band + (r * out_w + c) * g.conv_out_channels;
+              for (int64_t co = 0; co < c_out; ++co) pixel[co] = static_cast<scalar_t>(position[co * band_size]);
+            }
+          }
+          continue;
         }
         for (int64_t co = 0; co < c_out; ++co) {
           scalar_t* y_slice =
@@ -560,13 +578,12 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
         break;
       case ConvPath::CpuTapGemms:
       case ConvPath::CpuColumnGemm:
-        phase_plane_conv_nchw<scalar_t>(g, x, weight, b, y, path == ConvPath::CpuTapGemms);
+        tap_gemm_conv<scalar_t>(g, x, weight, b, y, path == ConvPath::CpuTapGemms);
         break;
       case ConvPath::CpuTapTilesAvx2:
       case ConvPath::CpuTapTilesAvx512:
-        phase_plane_conv_nchw<scalar_t>(g, x, weight, b, y, /*tap_gemms=*/true,
-                                        path == ConvPath::CpuTapTilesAvx512 ? &reduction_tiles_avx512
-                                                                            : &reduction_tiles_avx2);
+        tap_gemm_conv<scalar_t>(g, x, weight, b, y, /*tap_gemms=*/true, channels_last,
+                                path == ConvPath::CpuTapTilesAvx512 ? &reduction_tiles_avx512 : &reduction_tiles_avx2);
         break;
       default:
         TORCH_INTERNAL_ASSERT(false, "fastpad conv: no CPU kernel for path ", path_name(path));

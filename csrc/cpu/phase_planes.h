@@ -173,6 +173,38 @@ class PhasePlanes {
     });
   }
 
+  // Fills the phase planes of channels [0, channels) (one lane each) for `band` from one channels-last (H, W) slice
+  // whose pixels are `pixel_stride` elements apart, channel c at pixel + c: each pixel's channels are read in runs of
+  // kChannelRun (a 64-byte line of float32) and written to their planes, so the slice is read once, where a gather per
+  // channel would read every line of it once per channel.
+  template <typename scalar_t>
+  void gather_channels(const scalar_t* slice, const Band& band, int64_t channels, int64_t pixel_stride) {
+    TORCH_INTERNAL_ASSERT(lanes_ == 1, "gather_channels fills planes of one lane per position");
+    constexpr int64_t kChannelRun = 16;
+    for_each_phase_row(0, band, [&](acc_t* dst, int64_t in_row, const Columns& columns) {
+      if (in_row < 0) {
+        for (int64_t c = 0; c < channels; ++c) std::fill_n(dst + c * channel_stride_, pitch_, acc_t(0));
+        return;
+      }
+      const scalar_t* src = slice + in_row * g_.conv_in_sizes[2] * pixel_stride;
+      for (const auto& [t, source] : columns.borders) {
+        for (int64_t c = 0; c < channels; ++c) {
+          dst[c * channel_stride_ + t] = source < 0 ? acc_t(0) : static_cast<acc_t>(src[source * pixel_stride + c]);
+        }
+      }
+      const scalar_t* first = src + columns.interior_source * pixel_stride;
+      acc_t* out = dst + columns.interior_begin;
+      const int64_t step = stride_w_ * pixel_stride;
+      for (int64_t c0 = 0; c0 < channels; c0 += kChannelRun) {
+        const int64_t run = std::min(kChannelRun, channels - c0);
+        for (int64_t t = 0; t < columns.interior_count; ++t) {
+          const scalar_t* pixel = first + t * step + c0;
+          for (int64_t c = 0; c < run; ++c) out[(c0 + c) * channel_stride_ + t] = static_cast<acc_t>(pixel[c]);
+        }
+      }
+    });
+  }
+
   void zero() { std::fill(data_.begin(), data_.end(), acc_t(0)); }
 
   // Adjoint of gather (NCHW, one lane): adds every phase position of the band back onto the input slice position

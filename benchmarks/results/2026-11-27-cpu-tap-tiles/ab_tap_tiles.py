@@ -1,6 +1,6 @@
 """A/B of NCHW conv's tap GEMMs summed on the reduction tiles (cpu_tap_tiles_*, after) against the path each call took
 before (the blocked kernel, or torch's GEMM per tap for a 1x1 kernel), through a temporary build switch, the
-environment variable AB_TAPTILES=0, removed before the commit. Every call of the conv op (a conv's forward, or a
+environment variable AB_TT=2, removed before the commit. Every call of the conv op (a conv's forward, or a
 transposed conv's input gradient) that the random layers of the given seeds and the 23-layer suite make and that
 reaches cpu_tap_tiles_*, timed alone, interleaved, medians.
 Run from the repository root with PYTHONPATH=tests: python ab_tap_tiles.py SEED... [--suite] [--bfloat16]"""
@@ -23,9 +23,9 @@ ROUNDS = 7
 
 def set_old(old):
     if old:
-        os.environ["AB_TAPTILES"] = "0"
+        os.environ["AB_TT"] = "2"
     else:
-        os.environ.pop("AB_TAPTILES", None)
+        os.environ.pop("AB_TT", None)
 
 
 def calls_of(case):
