@@ -74,9 +74,10 @@ def last_block_vectors(isa, channels):
 
 def every_tile_shape(isa):
     """For each count U of vectors a last block can have, a channel count (after at least one whole block where one
-    exists) that ends in it, with row widths that leave each possible remainder of that tile's positions; and bands
-    with their depth taps all in the padding (bias only). One vector only where the channels fit in one: channels-last,
-    since NCHW rows this wide take the tap tiles there (kernel_paths.h's cpu_tap_tiles)."""
+    exists) that ends in it, with row widths of every count of positions up to a tile's P (one tile) and from 2P to 3P
+    - 1 (three tiles of sizes that differ by one at most, blocked_direct_kernel.h's all_positions); and bands with their
+    depth taps all in the padding (bias only). One vector only where the channels fit in one: channels-last, since
+    NCHW rows this wide take the tap tiles there (kernel_paths.h's cpu_tap_tiles)."""
     widest, vector, _ = BLOCK[isa]
     cases = []
     for vectors in range(1, widest // vector + 1):
@@ -85,8 +86,9 @@ def every_tile_shape(isa):
         layout = "channels_last" if vectors == 1 else "contiguous"
         positions = tile_positions(isa, vectors)
         for remainder in range(positions):
-            cases.append(ConvCase(False, (3, 2 * positions + remainder), 16, out_channels, 3, padding="same",
-                                  batch=1, layout=layout))
+            for width in (remainder + 1, 2 * positions + remainder):
+                cases.append(ConvCase(False, (3, width), 16, out_channels, 3, padding="same", batch=1,
+                                      layout=layout))
     cases.append(ConvCase(False, (2, 5, 6), 16, 20, 3, padding=((3, 3), (1, 1), (1, 1)), batch=1))
     return cases
 
@@ -123,6 +125,21 @@ def random_case(rng):
                     dtype=rng.choice(["float32", "float32", "bfloat16"]))
 
 
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])
+def test_large_weights_go_in_tap_passes(isa):
+    """A block's packed weights over 512 KiB run in passes of taps (conv.cpp's kBlockedWeightPassBytes), each adding
+    onto the outputs: 300 input channels x 48 output channels x 25 taps is 1.4 MiB in float32 (9 taps of 57.7 KiB a
+    pass: 9 + 9 + 7) and 0.7 MiB in bfloat16 (18 + 7); a 3-d k3 256 -> 128, 576 KiB at every kernel depth in float32
+    (8 + 1)."""
+    if isa not in isas_here():
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    dtype = "bfloat16" if isa == "avx512_bf16" else "float32"
+    for case in (ConvCase(False, (6, 7), 300, 48, 5, padding="same", padding_mode="reflect", batch=2, dtype=dtype),
+                 ConvCase(False, (3, 4, 5), 256, 128, 3, padding=((0, 2), (1, 1), (2, 0)), batch=1, dtype=dtype,
+                          layout="channels_last")):
+        run_case(case, isa)
 
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "reflect"])

@@ -22,9 +22,11 @@ template <typename Element>
 struct BlockedDirectArgs {
   const Element* const* taps;  // per tap, the phase-plane run of position 0: [t * lanes + ci]
   int64_t num_taps, lanes;  // lanes: even for the bfloat16 kernel
-  const Element* weights;  // [co_blocks][num_taps][weight_tap_pitch]: each tap's [lanes][block_width] (bfloat16:
-                           // [lanes / 2][block_width][2]) at its start, zero beyond the real output channels
+  const Element* weights;  // per block b, at b * weight_block_stride: [num_taps][weight_tap_pitch], each tap's
+                           // [lanes][block_width] (bfloat16: [lanes / 2][block_width][2]) at its start, zero beyond
+                           // the real output channels
   int64_t weight_tap_pitch;  // at least lanes * block_width (blocked_direct_weight_tap_pitch)
+  int64_t weight_block_stride;  // num_taps * weight_tap_pitch, or more where a call takes part of a block's taps
   int64_t block_width, co_block_begin, co_block_end;
   // Position c of row r at out + r * out_row_stride + c * out_pitch (a band buffer: out_row_stride = row_pitch *
   // out_pitch, out_pitch the channels rounded up to vectors; or the output itself), block b's channels at

@@ -56,7 +56,7 @@ constexpr int kMaxPositions = 16;
 template <int U>
 constexpr int kTilePositions = std::min(kMaxPositions, (Isa::kRegisters - U - 1) / U);
 
-// The band's last `left` (< P) positions: the tile of exactly that many.
+// A tile of exactly `left` (<= P) positions.
 template <int P, int U>
 inline void remainder_tile(int64_t left, const Args& a, const Element* w_block, int64_t block_width,
                            int64_t t0, int64_t c0, float* out) {
@@ -67,15 +67,26 @@ inline void remainder_tile(int64_t left, const Args& a, const Element* w_block, 
 }
 
 // Every kept position of the band for U vectors of channels at c0, row by row (the columns past a row's last kept one
-// are never computed): tiles of P positions, then one of the row's remainder.
+// are never computed): as few tiles as hold the row, of P positions where they divide it, else of sizes that differ
+// by one at most (20 columns at P = 9: 7, 7 and 6, where 9, 9 and 2 left a tile that loads U weight vectors per 2 x U
+// multiply-adds).
 template <int P, int U>
 inline void all_positions(const Args& a, const Element* w_block, int64_t block_width, int64_t c0) {
+  if (a.cols <= 0) return;
+  const int64_t tiles = (a.cols + P - 1) / P, size = a.cols / tiles, larger = a.cols % tiles;
   for (int64_t r = 0; r < a.rows; ++r) {
-    const int64_t row_begin = r * a.row_pitch, row_end = row_begin + a.cols;
     float* out = a.out + r * a.out_row_stride;  // position t0's
-    int64_t t0 = row_begin;
-    for (; t0 + P <= row_end; t0 += P, out += P * a.out_pitch) tile<P, U>(a, w_block, block_width, t0, c0, out);
-    if (t0 < row_end) remainder_tile<P - 1, U>(row_end - t0, a, w_block, block_width, t0, c0, out);
+    int64_t t0 = r * a.row_pitch;
+    for (int64_t i = 0; i < tiles; ++i) {
+      const int64_t positions = size + (i < larger ? 1 : 0);
+      if (positions == P) {
+        tile<P, U>(a, w_block, block_width, t0, c0, out);
+      } else {
+        remainder_tile<P - 1, U>(positions, a, w_block, block_width, t0, c0, out);
+      }
+      t0 += positions;
+      out += positions * a.out_pitch;
+    }
   }
 }
 
@@ -93,7 +104,7 @@ inline void blocked_direct(const Args& a, int64_t channels) {
   const int64_t block_width = a.block_width;  // at most Isa::kVectors vectors
   for (int64_t b = a.co_block_begin; b < a.co_block_end; ++b) {
     const int64_t c0 = b * block_width, vectors = (std::min(channels - c0, block_width) + Isa::kLanes - 1) / Isa::kLanes;
-    block_of_vectors<Isa::kVectors>(vectors, a, a.weights + b * a.num_taps * a.weight_tap_pitch, block_width, c0);
+    block_of_vectors<Isa::kVectors>(vectors, a, a.weights + b * a.weight_block_stride, block_width, c0);
   }
 }
 

@@ -202,6 +202,7 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
 // The fewest multiply-adds per band where bands are split for the threads (below, batch-1 calls of 12-50 us ran up to
 // 1.46x slower split).
 constexpr int64_t kBlockedBandMinMultiplyAdds = int64_t(1) << 21;
+constexpr int64_t kBlockedWeightPassBytes = 512 * 1024;
 
 // Dense and grouped with float accumulation on an AVX2 or AVX-512 CPU, NCHW or channels-last: per (image, group, band
 // of output rows, range of output-channel blocks), the group's input channels become channels-last phase planes (the
@@ -262,6 +263,11 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
     }
   });
   const Element* w_data = w_to;
+  // A block's weights stream from L2 once per tile; where they outgrow it (a 298 -> 48 k5 conv's 25 taps: 1.4 MiB of
+  // the Zen 5's 1 MiB), the taps go in passes of at most kBlockedWeightPassBytes of weights, each adding onto the
+  // tiles' outputs (random layers with such weights, float32, 2 cores: 0.87-1.01x the time of one pass).
+  const int64_t taps_per_pass = std::clamp<int64_t>(
+      kBlockedWeightPassBytes / (tap_pitch * static_cast<int64_t>(sizeof(Element))), 1, taps_2d);
   const at::Tensor init = at::zeros({groups, co_blocks * block_width}, options);
   if (bias.defined()) init.narrow(1, 0, c_out).copy_(bias.view({groups, c_out}));
   const float* init_data = init.const_data_ptr<float>();
@@ -297,10 +303,11 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
       const Band band = planes.band(band_index);
       const int64_t block_begin = split * co_blocks / co_splits, block_end = (split + 1) * co_blocks / co_splits;
       const int64_t co_begin = block_begin * block_width, co_end = std::min(block_end * block_width, c_out);
-      BlockedDirectArgs<Element> args{reinterpret_cast<const Element* const*>(planes.taps().data()),
-                                      taps_2d, c_in, nullptr, tap_pitch, block_width, block_begin, block_end,
-                                      out.data(), out_pitch, planes.pitch() * out_pitch, band.rows, planes.pitch(),
-                                      band.cols, init_data + group * co_blocks * block_width, false};
+      const Element* const* taps = reinterpret_cast<const Element* const*>(planes.taps().data());
+      BlockedDirectArgs<Element> args{taps, taps_2d, c_in, nullptr, tap_pitch, taps_2d * tap_pitch, block_width,
+                                      block_begin, block_end, out.data(), out_pitch, planes.pitch() * out_pitch,
+                                      band.rows, planes.pitch(), band.cols, init_data + group * co_blocks * block_width,
+                                      false};
       for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
         // The band's first kept position in y.
         scalar_t* y_band = y_data + n * y_stride[0] + (group * c_out) * y_stride[1] + od * y_stride[2] +
@@ -323,9 +330,14 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
             planes.gather(x_data + (n * g.conv_in_channels + group * c_in) * g.conv_in_volume() + id * slice, band,
                           0, 1, g.conv_in_volume());
           }
-          args.weights = w_data + (group * depth + kd) * co_blocks * taps_2d * tap_pitch;
-          micro_kernel(args, c_out);
-          args.accumulate = true;
+          const Element* w_kd = w_data + (group * depth + kd) * co_blocks * taps_2d * tap_pitch;
+          for (int64_t tap0 = 0; tap0 < taps_2d; tap0 += taps_per_pass) {
+            args.taps = taps + tap0;
+            args.num_taps = std::min(taps_per_pass, taps_2d - tap0);
+            args.weights = w_kd + tap0 * tap_pitch;
+            micro_kernel(args, c_out);
+            args.accumulate = true;
+          }
         }
         if (!args.accumulate) {  // every depth tap read zero padding: the bias alone
           for (int64_t r = 0; r < band.rows; ++r) {
