@@ -127,6 +127,33 @@ def random_case(rng):
 
 
 
+@pytest.mark.parametrize("weight_layout", ["contiguous", "channels_last", "strided", "expanded"])
+@pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])
+def test_the_weight_is_packed_through_its_strides(isa, weight_layout):
+    """The packing reads the weight in place whatever its strides (a model's weight in channels_last, as
+    `model.to(memory_format=torch.channels_last)` leaves it; a strided view; an expanded one): 1-d, 2-d in both layouts
+    with a partial last block, 3-d, grouped, and a bfloat16 conv on the dot products."""
+    if isa not in isas_here():
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    dtype = "bfloat16" if isa == "avx512_bf16" else "float32"
+    for case in (ConvCase(False, (19,), 16, 24, 5, padding="causal", batch=2, dtype=dtype),
+                 ConvCase(False, (7, 9), 32, 40, (3, 4), padding="same", padding_mode="reflect", groups=2, batch=2,
+                          dtype=dtype),
+                 ConvCase(False, (7, 9), 18, 70, 3, stride=2, padding="same", batch=1, dtype=dtype,
+                          layout="channels_last"),
+                 ConvCase(False, (3, 4, 5), 16, 20, (2, 3, 2), padding=((0, 1), (1, 1), (1, 0)), batch=1, dtype=dtype,
+                          layout="channels_last")):
+        x, w, b = case.random_inputs()
+        w = arrange(w, weight_layout)
+        with torch.no_grad():
+            expected = case.reference_function()(x.double(), w.double(), b.double())
+        with cpu_isa_limit(isa):
+            assert torch.ops.fastpad._conv_path(x, w, b, *case.conv_op_arguments(), "cpu") == blocked_path(case, isa)
+            poison(expected.shape, x.dtype)
+            y = case.fastpad_function()(x, w, b)
+        assert_matches(y, expected.to(y.dtype), what=f"{case.describe()}, weight {weight_layout}")
+
+
 @pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])
 def test_large_weights_go_in_tap_passes(isa):
     """A block's packed weights over 512 KiB run in passes of taps (conv.cpp's kBlockedWeightPassBytes), each adding
