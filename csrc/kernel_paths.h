@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "cpu/blocked_direct.h"
 #include "cuda/problems.h"
 #include "geometry.h"
 
@@ -348,7 +349,7 @@ inline bool cpu_tap_tiles(const ConvGeometry& g, bool channels_last, CpuIsa isa,
     return false;
   }
   if (c_in * g.kernel_volume() < kBlockedMinReduction) return false;
-  const int64_t lanes = isa >= CpuIsa::Avx512 ? 16 : 8;  // floats per vector
+  const int64_t lanes = isa >= CpuIsa::Avx512 ? cpu::kBlockedDirectVectorAvx512 : cpu::kBlockedDirectVectorAvx2;
   const int64_t phases = g.stride[0] * g.stride[1] * g.stride[2], columns = g.conv_out_sizes[2];
   const bool wide_rows = columns >= (phases > 1 ? kTapTilesMinStridedColumns : kTapTilesMinColumns);
   if (channels_last) {

@@ -38,10 +38,12 @@ def blocked_path(case, isa):
     return f"cpu_blocked_{isa}"
 
 
-def run_case(case, isa):
-    """fastpad's output for fresh random inputs against the float64 reference, at `isa`; asserts the kernel (for a
-    transposed case, of the conv_transpose op)."""
+def run_case(case, isa, expected_path=None, weight_layout="contiguous"):
+    """fastpad's output for fresh random inputs (the weight arranged in `weight_layout`) against the float64
+    reference, at `isa`; asserts the kernel (for a transposed case, of the conv_transpose op): expected_path, or the
+    blocked kernel the case reaches there."""
     x, w, b = case.random_inputs()
+    w = arrange(w, weight_layout)
     with torch.no_grad():
         expected = case.reference_function()(x.double(), w.double(), None if b is None else b.double())
     with cpu_isa_limit(isa):
@@ -52,10 +54,10 @@ def run_case(case, isa):
                                                           "cpu")
         else:
             path = torch.ops.fastpad._conv_path(x, w, b, *case.conv_op_arguments(), "cpu")
-        assert path == blocked_path(case, isa), case.describe()
+        assert path == (expected_path or blocked_path(case, isa)), case.describe()
         poison(expected.shape, x.dtype)
         y = case.fastpad_function()(x, w, b)
-    assert_matches(y, expected.to(y.dtype), what=case.describe())
+    assert_matches(y, expected.to(y.dtype), what=f"{case.describe()}, weight {weight_layout}")
 
 
 def last_block_vectors(isa, channels):
@@ -143,15 +145,7 @@ def test_the_weight_is_packed_through_its_strides(isa, weight_layout):
                           layout="channels_last"),
                  ConvCase(False, (3, 4, 5), 16, 20, (2, 3, 2), padding=((0, 1), (1, 1), (1, 0)), batch=1, dtype=dtype,
                           layout="channels_last")):
-        x, w, b = case.random_inputs()
-        w = arrange(w, weight_layout)
-        with torch.no_grad():
-            expected = case.reference_function()(x.double(), w.double(), b.double())
-        with cpu_isa_limit(isa):
-            assert torch.ops.fastpad._conv_path(x, w, b, *case.conv_op_arguments(), "cpu") == blocked_path(case, isa)
-            poison(expected.shape, x.dtype)
-            y = case.fastpad_function()(x, w, b)
-        assert_matches(y, expected.to(y.dtype), what=f"{case.describe()}, weight {weight_layout}")
+        run_case(case, isa, weight_layout=weight_layout)
 
 
 @pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])

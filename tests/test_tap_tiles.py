@@ -11,9 +11,9 @@ import random
 import pytest
 import torch
 
-from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa
+from code_paths import cpu_isa_limit, machine_isa
 from fastpad.cases import ConvCase
-from reference import assert_matches, poison
+from test_blocked_direct import isas_here as blocked_isas_here, run_case as run_blocked_case
 
 # Floats per vector, and the rows of a full tile (reduction_tiles_kernel.h: kReductionTileRows of
 # kReductionTileVectors vectors) and the vectors of a few-rows tile of R rows (kFewRowsVectors<R>), per ISA.
@@ -27,7 +27,8 @@ def few_rows_vectors(isa, rows):
 
 
 def isas_here():
-    return [isa for isa in ("avx2", "avx512") if ISA_ORDER.index(isa) <= ISA_ORDER.index(machine_isa())]
+    """The ISAs of the tap tiles this CPU runs (avx512_bf16's convs take AVX-512's tiles)."""
+    return [isa for isa in blocked_isas_here() if isa in VECTOR]
 
 
 def conv_path(case, isa):
@@ -39,15 +40,7 @@ def conv_path(case, isa):
 def run_case(case, isa):
     """fastpad's output for fresh random inputs against the float64 reference at `isa`, after asserting that the conv
     takes the tap tiles there."""
-    x, w, b = case.random_inputs()
-    with torch.no_grad():
-        expected = case.reference_function()(x.double(), w.double(), None if b is None else b.double())
-    with cpu_isa_limit(isa):
-        path = torch.ops.fastpad._conv_path(x, w, b, *case.conv_op_arguments(), "cpu")
-        assert path == f"cpu_tap_tiles_{isa}", case.describe()
-        poison(expected.shape, x.dtype)
-        y = case.fastpad_function()(x, w, b)
-    assert_matches(y, expected.to(y.dtype), what=case.describe())
+    run_blocked_case(case, isa, expected_path=f"cpu_tap_tiles_{isa}")
 
 
 def test_the_rule_takes_few_output_channels_on_wide_rows():

@@ -202,6 +202,14 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
 // The fewest multiply-adds per band where bands are split for the threads (below, batch-1 calls of 12-50 us ran up to
 // 1.46x slower split).
 constexpr int64_t kBlockedBandMinMultiplyAdds = int64_t(1) << 21;
+
+// PhasePlanes' wanted_row_bands for a driver whose other work items (images x groups x whatever else it splits) are
+// `items`: where they leave threads without work, the rows go in more bands (each gathers its halo rows again), each
+// of kBlockedBandMinMultiplyAdds or more (waking a thread costs microseconds).
+inline int64_t thread_row_bands(const ConvGeometry& g, int64_t items) {
+  return std::clamp<int64_t>(conv_multiply_adds(g) / kBlockedBandMinMultiplyAdds, 1,
+                             ceil_div(2 * at::get_num_threads(), std::max<int64_t>(items, 1)));
+}
 constexpr int64_t kBlockedWeightPassBytes = 512 * 1024;
 
 // Dense and grouped with float accumulation on an AVX2 or AVX-512 CPU, NCHW or channels-last: per (image, group, band
@@ -284,11 +292,7 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   const auto y_stride = element_strides(y);
   const int64_t slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
   const int64_t bytes_per_position = out_pitch * static_cast<int64_t>(sizeof(float));  // out[band, out_pitch]
-  // Where images, groups and blocks of output channels leave threads without work, the rows go in more bands (each
-  // gathers its halo rows again), each of kBlockedBandMinMultiplyAdds or more (waking a thread costs microseconds).
-  const int64_t wanted_row_bands =
-      std::clamp<int64_t>(conv_multiply_adds(g) / kBlockedBandMinMultiplyAdds, 1,
-                          ceil_div(2 * at::get_num_threads(), std::max<int64_t>(g.batch * groups * co_blocks, 1)));
+  const int64_t wanted_row_bands = thread_row_bands(g, g.batch * groups * co_blocks);
   const auto make_planes = [&] {
     return PhasePlanes<Plane>(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/c_in, wanted_row_bands);
   };
@@ -464,10 +468,7 @@ void tap_gemm_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor&
   // The band's own buffers: out[Cg_out, band], plus the columns when they are used.
   const int64_t bytes_per_position = (c_out + (tap_gemms ? 0 : c_in * taps_2d)) * static_cast<int64_t>(sizeof(acc_t));
   // The tiles split the rows in bands for the threads as the blocked kernel does.
-  const int64_t wanted_row_bands =
-      !tiles ? 1
-             : std::clamp<int64_t>(conv_multiply_adds(g) / kBlockedBandMinMultiplyAdds, 1,
-                                   ceil_div(2 * at::get_num_threads(), std::max<int64_t>(g.batch * groups, 1)));
+  const int64_t wanted_row_bands = tiles ? thread_row_bands(g, g.batch * groups) : 1;
   const auto make_planes = [&] {
     return PhasePlanes<acc_t>(g, c_in, kGemmPhasePlaneBytes, bytes_per_position, 1, wanted_row_bands);
   };
