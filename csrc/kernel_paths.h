@@ -386,10 +386,16 @@ inline bool cpu_tap_tiles(const ConvGeometry& g, bool channels_last, CpuIsa isa,
 // 0.12 M per phase 2.2x and 2.5x the col2im's time; 0.39-3.4 M per phase 0.28-0.66x on five, 0.83 M 1.15x on one);
 // folded at stride 1, below kBlockedFoldedMinMultiplyAdds (0.86 M: 1.65x; 1.8 M: 0.28x). An NCHW 1x1 kernel keeps
 // the phase planes, as conv keeps its GEMM (3.27x slower folded).
+// At stride 1 with kTapGemmMinChannels x channels per group or more, the phase conv's vectors run along y's channels:
+// under kBlockedTransposeMinYChannels per group (1-9 of a vector's 16 lanes) a kernel wider than 1x1 takes GEMM +
+// col2im (random layers, float32, 2 cores, interleaved: 0.23-1.12x the blocked kernel's time on 10 calls of seeds 1-4,
+// geomean 0.61; 0.33-1.21x on 9 of seeds 5-8, 0.65; AVX2 0.27-1.30x on seeds 1-4's 10, 0.77; 11-15 y channels had run
+// 1.15-1.16x, and a 1x1 kernel 1.73x).
 constexpr int64_t kBlockedTransposeMaxGrowth = 4;
 constexpr int64_t kBlockedWidePhaseMinPositions = 1024;
 constexpr int64_t kBlockedPhaseMinMultiplyAdds = int64_t(1) << 18;
 constexpr int64_t kBlockedFoldedMinMultiplyAdds = int64_t(1) << 20;
+constexpr int64_t kBlockedTransposeMinYChannels = 10;
 inline bool cpu_blocked_transpose(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
   if (isa == CpuIsa::Baseline || element_bytes != 4 || (!channels_last && g.kernel_volume() == 1)) return false;
   const int64_t c_in = g.conv_out_channels_per_group(), phases = transpose_phase_count(g);
@@ -399,9 +405,12 @@ inline bool cpu_blocked_transpose(const ConvGeometry& g, bool channels_last, Cpu
                                                                      : 0;
   if (conv_multiply_adds(g) < min_multiply_adds) return false;
   if (c_in >= kTapGemmMinChannels) {
-    return phases == 1 || (isa >= CpuIsa::Avx512 && g.mode == PaddingMode::Zeros &&
-                           g.conv_in_channels_per_group() >= kTapGemmMinChannels && g.kernel_volume() >= phases &&
-                           g.batch * g.conv_in_volume() >= kBlockedWidePhaseMinPositions * phases);
+    if (phases == 1) {
+      return g.kernel_volume() == 1 || g.conv_in_channels_per_group() >= kBlockedTransposeMinYChannels;
+    }
+    return isa >= CpuIsa::Avx512 && g.mode == PaddingMode::Zeros &&
+           g.conv_in_channels_per_group() >= kTapGemmMinChannels && g.kernel_volume() >= phases &&
+           g.batch * g.conv_in_volume() >= kBlockedWidePhaseMinPositions * phases;
   }
   return c_in > 0 && (phases == 1 || g.kernel_volume() >= 2 * phases) &&
          c_in * std::max<int64_t>(1, g.kernel_volume() / phases) >= kBlockedMinReduction;
@@ -540,6 +549,50 @@ inline bool cpu_reduction_tiles(CpuIsa isa, int64_t element_bytes) {
   return isa != CpuIsa::Baseline && element_bytes == 4;
 }
 
+// Whether an NCHW transposed conv's shape suits the phase planes (cpu_phase_planes_*): enough channels on both sides
+// and x positions per image slice.
+inline bool cpu_phase_plane_transpose_shape(const ConvGeometry& g, bool channels_last) {
+  return !channels_last && g.conv_in_channels_per_group() >= kTapGemmMinChannels &&
+         g.conv_out_channels_per_group() >= kTapGemmMinChannels &&
+         g.conv_out_sizes[1] * g.conv_out_sizes[2] >= kTapGemmMinPositions;
+}
+
+// The CPU path of conv_transpose among fastpad's own kernels (choose_conv_transpose_path's arguments).
+template <class WeightFinite>
+ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool channels_last, int64_t element_bytes,
+                                                bool reduced_precision, CpuIsa isa, WeightFinite&& weight_finite) {
+  if (cpu_depthwise_phases(g, channels_last)) {
+    return cpu_nhwc_tiles_avx512(g, channels_last, isa, element_bytes) ? ConvTransposePath::CpuDepthwisePhasesAvx512
+                                                                        : ConvTransposePath::CpuDepthwisePhases;
+  }
+  if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;
+  if (cpu_grouped_planes_transpose(g, channels_last)) return ConvTransposePath::CpuGroupedPlanes;
+  // Each stride phase is a conv (transpose_phase_as_conv), whose reduction runs over x's channels. Like the phase
+  // planes, those convs multiply weights by the zeros around x, so they take only finite weights.
+  // Another padding mode runs the full transposed conv and folds (float32 only: the fold adds in the output's type).
+  const bool folded = g.mode != PaddingMode::Zeros;
+  const bool blocked = cpu_blocked_transpose(g, channels_last, isa, element_bytes);
+  if (cpu_grouped_expanded_transpose(g, channels_last) && (folded || !blocked)) {
+    return ConvTransposePath::CpuGroupedExpanded;
+  }
+  if (blocked && (!folded || (!reduced_precision && folded_transpose_fits(g))) && weight_finite()) {
+    if (isa >= CpuIsa::Avx512) {
+      return folded ? ConvTransposePath::CpuBlockedFoldedAvx512 : ConvTransposePath::CpuBlockedAvx512;
+    }
+    return folded ? ConvTransposePath::CpuBlockedFoldedAvx2 : ConvTransposePath::CpuBlockedAvx2;
+  }
+  const bool tiles = cpu_reduction_tiles(isa, element_bytes), avx512 = isa >= CpuIsa::Avx512;
+  if (!cpu_phase_plane_transpose_shape(g, channels_last) || !weight_finite()) {
+    if (!tiles) return ConvTransposePath::CpuGemmCol2im;
+    return avx512 ? ConvTransposePath::CpuGemmCol2imAvx512 : ConvTransposePath::CpuGemmCol2imAvx2;
+  }
+  if (!tiles) return ConvTransposePath::CpuPhasePlanes;
+  return avx512 ? ConvTransposePath::CpuPhasePlanesAvx512 : ConvTransposePath::CpuPhasePlanesAvx2;
+}
+
+constexpr int64_t kBlockedTransposeMinPositions = 256;
+constexpr int64_t kCol2imMaxRowsPerChannel = 4;
+
 // conv_transpose (its input x is on the geometry's conv_out side, its output y on the conv_in side). element_bytes,
 // reduced_precision and isa as for conv.
 // weight_finite() says whether the weight holds no inf or NaN; the CPU phase planes and the stride-1 blocked conv
@@ -572,45 +625,38 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
     if (g.conv_out_channels_per_group() < cuda::kPhaseGemmMinChannels) return ConvTransposePath::CudaDirectGather;
     return g.mode == PaddingMode::Zeros ? ConvTransposePath::CudaPhaseGemm : ConvTransposePath::CudaPhaseGemmFold;
   }
-  // torch's own transposed convolution, except where fastpad's phase planes run with a stride: oneDNN's strided
-  // deconvolution is slow there (HiFi-GAN k4 s2 over 2048 samples: torch 2.4x fastpad's time), while at stride 1
-  // (resnet50 k3 64 channels @56: fastpad 1.37x torch's) and where fastpad takes GEMM + col2im (HiFi-GAN k16 s8 over
-  // 32 samples: fastpad 1.57x) torch is the faster. In bfloat16 on AVX512_BF16, torch's is the faster there too
-  // (HiFi-GAN k4 s2: 0.62x fastpad's time).
-  const bool phase_plane_shape = !channels_last && g.conv_in_channels_per_group() >= kTapGemmMinChannels &&
-                                 g.conv_out_channels_per_group() >= kTapGemmMinChannels &&
-                                 g.conv_out_sizes[1] * g.conv_out_sizes[2] >= kTapGemmMinPositions;
-  if (cpu_leaves_to_torch(g, channels_last, torch_crop_matches(g), reduced_precision, isa) &&
-      !(phase_plane_shape && strided && !reduced_precision)) {
-    return ConvTransposePath::CpuTorch;
+  if (!cpu_leaves_to_torch(g, channels_last, torch_crop_matches(g), reduced_precision, isa)) {
+    return choose_cpu_own_transpose_path(g, channels_last, element_bytes, reduced_precision, isa, weight_finite);
   }
-  if (cpu_depthwise_phases(g, channels_last)) {
-    return cpu_nhwc_tiles_avx512(g, channels_last, isa, element_bytes) ? ConvTransposePath::CpuDepthwisePhasesAvx512
-                                                                        : ConvTransposePath::CpuDepthwisePhases;
+  // torch's own transposed convolution takes the call where it measured faster than fastpad's own kernels.
+  // - float32 on AVX-512: fastpad's kernels (the random layers' and the suite's calls this moved from torch, float32,
+  //   2 cores, interleaved: 0.17-1.06x torch's time on 23 calls of seeds 1-4 and the suite, geomean 0.65; 0.16-0.94x,
+  //   0.45, on 24 of seeds 5-8), except two shapes where torch's was the faster: the blocked kernel over fewer than
+  //   kBlockedTransposeMinPositions x positions, whose packed weights so few positions do not repay (a 243 -> 178 k7
+  //   'same' input gradient over 8 x 8: 2.3-4.1x torch's time), and GEMM + col2im whose y channels x taps per group
+  //   (cols' rows) outnumber x's channels per group more than kCol2imMaxRowsPerChannel times, where col2im's scatter
+  //   outweighs the GEMM (6 calls with 6.1-364 rows per x channel: 1.07-2.22x; 14 with 0.04-2.5, 0.23-0.97x; 3 with
+  //   6.9-280 had been faster, 0.19-0.94x). Set on seeds 1-8: no seed was held out of the col2im bound.
+  // - otherwise torch, except where fastpad's phase planes run with a stride: oneDNN's strided deconvolution is slow
+  //   there (HiFi-GAN k4 s2 over 2048 samples: torch 2.4x fastpad's time), while at stride 1 (resnet50 k3 64 channels
+  //   @56: fastpad 1.37x torch's) and where fastpad takes GEMM + col2im (HiFi-GAN k16 s8 over 32 samples: fastpad
+  //   1.57x) torch is the faster (float64, no tiles). In bfloat16 on AVX512_BF16 torch's is the faster there too
+  //   (HiFi-GAN k4 s2: 0.62x fastpad's time; the random layers' and the suite's calls, fastpad's 0.04-6.4x torch's,
+  //   geomean 1.02). fastpad's AVX2 kernels were measured only against torch's AVX-512 ones (0.21-1.92x, geomean
+  //   0.91), so AVX2 keeps this rule.
+  const ConvTransposePath own =
+      choose_cpu_own_transpose_path(g, channels_last, element_bytes, reduced_precision, isa, weight_finite);
+  if (!reduced_precision && element_bytes == 4 && isa >= CpuIsa::Avx512) {
+    const bool blocked = own == ConvTransposePath::CpuBlockedAvx512;
+    const bool col2im = own == ConvTransposePath::CpuGemmCol2imAvx512;
+    const int64_t col_rows = g.conv_in_channels_per_group() * g.kernel_volume();
+    const bool torch_faster =
+        (blocked && g.batch * g.conv_out_volume() < kBlockedTransposeMinPositions) ||
+        (col2im && col_rows > kCol2imMaxRowsPerChannel * g.conv_out_channels_per_group());
+    return torch_faster ? ConvTransposePath::CpuTorch : own;
   }
-  if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;
-  if (cpu_grouped_planes_transpose(g, channels_last)) return ConvTransposePath::CpuGroupedPlanes;
-  // Each stride phase is a conv (transpose_phase_as_conv), whose reduction runs over x's channels. Like the phase
-  // planes, those convs multiply weights by the zeros around x, so they take only finite weights.
-  // Another padding mode runs the full transposed conv and folds (float32 only: the fold adds in the output's type).
-  const bool folded = g.mode != PaddingMode::Zeros;
-  const bool blocked = cpu_blocked_transpose(g, channels_last, isa, element_bytes);
-  if (cpu_grouped_expanded_transpose(g, channels_last) && (folded || !blocked)) {
-    return ConvTransposePath::CpuGroupedExpanded;
-  }
-  if (blocked && (!folded || (!reduced_precision && folded_transpose_fits(g))) && weight_finite()) {
-    if (isa >= CpuIsa::Avx512) {
-      return folded ? ConvTransposePath::CpuBlockedFoldedAvx512 : ConvTransposePath::CpuBlockedAvx512;
-    }
-    return folded ? ConvTransposePath::CpuBlockedFoldedAvx2 : ConvTransposePath::CpuBlockedAvx2;
-  }
-  const bool tiles = cpu_reduction_tiles(isa, element_bytes), avx512 = isa >= CpuIsa::Avx512;
-  if (!phase_plane_shape || !weight_finite()) {
-    if (!tiles) return ConvTransposePath::CpuGemmCol2im;
-    return avx512 ? ConvTransposePath::CpuGemmCol2imAvx512 : ConvTransposePath::CpuGemmCol2imAvx2;
-  }
-  if (!tiles) return ConvTransposePath::CpuPhasePlanes;
-  return avx512 ? ConvTransposePath::CpuPhasePlanesAvx512 : ConvTransposePath::CpuPhasePlanesAvx2;
+  const bool phase_plane_shape = cpu_phase_plane_transpose_shape(g, channels_last);
+  return phase_plane_shape && strided && !reduced_precision ? own : ConvTransposePath::CpuTorch;
 }
 
 // Whether conv_weight_grad runs the pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh) on sm_80 or later:

@@ -177,7 +177,8 @@ def test_a_long_row_goes_in_column_tiles(padding_mode):
 
 
 def random_transposed_case(rng):
-    """A stride-1 transposed conv: the conv it is runs on the blocked kernels (>= 16 x channels per group)."""
+    """A stride-1 transposed conv: the conv it is runs on the blocked kernels (>= 16 x channels per group, and >= 10 y
+    channels per group: kBlockedTransposeMinYChannels)."""
     dims = rng.choice([1, 2, 2, 3])
     groups = rng.choice([1, 1, 2])
     layout = "channels_last" if dims > 1 and rng.random() < 0.5 else "contiguous"
@@ -196,7 +197,7 @@ def random_transposed_case(rng):
         if out_volume <= 4 * x_volume:
             break
     padding = "same" if rng.random() < 0.4 else tuple(crops)
-    return ConvCase(True, size, groups * rng.choice([16, 19, 32]), groups * rng.choice([3, 8, 24, 41]), kernel, 1,
+    return ConvCase(True, size, groups * rng.choice([16, 19, 32]), groups * rng.choice([10, 13, 24, 41]), kernel, 1,
                     padding, dilation=dilation, groups=groups, batch=rng.randint(1, 3), bias=rng.random() < 0.7,
                     layout=layout, dtype=rng.choice(["float32", "float32", "bfloat16"]))
 
@@ -294,8 +295,8 @@ FOLDED_CASES = [ConvCase(False, (30, 31), 16, 24, 3, 1, ((1, 2), (2, 0)), paddin
                 ConvCase(False, (20, 21), 5, 12, 3, 1, ((5, 5), (6, 1)), dilation=(1, 2), padding_mode="reflect",
                          layout="channels_last", batch=4),
                 ConvCase(False, (40, 30), 24, 15, (4, 2), 1, ((7, 0), (1, 9)), padding_mode="replicate", groups=3),
-                ConvCase(False, (8, 9, 10), 8, 16, 3, 1, "same", padding_mode="circular", layout="channels_last"),
-                ConvCase(False, (2000,), 3, 20, 7, 1, "causal", dilation=2, padding_mode="reflect", bias=False),
+                ConvCase(False, (8, 9, 10), 12, 16, 3, 1, "same", padding_mode="circular", layout="channels_last"),
+                ConvCase(False, (2000,), 3, 14, 7, 1, "causal", dilation=2, padding_mode="reflect", bias=False),
                 # Strided (2^18 multiply-adds per phase or more): 4 phases of about 2 taps over 10 x channels; the taps never
                 # reach the last row (pads (1, 0): 101 + 1 = 2 * 49 + 4), a phase-less k2 s3 dim, and circular pads
                 # wider than the stride.

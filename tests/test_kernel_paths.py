@@ -8,7 +8,7 @@ from code_paths import (CODE_PATHS, ISA_ORDER, cpu_isa_limit, dense_kernel, kern
                         reduction_tiles_kernel, skip_unless_isa)
 from fastpad.cases import arrange
 import fastpad
-from reference import assert_matches, check_conv, conv_inputs, expected_conv
+from reference import assert_matches, check_conv, check_conv_transpose, conv_inputs, expected_conv
 from test_cuda import CUDA_KERNELS, PATHS, cuda_kernels_reached
 
 
@@ -191,9 +191,74 @@ def test_reduced_precision_goes_to_torch_only_where_bfloat16_is_native(dtype, is
     with cpu_isa_limit(isa):
         assert torch.ops.fastpad._conv_path(x, w, b, *args) == "cpu_torch"
         assert (torch.ops.fastpad._conv_path(x.to(dtype), w.to(dtype), b.to(dtype), *args) == "cpu_torch") == to_torch
-        assert torch.ops.fastpad._conv_transpose_path(x, w, b, *transpose_args) == "cpu_torch"
         assert (torch.ops.fastpad._conv_transpose_path(x.to(dtype), w.to(dtype), b.to(dtype),
                                                        *transpose_args) == "cpu_torch") == to_torch
+
+
+def require_isa(isa):
+    if ISA_ORDER.index(isa) > ISA_ORDER.index(machine_isa()):
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+
+
+def transpose_path(x, w, crop, out_size, isa, stride=1):
+    """conv_transpose's CPU path for x (NCHW or channels-last) and w at the ISA, zeros mode, one group."""
+    with cpu_isa_limit(isa):
+        return torch.ops.fastpad._conv_transpose_path(x, w, None, [stride] * 2, crop, out_size, [1, 1], 1, "zeros",
+                                                      "cpu")
+
+
+@pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512"])
+def test_float32_transposed_convs_leave_torch_on_avx512(isa):
+    """A float32 transposed conv whose crop torch expresses (a 'valid' 32 -> 32 k3 over 64 x 65, 2^25.8 multiply-adds)
+    runs fastpad's own kernels on AVX-512: the blocked kernel at stride 1. On AVX2 and the baseline, and in float64,
+    torch's own transposed convolution, as before."""
+    require_isa(isa)
+    x, w = torch.randn(2, 32, 64, 65), torch.randn(32, 32, 3, 3)
+    expected = "cpu_blocked_avx512" if isa == "avx512" else "cpu_torch"
+    assert transpose_path(x, w, [0, 0], [66, 67], isa) == expected
+    assert transpose_path(x.double(), w.double(), [0, 0], [66, 67], isa) == "cpu_torch"
+    with cpu_isa_limit(isa):
+        check_conv_transpose(x, w, padding="valid")
+
+
+@pytest.mark.parametrize("size, expected", [(15, "cpu_torch"), (16, "cpu_blocked_avx512")])
+def test_the_blocked_transposed_conv_leaves_few_x_positions_to_torch(size, expected):
+    """The blocked kernel packs the weight on every call, which 128 -> 128 k5 over fewer than 256 x positions (15 x 16)
+    do not repay: torch's own transposed convolution takes them (kBlockedTransposeMinPositions); 16 x 16 stays."""
+    require_isa("avx512")
+    x, w = torch.randn(1, 128, size, 16), torch.randn(128, 128, 5, 5)
+    assert transpose_path(x, w, [2, 2], [size, 16], "avx512") == expected
+    with cpu_isa_limit("avx512"):
+        check_conv_transpose(x, w, padding=2)
+
+
+@pytest.mark.parametrize("kernel, expected", [(5, "cpu_gemm_col2im_avx512"), (6, "cpu_torch")])
+def test_the_transposed_col2im_leaves_long_column_rows_to_torch(kernel, expected):
+    """GEMM + col2im scatters y channels x taps per group per x position: 8 x 25 = 200 rows keep it beside 64 x
+    channels (at most kCol2imMaxRowsPerChannel = 4 per channel), 8 x 36 = 288 go to torch's own transposed
+    convolution. (8 y channels keep the stride-1 call off the blocked kernel.)"""
+    require_isa("avx512")
+    x, w = torch.randn(4, 64, 48, 48), torch.randn(64, 8, kernel, kernel)
+    out = 48 + kernel - 1
+    assert transpose_path(x, w, [0, 0], [out, out], "avx512") == expected
+    with cpu_isa_limit("avx512"):
+        check_conv_transpose(x, w, padding="valid")
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("y_channels, kernel, expected", [(9, 3, "cpu_gemm_col2im"), (10, 3, "cpu_blocked"),
+                                                          (9, 1, "cpu_blocked")])
+def test_stride_1_transposed_convs_to_few_y_channels_take_the_col2im(isa, y_channels, kernel, expected):
+    """At stride 1 with 16 or more x channels per group, the blocked kernel's vectors run along y's channels: under
+    kBlockedTransposeMinYChannels = 10 per group a kernel wider than 1 x 1 takes GEMM + col2im (channels-last here,
+    so torch is not in play); a 1 x 1 kernel, which col2im does not spare any taps, stays."""
+    require_isa(isa)
+    x = torch.randn(2, 32, 20, 21).to(memory_format=torch.channels_last)
+    w = torch.randn(32, y_channels, kernel, kernel)
+    pad = kernel // 2
+    assert transpose_path(x, w, [pad, pad], [20, 21], isa) == f"{expected}_{isa}"
+    with cpu_isa_limit(isa):
+        check_conv_transpose(x, w, padding=pad)
 
 
 # (input shape, out channels, kernel, stride): symmetric zero pads that stay with fastpad's kernels, a problem below
