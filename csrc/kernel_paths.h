@@ -675,7 +675,16 @@ inline bool cuda_pipelined_weight_grad(const ConvGeometry& g, int64_t element_by
 // channels of each tap of each pixel, a run of 1-17 values, where the phase planes copy rows. Copies included, on 17
 // grouped channels-last random layers (float32, 2 cores) they took 0.16-0.80x its time where an image has 96 output
 // positions or more, and 1.32x and 1.51x with 20. One group keeps the channels-last GEMM (9 layers: 0.83-1.58x).
+// So does a grouped one (not depthwise) whose input holds as many elements as grad_output times the taps or more
+// (nchw_weight_grad_copies_repaid): x's copy then outweighs the kernels' reads, as where a kernel shorter than its
+// stride skips input positions (a 3-d g32 k2 s3 layer over 23^3: the copy 27% of its forward+backward). Random layers,
+// float32, 2 cores, the op alone, interleaved: 0.09-1.14x the NCHW copies' time on 9 calls of seeds 1-4 (geomean
+// 0.33), 0.08-1.85x on 16 of seeds 5-8 (0.46; above 1.0 only two calls under 0.06 ms); AVX2 0.08-1.29x (0.35).
 constexpr int64_t kWeightGradNchwMinPositions = 64;
+inline bool nchw_weight_grad_copies_repaid(const ConvGeometry& g) {
+  return cpu_depthwise(g, /*channels_last=*/false) ||
+         g.conv_in_channels * g.conv_in_volume() < g.conv_out_channels * g.conv_out_volume() * g.kernel_volume();
+}
 
 // The most output channels per group whose NCHW weight gradient runs depthwise.cpp's kernel, generalized to any
 // number of input channels per group (cpu_tap_dots): per input channel and band, its phase planes gathered once, then
@@ -733,7 +742,8 @@ inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend bac
                : WeightGradPath::CpuDepthwise;
   }
   const bool avx512 = isa >= CpuIsa::Avx512;
-  if (channels_last && (g.groups == 1 || g.conv_out_volume() < kWeightGradNchwMinPositions)) {
+  if (channels_last && (g.groups == 1 || g.conv_out_volume() < kWeightGradNchwMinPositions ||
+                        !nchw_weight_grad_copies_repaid(g))) {
     if (!cpu_weight_grad_tiles(g, /*channels_last_gemm=*/true, isa, element_bytes)) {
       return WeightGradPath::CpuChannelsLastGemm;
     }

@@ -357,3 +357,21 @@ def test_float32_cuda_convs_take_tf32_tensor_cores_as_torch_allows(allowed):
         assert torch.ops.fastpad._conv_path(channels_last.double(), w.double(), None, *args) == "cuda_implicit_gemm"
     finally:
         torch.backends.cudnn.allow_tf32 = False
+
+
+@pytest.mark.parametrize("kernel, expected", [(3, "cpu_tap_dots"), (2, "cpu_channels_last_gemm")])
+def test_grouped_channels_last_weight_gradients_copy_to_nchw_where_the_copy_is_repaid(kernel, expected):
+    """A grouped channels-last weight gradient (32 -> 32, 4 groups, stride 2 over 32 x 32) runs the NCHW kernels on NCHW
+    copies of x and grad_output where x holds fewer elements than grad_output times the taps (k3: 32 x 1024 against
+    32 x 256 x 9); with k2 as many (32 x 256 x 4), so the channels-last GEMM reads x in place."""
+    x = torch.randn(2, 32, 32, 32).to(memory_format=torch.channels_last)
+    gy = torch.randn(2, 32, 16, 16).to(memory_format=torch.channels_last)
+    pad = (kernel - 1) // 2
+    args = ([32, 8, kernel, kernel], [2, 2], [pad, pad], [1, 1], 4, "zeros")
+    if expected == "cpu_channels_last_gemm":
+        expected = reduction_tiles_kernel(expected, torch.float32)
+    assert torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu") == expected
+    x64 = x.double().requires_grad_()
+    w64 = torch.randn(32, 8, kernel, kernel, dtype=torch.float64, requires_grad=True)
+    expected_conv(x64, w64, stride=2, padding=((pad, pad), (pad, pad)), groups=4).backward(gy.double())
+    assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), w64.grad, torch.float32, what="weight grad")
