@@ -189,6 +189,11 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
         });
       } else {
         acc_t* y_group = y_data + (n * g.conv_in_channels + group * y_per_group) * g.conv_in_volume();
+        // Where each tap's whole x rows land in a y row (the same for every channel and row).
+        std::vector<RowScatter> whole_rows;
+        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+          whole_rows.emplace_back(y_w, g.tap_position(2, 0, kw), g.stride[2], x_w, g.mode);
+        }
         at::parallel_for(0, y_per_group, 1, [&](int64_t c_begin, int64_t c_end) {
           for (int64_t c = c_begin; c < c_end; ++c) {
             acc_t* plane = y_group + c * g.conv_in_volume();
@@ -202,8 +207,13 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
                     const int64_t count = std::min(x_w - col, pixel_begin + tile_pixels - pixel);
                     const int64_t pd = g.tap_source(0, row / x_h, kd), ph = g.tap_source(1, row % x_h, kh);
                     if (pd >= 0 && ph >= 0) {
-                      scatter_add_row(plane + (pd * y_h + ph) * y_w, y_w, src + (pixel - pixel_begin),
-                                      g.tap_position(2, col, kw), g.stride[2], count, g.mode);
+                      acc_t* y_row = plane + (pd * y_h + ph) * y_w;
+                      const acc_t* x_row = src + (pixel - pixel_begin);
+                      if (count == x_w) {
+                        whole_rows[kw].add(y_row, x_row);
+                      } else {
+                        RowScatter(y_w, g.tap_position(2, col, kw), g.stride[2], count, g.mode).add(y_row, x_row);
+                      }
                     }
                     pixel += count;
                   }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <vector>
 
 #include "geometry.h"
 
@@ -30,27 +31,44 @@ inline void axpy(acc_t* y, acc_t a, const acc_t* x, int64_t n) {
 }
 
 // Scatter-add of a strided run: row[p] += src[t] where p = start + t*step resolved by the padding mode
-// (dropped where the mode reads zero, folded onto the mirrored/clamped/wrapped position otherwise).
-template <typename acc_t>
-inline void scatter_add_row(acc_t* row, int64_t size, const acc_t* src, int64_t start, int64_t step, int64_t count,
-                            PaddingMode mode) {
-  const InteriorRange interior = interior_range(start, step, count, size);
-  const auto add_padded = [&](int64_t t) {
-    const int64_t i = source_index(start + t * step, size, mode);
-    if (i >= 0) row[i] += src[t];
-  };
-  for (int64_t t = 0; t < interior.first; ++t) add_padded(t);
-  const int64_t first_index = start + interior.first * step;
-  const int64_t interior_count = interior.last - interior.first;
-  if (step == 1) {
-    axpy(row + first_index, acc_t(1), src + interior.first, interior_count);
-  } else {
-    acc_t* p = row + first_index;
-    const acc_t* s = src + interior.first;
-    for (int64_t t = 0; t < interior_count; ++t) p[t * step] += s[t];
+// (dropped where the mode reads zero, folded onto the mirrored/clamped/wrapped position otherwise). The resolution
+// depends only on the run's start, step, count and the row's size, so a run that repeats over many rows (a transposed
+// conv's col2im: each tap's whole x rows) resolves it once.
+class RowScatter {
+ public:
+  RowScatter(int64_t size, int64_t start, int64_t step, int64_t count, PaddingMode mode) : step_(step) {
+    const InteriorRange interior = interior_range(start, step, count, size);
+    interior_first_ = interior.first;
+    interior_count_ = interior.last - interior.first;
+    first_index_ = start + interior.first * step;
+    after_ = interior.first;
+    for (int64_t t = 0; t < interior.first; ++t) borders_.push_back({t, source_index(start + t * step, size, mode)});
+    for (int64_t t = interior.last; t < count; ++t) borders_.push_back({t, source_index(start + t * step, size, mode)});
   }
-  for (int64_t t = interior.last; t < count; ++t) add_padded(t);
-}
+
+  template <typename acc_t>
+  void add(acc_t* row, const acc_t* src) const {
+    const auto add_border = [&](const Border& border) {
+      if (border.index >= 0) row[border.index] += src[border.t];
+    };
+    for (size_t b = 0; b < static_cast<size_t>(after_); ++b) add_border(borders_[b]);
+    if (step_ == 1) {
+      axpy(row + first_index_, acc_t(1), src + interior_first_, interior_count_);
+    } else {
+      acc_t* p = row + first_index_;
+      const acc_t* s = src + interior_first_;
+      for (int64_t t = 0; t < interior_count_; ++t) p[t * step_] += s[t];
+    }
+    for (size_t b = after_; b < borders_.size(); ++b) add_border(borders_[b]);
+  }
+
+ private:
+  struct Border {
+    int64_t t, index;  // src[t] adds onto row[index] (index -1: dropped)
+  };
+  std::vector<Border> borders_;  // the run's terms outside the row, in order of t; the first after_ precede the interior
+  int64_t step_, interior_first_ = 0, interior_count_ = 0, first_index_ = 0, after_ = 0;
+};
 
 // One vector of acc_t from p, converted from its storage type.
 template <typename acc_t, typename scalar_t>
