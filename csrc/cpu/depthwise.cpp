@@ -859,9 +859,12 @@ void conv_transpose_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_typ
                            [&](int64_t tap, int64_t in_pixel) {
                              acc_t* y_pixel = y_image + in_pixel * channels;
                              if constexpr (kExpanded) {
-                               for (int64_t k = 0; k < m; ++k) {
-                                 multiply_add(y_pixel, w_taps + (tap * m + k) * channels + c0,
-                                              x_expanded.data() + k * block, len);
+                               // The group's m runs summed in registers, y read and written once per tap.
+                               if (m == 1) {
+                                 multiply_add(y_pixel, w_taps + tap * channels + c0, x_expanded.data(), len);
+                               } else {
+                                 multiply_add_runs(y_pixel, w_taps + tap * m * channels + c0, channels,
+                                                   x_expanded.data(), block, m, len);
                                }
                              } else {
                                multiply_add(y_pixel, w_taps + tap * channels + c0, x_pixel + c0, len);

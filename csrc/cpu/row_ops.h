@@ -94,6 +94,31 @@ inline void multiply_add(acc_t* acc, const acc_t* w, const scalar_t* x, int64_t 
   for (; i < n; ++i) acc[i] += w[i] * static_cast<acc_t>(x[i]);
 }
 
+// acc[i] += sum over k < runs of w[k * w_stride + i] * x[k * x_stride + i], for i in [0, n): the runs in turn into a
+// vector held in registers, so acc is read and written once (the same order of fused multiply-adds as a multiply_add
+// per run).
+template <typename acc_t>
+inline void multiply_add_runs(acc_t* acc, const acc_t* w, int64_t w_stride, const acc_t* x, int64_t x_stride,
+                              int64_t runs, int64_t n) {
+  using Vec = at::vec::Vectorized<acc_t>;
+  int64_t i = 0;
+  for (; i + Vec::size() <= n; i += Vec::size()) {
+    Vec sum = Vec::loadu(acc + i);
+    for (int64_t k = 0; k < runs; ++k) {
+      sum = at::vec::fmadd(Vec::loadu(w + k * w_stride + i), Vec::loadu(x + k * x_stride + i), sum);
+    }
+    sum.store(acc + i);
+  }
+  if (i < n) {  // the last part of a vector
+    const int64_t rest = n - i;
+    Vec sum = Vec::loadu(acc + i, rest);
+    for (int64_t k = 0; k < runs; ++k) {
+      sum = at::vec::fmadd(Vec::loadu(w + k * w_stride + i, rest), Vec::loadu(x + k * x_stride + i, rest), sum);
+    }
+    sum.store(acc + i, rest);
+  }
+}
+
 // Calls body(kd, kh, in_row) for every tap row of output row (od, oh) that reads the input side
 // (rows in zero padding are skipped; the other modes resolve to a real row).
 template <typename Body>
