@@ -66,7 +66,8 @@ class RowScatter {
   struct Border {
     int64_t t, index;  // src[t] adds onto row[index] (index -1: dropped)
   };
-  std::vector<Border> borders_;  // the run's terms outside the row, in order of t; the first after_ precede the interior
+  // The run's terms outside the row, in order of t; the first after_ of them precede the interior.
+  std::vector<Border> borders_;
   int64_t step_, interior_first_ = 0, interior_count_ = 0, first_index_ = 0, after_ = 0;
 };
 
