@@ -644,19 +644,20 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
   //   (HiFi-GAN k4 s2: 0.62x fastpad's time; the random layers' and the suite's calls, fastpad's 0.04-6.4x torch's,
   //   geomean 1.02). fastpad's AVX2 kernels were measured only against torch's AVX-512 ones (0.21-1.92x, geomean
   //   0.91), so AVX2 keeps this rule.
+  if (reduced_precision || element_bytes != 4 || isa < CpuIsa::Avx512) {
+    if (!(cpu_phase_plane_transpose_shape(g, channels_last) && strided && !reduced_precision)) {
+      return ConvTransposePath::CpuTorch;
+    }
+    return choose_cpu_own_transpose_path(g, channels_last, element_bytes, reduced_precision, isa, weight_finite);
+  }
   const ConvTransposePath own =
       choose_cpu_own_transpose_path(g, channels_last, element_bytes, reduced_precision, isa, weight_finite);
-  if (!reduced_precision && element_bytes == 4 && isa >= CpuIsa::Avx512) {
-    const bool blocked = own == ConvTransposePath::CpuBlockedAvx512;
-    const bool col2im = own == ConvTransposePath::CpuGemmCol2imAvx512;
-    const int64_t col_rows = g.conv_in_channels_per_group() * g.kernel_volume();
-    const bool torch_faster =
-        (blocked && g.batch * g.conv_out_volume() < kBlockedTransposeMinPositions) ||
-        (col2im && col_rows > kCol2imMaxRowsPerChannel * g.conv_out_channels_per_group());
-    return torch_faster ? ConvTransposePath::CpuTorch : own;
-  }
-  const bool phase_plane_shape = cpu_phase_plane_transpose_shape(g, channels_last);
-  return phase_plane_shape && strided && !reduced_precision ? own : ConvTransposePath::CpuTorch;
+  const int64_t col_rows = g.conv_in_channels_per_group() * g.kernel_volume();
+  const bool torch_faster =
+      (own == ConvTransposePath::CpuBlockedAvx512 && g.batch * g.conv_out_volume() < kBlockedTransposeMinPositions) ||
+      (own == ConvTransposePath::CpuGemmCol2imAvx512 &&
+       col_rows > kCol2imMaxRowsPerChannel * g.conv_out_channels_per_group());
+  return torch_faster ? ConvTransposePath::CpuTorch : own;
 }
 
 // Whether conv_weight_grad runs the pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh) on sm_80 or later:
