@@ -645,10 +645,11 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
   //   geomean 1.02). fastpad's AVX2 kernels were measured only against torch's AVX-512 ones (0.21-1.92x, geomean
   //   0.91), so AVX2 keeps this rule.
   if (reduced_precision || element_bytes != 4 || isa < CpuIsa::Avx512) {
-    if (!(cpu_phase_plane_transpose_shape(g, channels_last) && strided && !reduced_precision)) {
-      return ConvTransposePath::CpuTorch;
-    }
-    return choose_cpu_own_transpose_path(g, channels_last, element_bytes, reduced_precision, isa, weight_finite);
+    const bool strided_phase_planes =
+        cpu_phase_plane_transpose_shape(g, channels_last) && strided && !reduced_precision;
+    return strided_phase_planes
+               ? choose_cpu_own_transpose_path(g, channels_last, element_bytes, reduced_precision, isa, weight_finite)
+               : ConvTransposePath::CpuTorch;
   }
   const ConvTransposePath own =
       choose_cpu_own_transpose_path(g, channels_last, element_bytes, reduced_precision, isa, weight_finite);

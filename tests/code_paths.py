@@ -121,10 +121,16 @@ def cpu_isa_limit(isa):
             os.environ["FASTPAD_CPU_ISA"] = saved
 
 
+def require_isa(isa):
+    """Skips the test where this CPU lacks `isa` (its calls would reach another kernel)."""
+    if ISA_ORDER.index(isa) > ISA_ORDER.index(machine_isa()):
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+
+
 def skip_unless_isa(path):
-    """Skips a test of a path whose ISA this CPU lacks (its calls would reach another kernel)."""
-    if path.isa and ISA_ORDER.index(path.isa) > ISA_ORDER.index(machine_isa()):
-        pytest.skip(f"this CPU lacks {path.isa} (it has {machine_isa()})")
+    """Skips a test of a path whose ISA this CPU lacks."""
+    if path.isa:
+        require_isa(path.isa)
 
 
 # Each call names the CPU kernel path (kernel_paths.h) of the forward op, the input gradient's op and the weight

@@ -10,7 +10,7 @@ import torch
 from torch._dynamo.utils import counters
 
 import fastpad
-from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa, reduction_tiles_kernel
+from code_paths import cpu_isa_limit, reduction_tiles_kernel, require_isa
 from reference import (
     model_forward_backward,
     PADDING_MODES,
@@ -239,8 +239,7 @@ FEW_POSITION_WEIGHT_GRADS = [((9,), 24, 20, 4, 3, 1, "reflect", torch.float32),
 @pytest.mark.parametrize("size, c_in, c_out, kernel, stride, groups, mode, dtype", FEW_POSITION_WEIGHT_GRADS)
 def test_weight_gradients_of_images_of_few_positions(size, c_in, c_out, kernel, stride, groups, mode, dtype, isa):
     """At each ISA: the GEMMs on torch's (baseline), on the AVX2 and on the AVX-512 reduction tiles."""
-    if ISA_ORDER.index(isa) > ISA_ORDER.index(machine_isa()):
-        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    require_isa(isa)
     x, _, _ = conv_inputs(size, c_in, c_out, kernel, groups, 7, dtype=dtype)
     nd = len(size)
     pads = [(kernel - 1, 0)] * nd  # causal: torch's symmetric padding cannot express it

@@ -5,7 +5,7 @@ import itertools
 import pytest
 import torch
 
-from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa, tiles_isas, tiles_kernel
+from code_paths import cpu_isa_limit, require_isa, tiles_isas, tiles_kernel
 from reference import (
     EXPLICIT_PADDINGS,
     GROUP_CASES,
@@ -269,8 +269,7 @@ def test_avx512_tiles_bounds(isa):
     _avx512 twins) on a CPU with AVX-512F, for float accumulation (float32, bfloat16; not float64) and 16 channels or
     more (15: no); NCHW channel blocks of 16 channels only where a block's image stays within 640 KiB (101 x 101 x 16
     x 4 bytes = 653 KB: yes; 102 x 102 = 666 KB: no). At AVX2 never."""
-    if ISA_ORDER.index(machine_isa()) < ISA_ORDER.index(isa):
-        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    require_isa(isa)
 
     def path(size, channels, c_out=None, groups=None, channels_last=True, dtype=torch.float32):
         x, w, b = conv_inputs(size, channels, c_out or channels, 3, groups or channels, batch=1, dtype=dtype)
@@ -308,8 +307,7 @@ def test_avx512_tiles_match_avx2_bitwise(dtype):
     channels-last depthwise weight gradient's sums (40 and 37 channels: with 2 threads, blocks of 32 + 8 and 32 + 5 on
     AVX-512, of 24 + 16 and 24 + 13 on AVX2, a last vector ending at C where a block is no whole number of vectors; a
     9-wide kernel, in runs of 8 and 1 taps), whose sums per channel are the same whatever the blocks."""
-    if ISA_ORDER.index(machine_isa()) < ISA_ORDER.index("avx512"):
-        pytest.skip(f"this CPU lacks avx512 (it has {machine_isa()})")
+    require_isa("avx512")
     ops = torch.ops.fastpad
     calls = [  # (path at AVX2, x's shape, weight's shape, groups, stride, pads, mode, channels_last, transposed)
         ("cpu_depthwise", (2, 40, 30, 33), (40, 1, 5, 5), 40, 1, (2, 2), "reflect", True, False),

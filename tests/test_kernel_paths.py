@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from code_paths import (CODE_PATHS, ISA_ORDER, cpu_isa_limit, dense_kernel, kernels_reached, machine_isa,
-                        reduction_tiles_kernel, skip_unless_isa)
+                        reduction_tiles_kernel, require_isa, skip_unless_isa)
 from fastpad.cases import arrange
 import fastpad
 from reference import assert_matches, check_conv, check_conv_transpose, conv_inputs, expected_conv
@@ -70,8 +70,7 @@ def test_wide_strided_transposed_convs_take_the_blocked_phases_on_avx512_only():
     """kernel_paths.h's cpu_blocked_transpose with 16 or more x channels per group and a stride: the blocked stride
     phases on AVX-512, in zeros mode, with 16 or more y channels per group, a tap per phase on average and 1024 y
     positions per phase over the batch; otherwise the phase planes or the GEMM + col2im, as before."""
-    if ISA_ORDER.index(machine_isa()) < ISA_ORDER.index("avx512"):
-        pytest.skip(f"this CPU lacks avx512 (it has {machine_isa()})")
+    require_isa("avx512")
 
     def path(batch=2, x_channels=32, y_channels=32, kernel=4, stride=2, size=32, mode="zeros", isa="avx512"):
         x, w = torch.randn(batch, x_channels, size, size), torch.randn(x_channels, y_channels, kernel, kernel)
@@ -182,8 +181,7 @@ def test_reduced_precision_goes_to_torch_only_where_bfloat16_is_native(dtype, is
     """torch's own bfloat16 convolution is slow without native bf16 instructions (28.7x ONNX Runtime's float32 time on
     resnet50.dense_k3s1_c64), so the symmetric zero pads torch would take in float32 stay with fastpad in 16 bits;
     on a CPU with AVX512_BF16, bfloat16 (not float16) goes to torch like float32."""
-    if ISA_ORDER.index(isa) > ISA_ORDER.index(machine_isa()):
-        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    require_isa(isa)
     x, w, b = conv_inputs((64, 65), c_in=32, c_out=32, dtype=torch.float32)
     args = ([1, 1], [1, 1], [1, 1], [1, 1], 1, "zeros", "cpu")
     transpose_args = ([1, 1], [1, 1], [64, 65], [1, 1], 1, "zeros", "cpu")
@@ -193,11 +191,6 @@ def test_reduced_precision_goes_to_torch_only_where_bfloat16_is_native(dtype, is
         assert (torch.ops.fastpad._conv_path(x.to(dtype), w.to(dtype), b.to(dtype), *args) == "cpu_torch") == to_torch
         assert (torch.ops.fastpad._conv_transpose_path(x.to(dtype), w.to(dtype), b.to(dtype),
                                                        *transpose_args) == "cpu_torch") == to_torch
-
-
-def require_isa(isa):
-    if ISA_ORDER.index(isa) > ISA_ORDER.index(machine_isa()):
-        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
 
 
 def transpose_path(x, w, crop, out_size, isa, stride=1):

@@ -81,6 +81,11 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
     return tiles && !channels_last ? reduction_tiles_columns(columns) : columns;
   };
   acc_t* y_data = y_acc.mutable_data_ptr<acc_t>();
+  // NCHW: where each kernel column's whole x rows land in a y row, the same for every tile, channel and row.
+  std::vector<RowScatter> whole_rows;
+  for (int64_t kw = 0; !channels_last && kw < g.kernel[2]; ++kw) {
+    whole_rows.emplace_back(y_w, g.tap_position(2, 0, kw), g.stride[2], x_w, g.mode);
+  }
 
   // c = a b on the tiles, in tasks of kTaskRows rows x kTaskColumns columns split between the threads (serial inside
   // a parallel region): a transposed conv to 3 y channels (3 rows in NCHW) needs its columns split.
@@ -189,11 +194,6 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
         });
       } else {
         acc_t* y_group = y_data + (n * g.conv_in_channels + group * y_per_group) * g.conv_in_volume();
-        // Where each tap's whole x rows land in a y row (the same for every channel and row).
-        std::vector<RowScatter> whole_rows;
-        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-          whole_rows.emplace_back(y_w, g.tap_position(2, 0, kw), g.stride[2], x_w, g.mode);
-        }
         at::parallel_for(0, y_per_group, 1, [&](int64_t c_begin, int64_t c_end) {
           for (int64_t c = c_begin; c < c_end; ++c) {
             acc_t* plane = y_group + c * g.conv_in_volume();

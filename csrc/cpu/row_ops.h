@@ -41,7 +41,6 @@ class RowScatter {
     interior_first_ = interior.first;
     interior_count_ = interior.last - interior.first;
     first_index_ = start + interior.first * step;
-    after_ = interior.first;
     for (int64_t t = 0; t < interior.first; ++t) borders_.push_back({t, source_index(start + t * step, size, mode)});
     for (int64_t t = interior.last; t < count; ++t) borders_.push_back({t, source_index(start + t * step, size, mode)});
   }
@@ -51,7 +50,9 @@ class RowScatter {
     const auto add_border = [&](const Border& border) {
       if (border.index >= 0) row[border.index] += src[border.t];
     };
-    for (size_t b = 0; b < static_cast<size_t>(after_); ++b) add_border(borders_[b]);
+    // The first interior_first_ borders precede the interior (t < interior_first_), the rest follow it.
+    const auto before_end = borders_.begin() + interior_first_;
+    for (auto border = borders_.begin(); border != before_end; ++border) add_border(*border);
     if (step_ == 1) {
       axpy(row + first_index_, acc_t(1), src + interior_first_, interior_count_);
     } else {
@@ -59,16 +60,15 @@ class RowScatter {
       const acc_t* s = src + interior_first_;
       for (int64_t t = 0; t < interior_count_; ++t) p[t * step_] += s[t];
     }
-    for (size_t b = after_; b < borders_.size(); ++b) add_border(borders_[b]);
+    for (auto border = before_end; border != borders_.end(); ++border) add_border(*border);
   }
 
  private:
   struct Border {
     int64_t t, index;  // src[t] adds onto row[index] (index -1: dropped)
   };
-  // The run's terms outside the row, in order of t; the first after_ of them precede the interior.
-  std::vector<Border> borders_;
-  int64_t step_, interior_first_ = 0, interior_count_ = 0, first_index_ = 0, after_ = 0;
+  std::vector<Border> borders_;  // the run's terms outside the row, in order of t
+  int64_t step_, interior_first_ = 0, interior_count_ = 0, first_index_ = 0;
 };
 
 // One vector of acc_t from p, converted from its storage type.
