@@ -360,6 +360,21 @@ inline bool cpu_tap_tiles(const ConvGeometry& g, bool channels_last, CpuIsa isa,
   return !dot_products && phases == 1 && c_out < 2 * lanes && columns >= kTapTilesMinStridedColumns;
 }
 
+// The geometry of the full transposed conv of g with zero padding: every position a tap reaches (transposed_full_size
+// per dim, from the first at crop 0), and on to the end of y where the taps stop short of it (a stride leaves the
+// last rows unread). A conv_transpose in another mode computes it, then folds the positions outside y back onto
+// those the mode reads them from (conv_transpose.cpp's fold_padding).
+inline ConvGeometry full_transpose_geometry(const ConvGeometry& g) {
+  ConvGeometry full = g;
+  full.mode = PaddingMode::Zeros;
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    full.conv_in_sizes[d] = std::max(transposed_full_size(g.conv_out_sizes[d], g.kernel[d], g.stride[d], g.dilation[d]),
+                                     g.pad_lo[d] + g.conv_in_sizes[d]);
+    full.pad_lo[d] = 0;
+  }
+  return full;
+}
+
 // Whether the blocked kernel takes the convs a transposed conv's stride phases are (transpose_phase_as_conv: one per
 // phase, one at stride 1; their input channels are x's, their taps about kernel_volume / phases). By the channels-last
 // rule of cpu_blocked_direct in either layout: the transposed op has no column GEMM to keep NCHW stems, and its
@@ -396,6 +411,31 @@ constexpr int64_t kBlockedWidePhaseMinPositions = 1024;
 constexpr int64_t kBlockedPhaseMinMultiplyAdds = int64_t(1) << 18;
 constexpr int64_t kBlockedFoldedMinMultiplyAdds = int64_t(1) << 20;
 constexpr int64_t kBlockedTransposeMinYChannels = 10;
+// At stride 1 the blocked kernel's conv multiplies every y position's taps (another mode's: the full conv's, folded
+// after), zeros around x included, in whole vectors of y channels, where the GEMM + col2im multiplies x's products
+// only, in lanes all used. Its multiply-adds per product of x with a weight (the waste) are that growth times the
+// lanes per y channel. With kBlockedTransposeWasteMinXChannels x channels per group or more, where the GEMM's
+// reduction is long enough to outweigh col2im's scatter of its C_y x taps values per x position, a waste of
+// kBlockedTransposeMaxWaste or more takes GEMM + col2im, also in NCHW (where the phase planes ran 1.12-1.52x the
+// blocked kernel's time on three calls). Random layers' calls, float32, 2 cores, interleaved: 0.30-1.01x the blocked
+// kernel's time on 15 of seeds 1-12 (geomean 0.61; a 350 -> 20 k6 over 20 x 20, 2.5x the products: 0.46x), 0.72x and
+// 0.80x on the 2 of seeds 13-16 (held out); AVX2 0.28-0.97x on 8 of seeds 1-4 (0.57). Fewer x channels lost: 76 at
+// 1.69x the products 1.12x (phase planes), 28 at 2.15x 1.74x (GEMM + col2im).
+constexpr int64_t kBlockedTransposeWasteMinXChannels = 96;
+constexpr double kBlockedTransposeMaxWaste = 1.5;
+inline double blocked_transpose_waste(const ConvGeometry& g, CpuIsa isa) {
+  const int64_t y_positions =
+      g.mode == PaddingMode::Zeros ? g.conv_in_volume() : full_transpose_geometry(g).conv_in_volume();
+  const int64_t vector = isa >= CpuIsa::Avx512 ? cpu::kBlockedDirectVectorAvx512 : cpu::kBlockedDirectVectorAvx2;
+  const int64_t c_y = g.conv_in_channels_per_group();
+  return static_cast<double>(y_positions) / static_cast<double>(g.conv_out_volume()) *
+         static_cast<double>(ceil_div(c_y, vector) * vector) / static_cast<double>(c_y);
+}
+inline bool cpu_blocked_transpose_wasteful(const ConvGeometry& g, CpuIsa isa) {
+  return transpose_phase_count(g) == 1 && g.kernel_volume() > 1 &&
+         g.conv_out_channels_per_group() >= kBlockedTransposeWasteMinXChannels &&
+         blocked_transpose_waste(g, isa) >= kBlockedTransposeMaxWaste;
+}
 inline bool cpu_blocked_transpose(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
   if (isa == CpuIsa::Baseline || element_bytes != 4 || (!channels_last && g.kernel_volume() == 1)) return false;
   const int64_t c_in = g.conv_out_channels_per_group(), phases = transpose_phase_count(g);
@@ -431,21 +471,6 @@ inline bool cpu_grouped_planes_transpose(const ConvGeometry& g, bool channels_la
   return !channels_last && g.groups > 1 && g.conv_in_channels_per_group() > 1 &&
          g.conv_in_channels_per_group() <= kGroupedPlanesMaxYChannels &&
          g.conv_out_channels_per_group() <= kGroupedPlanesMaxXChannels;
-}
-
-// The geometry of the full transposed conv of g with zero padding: every position a tap reaches (transposed_full_size
-// per dim, from the first at crop 0), and on to the end of y where the taps stop short of it (a stride leaves the
-// last rows unread). A conv_transpose in another mode computes it, then folds the positions outside y back onto
-// those the mode reads them from (conv_transpose.cpp's fold_padding).
-inline ConvGeometry full_transpose_geometry(const ConvGeometry& g) {
-  ConvGeometry full = g;
-  full.mode = PaddingMode::Zeros;
-  for (int d = 0; d < kMaxSpatial; ++d) {
-    full.conv_in_sizes[d] = std::max(transposed_full_size(g.conv_out_sizes[d], g.kernel[d], g.stride[d], g.dilation[d]),
-                                     g.pad_lo[d] + g.conv_in_sizes[d]);
-    full.pad_lo[d] = 0;
-  }
-  return full;
 }
 
 // The most elements of the full transposed conv's float32 buffer: an output-sized buffer beyond the output, which the
@@ -575,17 +600,18 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
   if (cpu_grouped_expanded_transpose(g, channels_last) && (folded || !blocked)) {
     return ConvTransposePath::CpuGroupedExpanded;
   }
+  const bool tiles = cpu_reduction_tiles(isa, element_bytes), avx512 = isa >= CpuIsa::Avx512;
+  const ConvTransposePath gemm_col2im = !tiles    ? ConvTransposePath::CpuGemmCol2im
+                                        : avx512 ? ConvTransposePath::CpuGemmCol2imAvx512
+                                                 : ConvTransposePath::CpuGemmCol2imAvx2;
   if (blocked && (!folded || (!reduced_precision && folded_transpose_fits(g))) && weight_finite()) {
+    if (cpu_blocked_transpose_wasteful(g, isa)) return gemm_col2im;
     if (isa >= CpuIsa::Avx512) {
       return folded ? ConvTransposePath::CpuBlockedFoldedAvx512 : ConvTransposePath::CpuBlockedAvx512;
     }
     return folded ? ConvTransposePath::CpuBlockedFoldedAvx2 : ConvTransposePath::CpuBlockedAvx2;
   }
-  const bool tiles = cpu_reduction_tiles(isa, element_bytes), avx512 = isa >= CpuIsa::Avx512;
-  if (!cpu_phase_plane_transpose_shape(g, channels_last) || !weight_finite()) {
-    if (!tiles) return ConvTransposePath::CpuGemmCol2im;
-    return avx512 ? ConvTransposePath::CpuGemmCol2imAvx512 : ConvTransposePath::CpuGemmCol2imAvx2;
-  }
+  if (!cpu_phase_plane_transpose_shape(g, channels_last) || !weight_finite()) return gemm_col2im;
   if (!tiles) return ConvTransposePath::CpuPhasePlanes;
   return avx512 ? ConvTransposePath::CpuPhasePlanesAvx512 : ConvTransposePath::CpuPhasePlanesAvx2;
 }

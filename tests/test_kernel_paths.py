@@ -8,7 +8,7 @@ from code_paths import (CODE_PATHS, ISA_ORDER, cpu_isa_limit, dense_kernel, kern
                         reduction_tiles_kernel, require_isa, skip_unless_isa)
 from fastpad.cases import arrange
 import fastpad
-from reference import assert_matches, check_conv, check_conv_transpose, conv_inputs, expected_conv
+from reference import assert_matches, check_conv, check_conv_transpose, conv_inputs, expected_conv, poison
 from test_cuda import CUDA_KERNELS, PATHS, cuda_kernels_reached
 
 
@@ -252,6 +252,56 @@ def test_stride_1_transposed_convs_to_few_y_channels_take_the_col2im(isa, y_chan
     assert transpose_path(x, w, [pad, pad], [20, 21], isa) == f"{expected}_{isa}"
     with cpu_isa_limit(isa):
         check_conv_transpose(x, w, padding=pad)
+
+
+# (x channels, y channels, kernel, path on AVX2, path on AVX-512) of a stride-1 channels-last transposed conv over
+# 2 x 20 x 20 whose pads keep y 20 x 20 (k3) or leave it the full 24 x 24 (k5) or 25 x 25 (k6).
+WASTEFUL_BLOCKED_TRANSPOSES = [
+    (96, 20, 3, "cpu_blocked", "cpu_gemm_col2im"),  # AVX-512: 32 lanes for 20 channels, 1.6x the products
+    (95, 20, 3, "cpu_blocked", "cpu_blocked"),  # too few x channels for the col2im
+    (96, 24, 3, "cpu_blocked", "cpu_blocked"),  # 32 lanes for 24: 1.33x
+    (96, 16, 6, "cpu_gemm_col2im", "cpu_gemm_col2im"),  # y 625 / x 400 positions: 1.56x
+    (96, 16, 5, "cpu_blocked", "cpu_blocked"),  # 576 / 400: 1.44x
+]
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("x_channels, y_channels, kernel, on_avx2, on_avx512", WASTEFUL_BLOCKED_TRANSPOSES)
+def test_stride_1_transposed_convs_that_waste_the_blocked_kernel_take_the_col2im(isa, x_channels, y_channels,
+                                                                                  kernel, on_avx2, on_avx512):
+    """At stride 1 the blocked kernel multiplies every y position's taps, zeros around x included, in whole vectors of
+    y channels: with kBlockedTransposeWasteMinXChannels = 96 x channels per group or more, y positions / x positions
+    x lanes / y channels of kBlockedTransposeMaxWaste = 1.5 or more take GEMM + col2im (channels-last: torch is not in
+    play)."""
+    require_isa(isa)
+    x = torch.randn(2, x_channels, 20, 20).to(memory_format=torch.channels_last)
+    w = torch.randn(x_channels, y_channels, kernel, kernel)
+    pad = 1 if kernel == 3 else 0
+    out = 20 + kernel - 1 - 2 * pad
+    expected = on_avx512 if isa == "avx512" else on_avx2
+    assert transpose_path(x, w, [pad, pad], [out, out], isa) == f"{expected}_{isa}"
+    with cpu_isa_limit(isa):
+        check_conv_transpose(x, w, padding=pad)
+
+
+@pytest.mark.parametrize("kernel, expected", [(5, "cpu_blocked_folded_avx512"), (7, "cpu_gemm_col2im_avx512")])
+def test_folded_transposed_convs_count_the_full_convs_positions_as_waste(kernel, expected):
+    """Another mode than zeros computes the full transposed conv, then folds: the input gradient of a 'same'
+    replicate conv over 20 x 20 computes 24 x 24 positions at k5 (1.44x x's, blocked) and 26 x 26 at k7 (1.69x,
+    GEMM + col2im). Checked against the float64 gradient of F.pad + conv2d."""
+    require_isa("avx512")
+    pad = kernel // 2
+    grad_y = torch.randn(2, 96, 20, 20).to(memory_format=torch.channels_last)
+    w = torch.randn(96, 16, kernel, kernel)
+    args = (grad_y, w, None, [1, 1], [pad, pad], [20, 20], [1, 1], 1, "replicate")
+    with cpu_isa_limit("avx512"):
+        assert torch.ops.fastpad._conv_transpose_path(*args, "cpu") == expected
+        poison((2, 16, 20, 20))
+        grad_x = torch.ops.fastpad.conv_transpose(*args)
+    x64 = torch.randn(2, 16, 20, 20, dtype=torch.float64, requires_grad=True)
+    y64 = torch.nn.functional.conv2d(torch.nn.functional.pad(x64, [pad] * 4, mode="replicate"), w.double())
+    (expected_grad,) = torch.autograd.grad(y64, x64, grad_y.double())
+    assert_matches(grad_x, expected_grad, torch.float32, what="input grad")
 
 
 # (input shape, out channels, kernel, stride): symmetric zero pads that stay with fastpad's kernels, a problem below
