@@ -223,7 +223,7 @@ template <typename scalar_t, typename Element>
 void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                          at::Tensor& y, bool channels_last,
                          void (*micro_kernel)(const BlockedDirectArgs<Element>&, int64_t), int64_t vector,
-                         int64_t max_vectors) {
+                         int64_t max_vectors, void (*pack_lanes)(const WeightLanes&) = nullptr) {
   constexpr bool kPairs = std::is_same_v<Element, uint16_t>;
   using Plane = std::conditional_t<kPairs, at::BFloat16, float>;
   const int64_t groups = g.groups, c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
@@ -255,6 +255,12 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   // per tap, tap_pitch apart).
   constexpr int64_t kPackChannels = 16;
   const int64_t ci_chunks = (c_in + kPackChannels - 1) / kPackChannels;
+  // Where each input channel's taps are contiguous, pack_lanes (AVX-512, float32) packs 16 output channels at a time,
+  // transposed in registers (random layers' blocked calls, 2 cores, interleaved: 0.65-1.04x the time of the copy a
+  // value at a time on 279 calls, geomean 0.96; a batch-1 150 -> 239 k5 conv over 9 x 9 0.77x).
+  bool taps_contiguous = true;
+  for (int64_t tap = 0; tap < taps_2d; ++tap) taps_contiguous = taps_contiguous && tap_offsets[tap] == tap;
+  const bool lane_packs = pack_lanes != nullptr && taps_contiguous;
   at::parallel_for(0, groups * depth * co_blocks * ci_chunks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t chunk = item % ci_chunks, block_item = item / ci_chunks;
@@ -262,6 +268,18 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
                     group = block_item / (co_blocks * depth);
       Element* to = w_to + block_item * taps_2d * tap_pitch;
       const int64_t ci_end = std::min(c_in, (chunk + 1) * kPackChannels);
+      if constexpr (!kPairs) {
+        if (lane_packs) {
+          const int64_t ci0 = chunk * kPackChannels;
+          for (int64_t lane0 = 0; lane0 < block_width; lane0 += kBlockedDirectVectorAvx512) {
+            const int64_t co0 = block * block_width + lane0;
+            pack_lanes({w_from + (group * c_out + co0) * w_strides[0] + ci0 * w_strides[1] + kd * kd_stride,
+                        w_strides[0], std::clamp<int64_t>(c_out - co0, 0, kBlockedDirectVectorAvx512), ci_end - ci0,
+                        taps_2d, w_strides[1], to + ci0 * block_width + lane0, tap_pitch, block_width});
+          }
+          continue;
+        }
+      }
       const int64_t lane_step = kPairs ? 2 : 1;
       for (int64_t b = 0; b < block_width; ++b) {
         const int64_t co = block * block_width + b;
@@ -629,7 +647,8 @@ void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& 
       blocked_direct_conv<scalar_t, float>(
           g, x, weight, bias, y, channels_last, avx512 ? &blocked_direct_avx512 : &blocked_direct_avx2,
           avx512 ? kBlockedDirectVectorAvx512 : kBlockedDirectVectorAvx2,
-          avx512 ? kBlockedDirectMaxVectorsAvx512 : kBlockedDirectMaxVectorsAvx2);
+          avx512 ? kBlockedDirectMaxVectorsAvx512 : kBlockedDirectMaxVectorsAvx2,
+          avx512 ? &pack_weight_lanes_avx512 : nullptr);
     } else {
       TORCH_INTERNAL_ASSERT(false, "fastpad: the blocked kernels take float accumulation only");
     }
