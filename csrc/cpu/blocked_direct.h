@@ -71,11 +71,12 @@ void blocked_direct_avx2(const BlockedDirectArgs<float>& args, int64_t channels)
 void blocked_direct_avx512(const BlockedDirectArgs<float>& args, int64_t channels);
 void blocked_direct_avx512_bf16(const BlockedDirectArgs<uint16_t>& args, int64_t channels);
 
-// 16 output channels' float32 weights into the blocked layout on AVX-512 (conv.cpp's weight packing), where each
-// input channel's taps are contiguous in the source: channel r's runs (one per input channel ci0 + run, run_length
-// taps, run_stride apart) start at src + r * row_stride, channels r >= rows pack as zeros, and tap `tap` of run `run`
-// goes to lane r of dst + tap * tap_pitch + run * block_width. Where the runs follow each other (run_stride ==
-// run_length) they are read as one run: runs of 16 values a channel, transposed in registers, one 16-lane store each.
+// A vector's output channels (16 on AVX-512, 8 on AVX2) of a float32 weight into the blocked layout (conv.cpp's
+// weight packing), where each input channel's taps are contiguous in the source: channel r's runs (one per input
+// channel ci0 + run, run_length taps, run_stride apart) start at src + r * row_stride, channels r >= rows pack as
+// zeros, and tap `tap` of run `run` goes to lane r of dst + tap * tap_pitch + run * block_width. Where the runs follow
+// each other (run_stride == run_length) they are read as one run: a vector of values a channel at a time, transposed
+// in registers, one vector store each.
 struct WeightLanes {
   const float* src;
   int64_t row_stride, rows;
@@ -83,6 +84,7 @@ struct WeightLanes {
   float* dst;
   int64_t tap_pitch, block_width;
 };
+void pack_weight_lanes_avx2(const WeightLanes& w);
 void pack_weight_lanes_avx512(const WeightLanes& w);
 
 // Float32 multiply-adds a core can retire per second on this instruction set: `iterations` rounds of independent

@@ -24,7 +24,7 @@ struct Isa {
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V zero() { return _mm256_setzero_ps(); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  // The first n (< kLanes) floats; the other lanes load as zero and are not stored.
+  // The first n (<= kLanes) floats; the other lanes load as zero and are not stored.
   static __m256i first_lanes(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
@@ -36,6 +36,25 @@ struct Isa {
   static W broadcast(const float* p) { return _mm256_broadcast_ss(p); }
   static W load_weights(const float* p) { return load(p); }
   static V multiply_add(W x, W w, V acc) { return fmadd(x, w, acc); }
+  // r[i] (row i, 8 floats) becomes column i: r[i][j] = old r[j][i]. Pairs of rows interleaved by 1, then 2 floats
+  // (within 128-bit lanes), then the 128-bit lanes of rows 4 apart exchanged.
+  static void transpose(V r[kLanes]) {
+    V t[kLanes], s[kLanes];
+    for (int i = 0; i < 4; ++i) {
+      t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; ++i) {
+      s[4 * i + 0] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+      s[4 * i + 1] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+      s[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+      s[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; ++i) {
+      r[i] = _mm256_permute2f128_ps(s[i], s[4 + i], 0x20);
+      r[4 + i] = _mm256_permute2f128_ps(s[i], s[4 + i], 0x31);
+    }
+  }
 };
 
 #include "cpu/blocked_direct_kernel.h"
@@ -43,6 +62,7 @@ struct Isa {
 
 }  // namespace blocked_avx2
 
+void pack_weight_lanes_avx2(const WeightLanes& w) { blocked_avx2::pack_weight_lanes(w); }
 void blocked_direct_avx2(const BlockedDirectArgs<float>& args, int64_t channels) {
   blocked_avx2::blocked_direct(args, channels);
 }

@@ -26,7 +26,7 @@ struct Isa {
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V zero() { return _mm512_setzero_ps(); }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  // The first n (< kLanes) floats; the other lanes load as zero and are not stored.
+  // The first n (<= kLanes) floats; the other lanes load as zero and are not stored.
   static V load_first(const float* p, int n) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p); }
   static void store_first(float* p, V v, int n) { _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v); }
   using Element = float;
@@ -35,61 +35,35 @@ struct Isa {
   static W broadcast(const float* p) { return _mm512_set1_ps(*p); }
   static W load_weights(const float* p) { return load(p); }
   static V multiply_add(W x, W w, V acc) { return fmadd(x, w, acc); }
+  // r[i] (row i, 16 floats) becomes column i: r[i][j] = old r[j][i]. Pairs of rows interleaved by 1, then 2 floats
+  // (within 128-bit lanes), then by 128-bit lanes twice.
+  static void transpose(V r[kLanes]) {
+    V t[kLanes];
+    for (int i = 0; i < 8; ++i) {
+      t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {
+      r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+      r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+      r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+      r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int h = 0; h < 2; ++h) {
+      for (int i = 0; i < 4; ++i) {
+        t[8 * h + i] = _mm512_shuffle_f32x4(r[8 * h + i], r[8 * h + 4 + i], 0x88);
+        t[8 * h + 4 + i] = _mm512_shuffle_f32x4(r[8 * h + i], r[8 * h + 4 + i], 0xDD);
+      }
+    }
+    for (int i = 0; i < 8; ++i) {
+      r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+      r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
+    }
+  }
 };
 
 #include "cpu/blocked_direct_kernel.h"
 #include "cpu/reduction_tiles_kernel.h"
-
-// r[i] (row i, 16 floats) becomes column i: r[i][j] = old r[j][i]. Pairs of rows interleaved by 1, then 2 floats
-// (within 128-bit lanes), then by 128-bit lanes twice.
-inline void transpose_16x16(__m512 r[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
-    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
-    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-  }
-  for (int h = 0; h < 2; ++h) {
-    for (int i = 0; i < 4; ++i) {
-      t[8 * h + i] = _mm512_shuffle_f32x4(r[8 * h + i], r[8 * h + 4 + i], 0x88);
-      t[8 * h + 4 + i] = _mm512_shuffle_f32x4(r[8 * h + i], r[8 * h + 4 + i], 0xDD);
-    }
-  }
-  for (int i = 0; i < 8; ++i) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
-    r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
-  }
-}
-
-void pack_weight_lanes(const WeightLanes& w) {
-  const bool one_run = w.run_stride == w.run_length;
-  const int64_t passes = one_run ? 1 : w.runs, values = one_run ? w.runs * w.run_length : w.run_length;
-  for (int64_t pass = 0; pass < passes; ++pass) {
-    const float* source = w.src + pass * w.run_stride;
-    int64_t run = pass, tap = 0;  // of value j0 + i
-    for (int64_t j0 = 0; j0 < values; j0 += 16) {
-      const int n = static_cast<int>(std::min<int64_t>(16, values - j0));
-      const __mmask16 first_n = static_cast<__mmask16>((1u << n) - 1);
-      __m512 r[16];
-      for (int i = 0; i < 16; ++i) {
-        r[i] = i < w.rows ? _mm512_maskz_loadu_ps(first_n, source + i * w.row_stride + j0) : _mm512_setzero_ps();
-      }
-      transpose_16x16(r);
-      for (int i = 0; i < n; ++i) {
-        _mm512_storeu_ps(w.dst + tap * w.tap_pitch + run * w.block_width, r[i]);
-        if (++tap == w.run_length) {
-          tap = 0;
-          ++run;
-        }
-      }
-    }
-  }
-}
 
 }  // namespace blocked_avx512
 

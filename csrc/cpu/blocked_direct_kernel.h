@@ -3,7 +3,8 @@
 // shared between instruction sets). Isa provides the float32 accumulators: V, kLanes (floats per vector), kRegisters,
 // kVectors (the most vectors of output channels per block), load, store, fmadd; and the operands: Element (what the
 // planes and weights hold), kDepth (input channels per multiply-add: 1, or 2 for bfloat16 pairs), W (an operand
-// vector), broadcast (one position's kDepth inputs into every lane), load_weights, multiply_add(x, w, acc). A tile of
+// vector), broadcast (one position's kDepth inputs into every lane), load_weights, multiply_add(x, w, acc); for the
+// float32 weight packing, load_first, zero and transpose (kLanes rows into columns). A tile of
 // U vectors takes as many positions P as its U x P accumulators, U weight vectors and one broadcast leave registers
 // for.
 //
@@ -129,4 +130,33 @@ inline int64_t fma_peak_loop(int64_t iterations, float* sink) {
   for (int i = 1; i < kAccumulators; ++i) acc[0] = Isa::fmadd(x, acc[i], acc[0]);
   Isa::store(sink, acc[0]);  // keeps the loop from being optimised away
   return iterations * kAccumulators * Isa::kLanes;
+}
+
+// WeightLanes (cpu/blocked_direct.h) for float32: runs of kLanes values of kLanes output channels, loaded as rows
+// (Isa::load_first: the run's last values, zeros past them), turned into columns by Isa::transpose, one store per tap
+// and input channel. A template, so that an Isa without a transpose (the bfloat16 pairs) never instantiates it.
+template <class I = Isa>
+void pack_weight_lanes(const WeightLanes& w) {
+  using V = typename I::V;
+  const bool one_run = w.run_stride == w.run_length;
+  const int64_t passes = one_run ? 1 : w.runs, values = one_run ? w.runs * w.run_length : w.run_length;
+  for (int64_t pass = 0; pass < passes; ++pass) {
+    const float* source = w.src + pass * w.run_stride;
+    int64_t run = pass, tap = 0;  // of value j0 + i
+    for (int64_t j0 = 0; j0 < values; j0 += I::kLanes) {
+      const int n = static_cast<int>(std::min<int64_t>(I::kLanes, values - j0));
+      V r[I::kLanes];
+      for (int i = 0; i < I::kLanes; ++i) {
+        r[i] = i < w.rows ? I::load_first(source + i * w.row_stride + j0, n) : I::zero();
+      }
+      I::transpose(r);
+      for (int i = 0; i < n; ++i) {
+        I::store(w.dst + tap * w.tap_pitch + run * w.block_width, r[i]);
+        if (++tap == w.run_length) {
+          tap = 0;
+          ++run;
+        }
+      }
+    }
+  }
 }

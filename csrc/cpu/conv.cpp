@@ -255,9 +255,9 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   // per tap, tap_pitch apart).
   constexpr int64_t kPackChannels = 16;
   const int64_t ci_chunks = (c_in + kPackChannels - 1) / kPackChannels;
-  // Where each input channel's taps are contiguous, pack_lanes (AVX-512, float32) packs 16 output channels at a time,
-  // transposed in registers (random layers' blocked calls, 2 cores, interleaved: 0.65-1.04x the time of the copy a
-  // value at a time on 279 calls, geomean 0.96; a batch-1 150 -> 239 k5 conv over 9 x 9 0.77x).
+  // Where each input channel's taps are contiguous, pack_lanes (float32) packs a vector of output channels at a time,
+  // transposed in registers (random layers' blocked calls, 2 cores, interleaved, AVX-512: 0.65-1.04x the time of the
+  // copy a value at a time on 279 calls, geomean 0.96; a batch-1 150 -> 239 k5 conv over 9 x 9 0.77x).
   bool taps_contiguous = true;
   for (int64_t tap = 0; tap < taps_2d; ++tap) taps_contiguous = taps_contiguous && tap_offsets[tap] == tap;
   const bool lane_packs = pack_lanes != nullptr && taps_contiguous;
@@ -271,10 +271,10 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
       if constexpr (!kPairs) {
         if (lane_packs) {
           const int64_t ci0 = chunk * kPackChannels;
-          for (int64_t lane0 = 0; lane0 < block_width; lane0 += kBlockedDirectVectorAvx512) {
+          for (int64_t lane0 = 0; lane0 < block_width; lane0 += vector) {
             const int64_t co0 = block * block_width + lane0;
             pack_lanes({w_from + (group * c_out + co0) * w_strides[0] + ci0 * w_strides[1] + kd * kd_stride,
-                        w_strides[0], std::clamp<int64_t>(c_out - co0, 0, kBlockedDirectVectorAvx512), ci_end - ci0,
+                        w_strides[0], std::clamp<int64_t>(c_out - co0, 0, vector), ci_end - ci0,
                         taps_2d, w_strides[1], to + ci0 * block_width + lane0, tap_pitch, block_width});
           }
           continue;
@@ -648,7 +648,7 @@ void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& 
           g, x, weight, bias, y, channels_last, avx512 ? &blocked_direct_avx512 : &blocked_direct_avx2,
           avx512 ? kBlockedDirectVectorAvx512 : kBlockedDirectVectorAvx2,
           avx512 ? kBlockedDirectMaxVectorsAvx512 : kBlockedDirectMaxVectorsAvx2,
-          avx512 ? &pack_weight_lanes_avx512 : nullptr);
+          avx512 ? &pack_weight_lanes_avx512 : &pack_weight_lanes_avx2);
     } else {
       TORCH_INTERNAL_ASSERT(false, "fastpad: the blocked kernels take float accumulation only");
     }

@@ -1,8 +1,9 @@
-"""A/B of the blocked kernel's weight packing: 16 output channels at a time transposed in AVX-512 registers (after)
+"""A/B of the blocked kernel's weight packing: a vector of output channels at a time transposed in registers (after)
 against the scalar copy a value at a time (before), through a temporary build switch, the environment variable
-AB_OLD=1, removed before the commit. Every conv and conv_transpose call on the float32 blocked kernel on AVX-512
-(cpu_blocked_avx512, cpu_blocked_folded_avx512) that the random layers of the given seeds and the 23-layer suite make
-(forward and backward), timed alone, interleaved, medians of 7 rounds (each the best of enough calls for 20 ms).
+AB_OLD=1, removed before the commit. Every conv and conv_transpose call on the float32 blocked kernel
+(cpu_blocked_*, cpu_blocked_folded_*; AVX2's with FASTPAD_CPU_ISA=avx2) that the random layers of the given seeds and
+the 23-layer suite make (forward and backward), timed alone, interleaved, medians of 7 rounds (each the best of
+enough calls for 20 ms).
 Run from the repository root with PYTHONPATH=tests: python ab_weight_lanes.py SEED... [--suite]"""
 import os
 import statistics
@@ -18,7 +19,7 @@ from fastpad.bench.runner import case_inputs, with_optional_bias
 
 torch.set_num_threads(2)
 ROUNDS = 7
-BLOCKED = ("cpu_blocked_avx512", "cpu_blocked_folded_avx512")
+BLOCKED = ("cpu_blocked_avx512", "cpu_blocked_folded_avx512", "cpu_blocked_avx2", "cpu_blocked_folded_avx2")
 
 
 def set_old(old):
