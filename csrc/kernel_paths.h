@@ -414,14 +414,14 @@ constexpr int64_t kBlockedTransposeMinYChannels = 10;
 // At stride 1 the blocked kernel's conv multiplies every y position's taps (another mode's: the full conv's, folded
 // after), zeros around x included, in whole vectors of y channels, where the GEMM + col2im multiplies x's products
 // only, in lanes all used. Its multiply-adds per product of x with a weight (the waste) are that growth times the
-// lanes per y channel. With kBlockedTransposeWasteMinXChannels x channels per group or more, where the GEMM's
-// reduction is long enough to outweigh col2im's scatter of its C_y x taps values per x position, a waste of
+// lanes per y channel. With kCol2imMinXChannels x channels per group or more, where the GEMM's reduction is long
+// enough to outweigh col2im's scatter of its C_y x taps values per x position, a waste of
 // kBlockedTransposeMaxWaste or more takes GEMM + col2im, also in NCHW (where the phase planes ran 1.12-1.52x the
 // blocked kernel's time on three calls). Random layers' calls, float32, 2 cores, interleaved: 0.30-1.01x the blocked
 // kernel's time on 15 of seeds 1-12 (geomean 0.61; a 350 -> 20 k6 over 20 x 20, 2.5x the products: 0.46x), 0.72x and
 // 0.80x on the 2 of seeds 13-16 (held out); AVX2 0.28-0.97x on 8 of seeds 1-4 (0.57). Fewer x channels lost: 76 at
 // 1.69x the products 1.12x (phase planes), 28 at 2.15x 1.74x (GEMM + col2im).
-constexpr int64_t kBlockedTransposeWasteMinXChannels = 96;
+constexpr int64_t kCol2imMinXChannels = 96;
 constexpr double kBlockedTransposeMaxWaste = 1.5;
 inline double blocked_transpose_waste(const ConvGeometry& g, CpuIsa isa) {
   const int64_t y_positions =
@@ -433,7 +433,7 @@ inline double blocked_transpose_waste(const ConvGeometry& g, CpuIsa isa) {
 }
 inline bool cpu_blocked_transpose_wasteful(const ConvGeometry& g, CpuIsa isa) {
   return transpose_phase_count(g) == 1 && g.kernel_volume() > 1 &&
-         g.conv_out_channels_per_group() >= kBlockedTransposeWasteMinXChannels &&
+         g.conv_out_channels_per_group() >= kCol2imMinXChannels &&
          blocked_transpose_waste(g, isa) >= kBlockedTransposeMaxWaste;
 }
 inline bool cpu_blocked_transpose(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
@@ -612,6 +612,14 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
     return folded ? ConvTransposePath::CpuBlockedFoldedAvx2 : ConvTransposePath::CpuBlockedAvx2;
   }
   if (!cpu_phase_plane_transpose_shape(g, channels_last) || !weight_finite()) return gemm_col2im;
+  // So do NCHW calls with kCol2imMinXChannels x channels per group or more on AVX-512 in float32: one GEMM over x's
+  // channels for every tap, where the phase planes run a GEMM per tap (random layers' calls, float32, 2 cores,
+  // interleaved: 0.31-1.02x the phase planes' time on 6 of seeds 1-4 and the suite, geomean 0.60; 0.42-0.93x on the 5
+  // of seeds 5-8, held out, 0.67). AVX2 keeps the phase planes: there the suite's UNet and HiFi-GAN k4 s2 transposed
+  // convs, which AVX-512 runs as blocked phases, ran 1.42-1.53x on GEMM + col2im.
+  if (tiles && avx512 && !reduced_precision && g.conv_out_channels_per_group() >= kCol2imMinXChannels) {
+    return gemm_col2im;
+  }
   if (!tiles) return ConvTransposePath::CpuPhasePlanes;
   return avx512 ? ConvTransposePath::CpuPhasePlanesAvx512 : ConvTransposePath::CpuPhasePlanesAvx2;
 }

@@ -270,7 +270,7 @@ WASTEFUL_BLOCKED_TRANSPOSES = [
 def test_stride_1_transposed_convs_that_waste_the_blocked_kernel_take_the_col2im(isa, x_channels, y_channels,
                                                                                   kernel, on_avx2, on_avx512):
     """At stride 1 the blocked kernel multiplies every y position's taps, zeros around x included, in whole vectors of
-    y channels: with kBlockedTransposeWasteMinXChannels = 96 x channels per group or more, y positions / x positions
+    y channels: with kCol2imMinXChannels = 96 x channels per group or more, y positions / x positions
     x lanes / y channels of kBlockedTransposeMaxWaste = 1.5 or more take GEMM + col2im (channels-last: torch is not in
     play)."""
     require_isa(isa)
@@ -302,6 +302,23 @@ def test_folded_transposed_convs_count_the_full_convs_positions_as_waste(kernel,
     y64 = torch.nn.functional.conv2d(torch.nn.functional.pad(x64, [pad] * 4, mode="replicate"), w.double())
     (expected_grad,) = torch.autograd.grad(y64, x64, grad_y.double())
     assert_matches(grad_x, expected_grad, torch.float32, what="input grad")
+
+
+@pytest.mark.parametrize("isa, x_channels, expected", [("avx512", 96, "cpu_gemm_col2im_avx512"),
+                                                       ("avx512", 95, "cpu_phase_planes_avx512"),
+                                                       ("avx2", 96, "cpu_phase_planes_avx2")])
+def test_nchw_transposed_convs_with_many_x_channels_take_the_col2im_on_avx512(isa, x_channels, expected):
+    """An NCHW strided transposed conv the phase planes take (a 'valid' k3 s3 one over 16 x 20, 24 y channels) runs
+    GEMM + col2im instead with kCol2imMinXChannels = 96 x channels per group or more on AVX-512 in float32; AVX2 keeps
+    the phase planes."""
+    require_isa(isa)
+    x, w = torch.randn(2, x_channels, 16, 20), torch.randn(x_channels, 24, 3, 3)
+    assert transpose_path(x, w, [0, 0], [48, 60], isa, stride=3) == expected
+    with cpu_isa_limit(isa):
+        poison((2, 24, 48, 60))
+        y = torch.ops.fastpad.conv_transpose(x, w, None, [3, 3], [0, 0], [48, 60], [1, 1], 1, "zeros")
+    expected_y = torch.nn.functional.conv_transpose2d(x.double(), w.double(), stride=3)
+    assert_matches(y, expected_y, torch.float32)
 
 
 # (input shape, out channels, kernel, stride): symmetric zero pads that stay with fastpad's kernels, a problem below
