@@ -306,10 +306,10 @@ constexpr int64_t kBlockedMinReduction = 8;
 //   2 cores, forward: 0.41-0.82x cpu_channels_last_direct's time on 13 of 15, 1.00x and 1.04x on two; stems
 //   0.78-0.95x);
 // - NCHW: grouped convs, whose GEMM per group is narrow (5 random layers with 3-13 channels per group: 0.09-0.89x its
-//   time), and stems (one group) with a reduction of kBlockedStemMinReduction or more. Shorter ones keep
-//   cpu_column_gemm, one GEMM over all output channels, which the transposing gather into channels-last planes does
-//   not beat there (float32, 2 cores, interleaved: reductions of 27-48 1.04-2.1x its time, 72-108 0.84-1.25x; 128-2376
-//   0.64-0.89x on 9 stems, resnet50's 7x7 0.89x, a 3-d k6 over 11 channels 0.65x).
+//   time), and stems (one group) with a reduction of kBlockedStemMinReduction or more. Shorter ones take the tap tiles
+//   (cpu_tap_tiles) or the column GEMM, one GEMM over all output channels, which the transposing gather into
+//   channels-last planes does not beat there (float32, 2 cores, interleaved: reductions of 27-48 1.04-2.1x its time,
+//   72-108 0.84-1.25x; 128-2376 0.64-0.89x on 9 stems, resnet50's 7x7 0.89x, a 3-d k6 over 11 channels 0.65x).
 constexpr int64_t kBlockedStemMinReduction = 128;
 inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
   if (isa == CpuIsa::Baseline || element_bytes != 4) return false;
@@ -339,16 +339,27 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa
 // 32 channels 1.00-1.14x. Channels-last k3: 3-8 channels 0.41-0.88x at stride 1, 0.98-1.14x at stride 2 (2.25 taps
 // per phase), 12-24 channels 0.82-1.17x; the random layers' channels-last 1x1 convs 1.2-1.6x. On the random layers'
 // calls the rule takes, 0.16-0.94x (AVX2 0.24-1.07x, bfloat16 0.16-1.10x, the ratios above 1 calls of 41-78 us):
-// benchmarks/RESULTS.md.
+// benchmarks/RESULTS.md. NCHW stems (one group, under kTapGemmMinChannels input channels) with a reduction from
+// kBlockedMinReduction to below kBlockedStemMinReduction, any output channel count, on rows of kTapTilesMinColumns or
+// more, in place of the column GEMM (its im2col copy of the input and MKL's GEMM over a reduction of 8-127): 19 stem
+// shapes 0.46-0.85x its time (tf_efficientnet_b0's stem 0.68x); the random layers' calls 0.38-0.93x (seeds 1-4 and
+// the suite, geomean 0.68), 0.38-0.99x (held-out seeds 5-8, 0.62), AVX2 0.60-0.97x (0.81), bfloat16 and float16
+// stems 0.54-0.84x. From 128 the blocked kernel keeps them: the tap tiles were 1.03-1.23x its time on three random
+// stems with 92-220 output channels, 0.76-0.85x on two with 21-64.
 constexpr int64_t kTapTilesMinColumns = 14, kTapTilesMinStridedColumns = 28, kTapTilesChannelsLastMinTaps = 4;
 inline bool cpu_tap_tiles(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
   if (isa == CpuIsa::Baseline || element_bytes != 4) return false;
   const int64_t c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
+  const int64_t reduction = c_in * g.kernel_volume();
+  if (reduction < kBlockedMinReduction) return false;
+  // NCHW stems below the blocked kernel's reduction: in place of the column GEMM, any output channel count.
+  if (!channels_last && g.groups == 1 && c_in < kTapGemmMinChannels && reduction < kBlockedStemMinReduction) {
+    return g.conv_out_sizes[2] >= kTapTilesMinColumns;
+  }
   // In place of the blocked kernel, or of NCHW's tap GEMMs (a 1x1 kernel).
   if (!cpu_blocked_direct(g, channels_last, isa, element_bytes) && (channels_last || c_in < kTapGemmMinChannels)) {
     return false;
   }
-  if (c_in * g.kernel_volume() < kBlockedMinReduction) return false;
   const int64_t lanes = isa >= CpuIsa::Avx512 ? cpu::kBlockedDirectVectorAvx512 : cpu::kBlockedDirectVectorAvx2;
   const int64_t phases = g.stride[0] * g.stride[1] * g.stride[2], columns = g.conv_out_sizes[2];
   const bool wide_rows = columns >= (phases > 1 ? kTapTilesMinStridedColumns : kTapTilesMinColumns);

@@ -124,10 +124,12 @@ def test_a_problem_reading_no_padding_takes_the_zeros_kernels_in_every_mode(layo
 
 
 # (layout, input shape, out channels, groups, kernel): few input channels per group that keep their own kernels on an
-# AVX2 CPU: a channels-last reduction (channels per group x taps) under 8, and NCHW stems (one group).
+# AVX2 CPU: a channels-last reduction (channels per group x taps) under 8, NCHW stems (one group) with a reduction under
+# 128 on rows of 14 or more (the tap tiles), and on narrower rows (13 here: the column GEMM).
 FEW_CHANNELS_OFF_THE_BLOCKED_KERNEL = [("channels_last", (2, 14, 20, 20), 14, 7, (1, 1), "cpu_channels_last_direct"),
                                        ("channels_last", (2, 12, 10, 9), 24, 6, (1, 3), "cpu_channels_last_direct"),
-                                       ("contiguous", (2, 3, 40, 40), 32, 1, (3, 3), "cpu_column_gemm")]
+                                       ("contiguous", (2, 3, 40, 14), 32, 1, (3, 3), "cpu_tap_tiles_avx2"),
+                                       ("contiguous", (2, 3, 40, 13), 32, 1, (3, 3), "cpu_column_gemm")]
 
 
 @pytest.mark.parametrize("layout, shape, out_channels, groups, kernel, expected", FEW_CHANNELS_OFF_THE_BLOCKED_KERNEL)
@@ -144,11 +146,11 @@ def test_few_channels_leave_the_blocked_kernel_where_it_is_slower(layout, shape,
         check_conv(x, w, None, groups=groups, padding=pads, padding_mode="replicate")
 
 
-@pytest.mark.parametrize("kernel, expected", [((5, 6), "cpu_column_gemm"), ((4, 8), "cpu_blocked_avx2"),
+@pytest.mark.parametrize("kernel, expected", [((5, 6), "cpu_tap_tiles_avx2"), ((4, 8), "cpu_blocked_avx2"),
                                               ((7, 7), "cpu_blocked_avx2")])
 def test_nchw_stems_take_the_blocked_kernel_from_a_reduction_of_128(kernel, expected):
-    """NCHW, 4 input channels, one group: a reduction of 4 x 30 taps = 120 keeps the column GEMM; 4 x 32 = 128 and
-    4 x 49 = 196 take the blocked kernel (kBlockedStemMinReduction)."""
+    """NCHW, 4 input channels, one group, 24 output channels: a reduction of 4 x 30 taps = 120 takes the tap tiles
+    (rows of 31); 4 x 32 = 128 and 4 x 49 = 196 take the blocked kernel (kBlockedStemMinReduction)."""
     if machine_isa() == "baseline":
         pytest.skip("this CPU has no AVX2, so no blocked kernel")
     x = torch.randn(2, 4, 30, 31)
