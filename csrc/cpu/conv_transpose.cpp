@@ -108,30 +108,46 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
     });
   };
 
-  // Images [n0, n0 + images), or one image n0 (images == 1) and its tile `tile`.
+  // Images [n0, n0 + images), or one image n0 (images == 1) and its tile `tile`. The GEMM's operands are addressed
+  // through raw pointers: a tile of a small grouped conv is a few microseconds of work, and the ATen views and copies
+  // it once made per tile cost more than that.
+  const scalar_t* x_data = x.const_data_ptr<scalar_t>();
+  const acc_t* w_data = w_acc.const_data_ptr<acc_t>();
   const auto run_tile = [&](int64_t n0, int64_t images, int64_t group, int64_t tile, std::vector<acc_t>& cols,
                             std::vector<acc_t>& x_gathered) {
     const auto [pixel_begin, tile_pixels] = plan.tile(tile);
     const int64_t columns = images * tile_pixels;  // GEMM positions
     const int64_t pitch = column_pitch(columns);  // NCHW: of cols' rows
+    const acc_t* w_group = w_data + group * x_per_group * spread_pitch;  // [x_per_group, spread_pitch]
     if (channels_last) {
-      // [N * positions, C] rows are contiguous across images.
-      const auto x_tile = x_flat.view({g.batch * x_volume, g.conv_out_channels})
-                              .narrow(0, n0 * x_volume + pixel_begin, columns)
-                              .narrow(1, group * x_per_group, x_per_group);
+      // [N * positions, C] rows are contiguous across images: the tile's rows, the group's channels.
+      const int64_t first_row = n0 * x_volume + pixel_begin;
+      const auto x_tile = [&] {
+        return x_flat.view({g.batch * x_volume, g.conv_out_channels})
+            .narrow(0, first_row, columns)
+            .narrow(1, group * x_per_group, x_per_group)
+            .to(acc_dtype);
+      };
       if constexpr (std::is_same_v<acc_t, float>) {
         if (tiles) {
-          const at::Tensor a = x_tile.to(acc_dtype);  // float32 x: a view, no copy
-          tiles_product({a.const_data_ptr<float>(), a.stride(0), a.stride(1), w_acc[group].const_data_ptr<float>(),
-                         spread_pitch, cols.data(), spread_pitch, columns, spread_pitch, x_per_group});
+          if constexpr (std::is_same_v<scalar_t, float>) {  // read in place
+            tiles_product({x_data + first_row * g.conv_out_channels + group * x_per_group, g.conv_out_channels, 1,
+                           w_group, spread_pitch, cols.data(), spread_pitch, columns, spread_pitch, x_per_group});
+          } else {  // converted to float first
+            const at::Tensor a = x_tile();
+            tiles_product({a.const_data_ptr<float>(), a.stride(0), a.stride(1), w_group, spread_pitch, cols.data(),
+                           spread_pitch, columns, spread_pitch, x_per_group});
+          }
         }
       }
       if (!tiles) {
         auto cols_view = wrap_buffer(cols.data(), {columns, spread});
-        at::mm_out(cols_view, x_tile.to(acc_dtype), w_acc[group]);
+        at::mm_out(cols_view, x_tile(), w_acc[group]);
       }
     } else {
-      const auto x_group = x_flat.narrow(0, n0, images).narrow(1, group * x_per_group, x_per_group);
+      // The group's channel d of image n0 + i at x_group + i * image_stride + d * x_volume.
+      const scalar_t* x_group = x_data + (n0 * g.conv_out_channels + group * x_per_group) * x_volume;
+      const int64_t image_stride = g.conv_out_channels * x_volume;
       // The tiles read x's columns in place where they can (float32, one image: whole multiples of the padding, so
       // that in_place + gathered_pitch is pitch); the others (all of them where images sit side by side, or for
       // torch's GEMM) are copied into x_gathered, as rows of gathered_pitch columns, zero-padded.
@@ -140,33 +156,38 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
         if (tiles && images == 1) in_place = columns / kReductionTilesPaddedMultiple * kReductionTilesPaddedMultiple;
       }
       const int64_t gathered = columns - in_place, gathered_pitch = column_pitch(gathered);
-      at::Tensor x_tile;
-      if (images > 1 || (tiles && gathered > 0)) {
-        x_tile = wrap_buffer(x_gathered.data(), {x_per_group, gathered_pitch});
-        x_tile.narrow(1, gathered, gathered_pitch - gathered).zero_();
-        x_tile.narrow(1, 0, gathered)
-            .view({x_per_group, images, gathered / images})
-            .copy_(x_group.narrow(2, pixel_begin + in_place, tile_pixels - in_place).transpose(0, 1));
-      } else {
-        x_tile = x_group[0].narrow(1, pixel_begin, tile_pixels);
+      const bool gathers = images > 1 || (tiles && gathered > 0);
+      if (gathers) {
+        const int64_t run = tile_pixels - in_place;  // each image's columns
+        for (int64_t d = 0; d < x_per_group; ++d) {
+          acc_t* row = x_gathered.data() + d * gathered_pitch;
+          for (int64_t i = 0; i < images; ++i) {
+            at::vec::convert(x_group + i * image_stride + d * x_volume + pixel_begin + in_place, row + i * run, run);
+          }
+          std::fill(row + gathered, row + gathered_pitch, acc_t(0));
+        }
       }
       if constexpr (std::is_same_v<acc_t, float>) {
         if (tiles) {  // rows (c, taps), depth x's channels: a[r, d] = w[d, r]
-          const float* w_group = w_acc[group].const_data_ptr<float>();
-          if (in_place > 0) {
-            const float* x_columns = reinterpret_cast<const float*>(x_group[0].const_data_ptr()) + pixel_begin;
-            tiles_product({w_group, 1, spread, x_columns, x_group.stride(1), cols.data(), pitch, spread, in_place,
-                           x_per_group});
+          if constexpr (std::is_same_v<scalar_t, float>) {
+            if (in_place > 0) {
+              tiles_product({w_group, 1, spread, x_group + pixel_begin, x_volume, cols.data(), pitch, spread, in_place,
+                             x_per_group});
+            }
           }
           if (gathered > 0) {
-            tiles_product({w_group, 1, spread, x_tile.const_data_ptr<float>(), gathered_pitch, cols.data() + in_place,
-                           pitch, spread, gathered_pitch, x_per_group});
+            tiles_product({w_group, 1, spread, x_gathered.data(), gathered_pitch, cols.data() + in_place, pitch, spread,
+                           gathered_pitch, x_per_group});
           }
         }
       }
       if (!tiles) {
+        const at::Tensor x_tile =
+            gathers ? wrap_buffer(x_gathered.data(), {x_per_group, gathered_pitch})
+                    : x_flat[n0].narrow(0, group * x_per_group, x_per_group).narrow(1, pixel_begin, tile_pixels)
+                          .to(acc_dtype);
         auto cols_view = wrap_buffer(cols.data(), {spread, columns});
-        at::mm_out(cols_view, w_acc[group].t(), x_tile.to(acc_dtype));
+        at::mm_out(cols_view, w_acc[group].t(), x_tile);
       }
     }
     for (int64_t image = 0; image < images; ++image) {
