@@ -149,6 +149,11 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
                        : at::zeros({chunks, groups, c_out, reduce}, x.options().dtype(acc_dtype));
   const auto gy_flat = flatten_positions(grad_output, /*channels_last=*/false);
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
+  // On the tiles, each job's gy and partial are addressed through raw pointers: a job of a small grouped conv is a few
+  // microseconds of work, less than the ATen views it once made.
+  const scalar_t* gy_data = grad_output.const_data_ptr<scalar_t>();
+  const int64_t gy_image_stride = g.conv_out_channels * g.conv_out_volume();
+  acc_t* partial_data = partial.template mutable_data_ptr<acc_t>();
 
   at::parallel_for(0, chunks * groups * parts, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes(g, c_in, kWeightGradBandBytes, bytes_per_position);
@@ -159,7 +164,9 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
     for (int64_t item = begin; item < end; ++item) {
       const int64_t chunk = item / (groups * parts), group = item / parts % groups, part = item % parts;
       const int64_t ci_begin = part * c_in / parts, ci_end = (part + 1) * c_in / parts;
-      at::Tensor acc = partial[chunk][group];
+      // The partial of (chunk, group): the tiles' [reduce, out_pitch], or torch's GEMM's [Cg_out, reduce].
+      acc_t* acc_tiles = tiles ? partial_data + (chunk * groups + group) * reduce * out_pitch : nullptr;
+      at::Tensor acc = tiles ? at::Tensor() : partial[chunk][group];
       for (int64_t job = chunk * work / chunks; job < (chunk + 1) * work / chunks; ++job) {
         const int64_t b = job % bands, od = (job / bands) % g.conv_out_sizes[0],
                       n0 = job / (bands * g.conv_out_sizes[0]) * images_per_job;
@@ -192,21 +199,24 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
           }
         }
         // The band's outputs are contiguous in gy: whole rows, or part of one row.
-        at::Tensor gy = gy_flat.narrow(0, n0, images)
-                            .narrow(1, group * c_out, c_out)
-                            .narrow(2, (od * g.conv_out_sizes[1] + band.row0) * out_w + band.col0, positions)
-                            .transpose(0, 1);  // [Cg_out, images, positions]
+        const int64_t first_output = (od * g.conv_out_sizes[1] + band.row0) * out_w + band.col0;
         if constexpr (std::is_same_v<acc_t, float>) {
           if (tiles) {
-            transpose_to_rows(gy.const_data_ptr<scalar_t>(), gy.stride(1), gy.stride(0), images, positions, c_out,
+            // gy's [Cg_out, images, positions], channels conv_out_volume() apart, images gy_image_stride apart.
+            const scalar_t* gy_band =
+                gy_data + n0 * gy_image_stride + group * c_out * g.conv_out_volume() + first_output;
+            transpose_to_rows(gy_band, gy_image_stride, g.conv_out_volume(), images, positions, c_out,
                               gy_transposed.data(), out_pitch);
             const int64_t row_begin = ci_begin * taps;  // the part's rows of cols and of the partial
             tiles({cols.data() + row_begin * columns, columns, 1, gy_transposed.data(), out_pitch,
-                   acc.data_ptr<float>() + row_begin * out_pitch, out_pitch, (ci_end - ci_begin) * taps, out_pitch,
-                   columns});
+                   acc_tiles + row_begin * out_pitch, out_pitch, (ci_end - ci_begin) * taps, out_pitch, columns});
             continue;
           }
         }
+        at::Tensor gy = gy_flat.narrow(0, n0, images)
+                            .narrow(1, group * c_out, c_out)
+                            .narrow(2, first_output, positions)
+                            .transpose(0, 1);  // [Cg_out, images, positions]
         if (images > 1) {
           auto gathered = wrap_buffer(gy_gathered.data(), {c_out, images, positions});
           gathered.copy_(gy);
