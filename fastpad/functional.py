@@ -86,29 +86,6 @@ def _autocast_on(input) -> bool:
     return torch.is_autocast_enabled(device_type)
 
 
-def _onnx_flags_reader():
-    """torch.onnx.is_in_onnx_export less its two imports per call (0.9 us of a 12 us call): a reader of the same two
-    flags, where this torch version keeps them there, else torch's function itself."""
-    try:
-        from torch.onnx._internal.exporter import _flags
-        from torch.onnx._internal.torchscript_exporter._globals import GLOBALS
-    except ImportError:
-        return torch.onnx.is_in_onnx_export
-    if not (hasattr(GLOBALS, "in_onnx_export") and hasattr(_flags, "_is_onnx_exporting")):
-        return torch.onnx.is_in_onnx_export
-    return lambda: GLOBALS.in_onnx_export or _flags._is_onnx_exporting
-
-
-_read_onnx_flags = _onnx_flags_reader()
-
-
-def _onnx_exporting() -> bool:
-    # torch.compile knows torch's function (and refuses to trace the flags' module): it gets that one.
-    if torch.compiler.is_compiling():
-        return torch.onnx.is_in_onnx_export()
-    return _read_onnx_flags()
-
-
 def _conv_arguments(spatial_dims, input, weight, bias, stride, padding, dilation, groups, padding_mode):
     """Checks a conv call and resolves its padding: (stride, dilation, pads, pad_lo, pad_hi) as lists, pads one
     (lo, hi) per dim."""
@@ -135,7 +112,7 @@ def conv_nd(spatial_dims: int, input: Tensor, weight: Tensor, bias: Optional[Ten
     stride, dilation, pads, pad_lo, pad_hi = _resolved(
         key, lambda: _conv_arguments(spatial_dims, input, weight, bias, stride, padding, dilation, groups,
                                      padding_mode))
-    if _onnx_exporting():  # keeps 'same' size-independent in the graph (auto_pad, or pads from Shape)
+    if _geometry.onnx_exporting():  # keeps 'same' size-independent in the graph (auto_pad, or pads from Shape)
         return _onnx.conv(input, weight, bias, stride, pads, padding, dilation, groups, padding_mode)
     return torch.ops.fastpad.conv(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode)
 
@@ -169,7 +146,7 @@ def conv_transpose_nd(spatial_dims: int, input: Tensor, weight: Tensor, bias: Op
     stride, dilation, crop_lo, out_size = _resolved(
         key, lambda: _conv_transpose_arguments(spatial_dims, input, weight, bias, stride, padding, output_padding,
                                                groups, dilation))
-    if _onnx_exporting():
+    if _geometry.onnx_exporting():
         return _onnx.conv_transpose(input, weight, bias, stride, crop_lo, out_size, dilation, groups)
     return torch.ops.fastpad.conv_transpose(input, weight, bias, stride, crop_lo, out_size, dilation, groups, "zeros")
 
