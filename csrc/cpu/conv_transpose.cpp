@@ -130,14 +130,22 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
       };
       if constexpr (std::is_same_v<acc_t, float>) {
         if (tiles) {
-          if constexpr (std::is_same_v<scalar_t, float>) {  // read in place
-            tiles_product({x_data + first_row * g.conv_out_channels + group * x_per_group, g.conv_out_channels, 1,
-                           w_group, spread_pitch, cols.data(), spread_pitch, columns, spread_pitch, x_per_group});
-          } else {  // converted to float first
-            const at::Tensor a = x_tile();
-            tiles_product({a.const_data_ptr<float>(), a.stride(0), a.stride(1), w_group, spread_pitch, cols.data(),
-                           spread_pitch, columns, spread_pitch, x_per_group});
+          // float32 x is read in place; a reduced-precision x's tile is converted to float32 first.
+          at::Tensor converted;
+          const float* a;
+          int64_t a_row_stride, a_column_stride;
+          if constexpr (std::is_same_v<scalar_t, float>) {
+            a = x_data + first_row * g.conv_out_channels + group * x_per_group;
+            a_row_stride = g.conv_out_channels;
+            a_column_stride = 1;
+          } else {
+            converted = x_tile();
+            a = converted.const_data_ptr<float>();
+            a_row_stride = converted.stride(0);
+            a_column_stride = converted.stride(1);
           }
+          tiles_product({a, a_row_stride, a_column_stride, w_group, spread_pitch, cols.data(), spread_pitch, columns,
+                         spread_pitch, x_per_group});
         }
       }
       if (!tiles) {
