@@ -28,6 +28,8 @@ enum class ConvPath {
   CpuBlockedAvx2,              // cpu/blocked_direct.h: register-blocked direct kernel over phase planes, AVX2
   CpuBlockedAvx512,            // the same, AVX-512
   CpuBlockedAvx512Bf16,        // the same for bfloat16, AVX512_BF16 dot products over pairs of input channels
+  CpuBlockedNoPlanesAvx2,      // the blocked kernel reading a float32 channels-last input in place, AVX2
+  CpuBlockedNoPlanesAvx512,    // the same, AVX-512
   CpuDepthwise,                // cpu/depthwise.cpp: any multiplier
   CpuDepthwiseAvx512,          // the same, channels-last, its register tiles on AVX-512 (cpu_nhwc_tiles_avx512)
   CpuDepthwiseChannelBlocks,   // NCHW, multiplier 1: depthwise.cpp's channels-last tiles on blocks of channels
@@ -322,6 +324,18 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa
   return c_in > 0 && (g.groups > 1 || c_in * g.kernel_volume() >= kBlockedStemMinReduction);
 }
 
+// Whether the blocked kernel reads a channels-last input in place instead of gathering phase planes: float32 (the
+// planes of 16-bit inputs convert them), and no tap of any output reads padding (reads_no_padding: 'valid' convs, 1x1
+// kernels with zero pads), so that each tap of a band is the input at a fixed offset, its positions stride x C apart.
+// The gather copies every input value once per stride phase that reads it: on a 2-core Zen 4 it took 30% of a
+// grouped 64 -> 64 k2 s2 conv's time (random layer, 11 x 52 x 52 input). In place, float32, interleaved against the
+// planes: that conv 0.64x; every call of random layers of seeds 1-4 and the suite this takes 0.40-1.07x (24, geomean
+// 0.83), of held-out seeds 5-8 0.53-1.20x (22, 0.81; the 1.20x, a long process's, 0.80-0.84x in fresh ones), AVX2
+// 0.39-1.02x (24, 0.83).
+inline bool cpu_blocked_no_planes(const ConvGeometry& g, bool channels_last, bool reduced_precision) {
+  return channels_last && !reduced_precision && g.reads_no_padding();
+}
+
 // Whether a conv with float accumulation runs its tap GEMMs summed on the reduction tiles (cpu_tap_tiles_*), vectors
 // along the output positions, in place of the blocked kernel (vectors along the output channels) or of NCHW's tap
 // GEMMs (a 1x1 kernel), with a reduction (input channels per group x taps) of kBlockedMinReduction or more: where the
@@ -563,6 +577,9 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
     return isa >= CpuIsa::Avx512 ? ConvPath::CpuTapTilesAvx512 : ConvPath::CpuTapTilesAvx2;
   }
   if (cpu_blocked_direct(g, channels_last, isa, element_bytes)) {
+    if (cpu_blocked_no_planes(g, channels_last, reduced_precision)) {
+      return isa >= CpuIsa::Avx512 ? ConvPath::CpuBlockedNoPlanesAvx512 : ConvPath::CpuBlockedNoPlanesAvx2;
+    }
     if (isa == CpuIsa::Avx512Bf16 && g.conv_in_channels_per_group() % 2 == 0) return ConvPath::CpuBlockedAvx512Bf16;
     return isa >= CpuIsa::Avx512 ? ConvPath::CpuBlockedAvx512 : ConvPath::CpuBlockedAvx2;
   }
@@ -830,6 +847,8 @@ inline const char* path_name(ConvPath path) {
     case ConvPath::CpuTorch: return "cpu_torch";
     case ConvPath::CpuBlockedAvx2: return "cpu_blocked_avx2";
     case ConvPath::CpuBlockedAvx512: return "cpu_blocked_avx512";
+    case ConvPath::CpuBlockedNoPlanesAvx2: return "cpu_blocked_no_planes_avx2";
+    case ConvPath::CpuBlockedNoPlanesAvx512: return "cpu_blocked_no_planes_avx512";
     case ConvPath::CpuBlockedAvx512Bf16: return "cpu_blocked_avx512_bf16";
     case ConvPath::CpuDepthwise: return "cpu_depthwise";
     case ConvPath::CpuDepthwiseAvx512: return "cpu_depthwise_avx512";

@@ -324,6 +324,16 @@ CODE_PATHS["2d_transposed_wide_s2_avx512"] = _path(True, (32, 32), 32, 32, 4, st
                                                    isa="avx512",
                                                    kernels=_kernels("cpu_blocked_avx512", "cpu_blocked_avx512",
                                                                     "cpu_phase_planes_avx512"))
+# A float32 channels-last conv whose padding no tap reads ('valid' here) runs the blocked kernel on the input in
+# place, with no phase planes.
+CODE_PATHS.update({
+    f"2d_dense_channels_last_valid_s2_{isa}": _path(False, (12, 13), 16, 24, 3, stride=2, padding="valid",
+                                                    channels_last=True, isa=isa,
+                                                    kernels=_kernels(f"cpu_blocked_no_planes_{isa}",
+                                                                     f"cpu_gemm_col2im_{isa}",
+                                                                     f"cpu_channels_last_gemm_{isa}"))
+    for isa in ("avx2", "avx512")
+})
 # The bfloat16 dot-product kernel (AVX512_BF16), asserted in bfloat16 (the case's dtype; float32 calls at this ISA run
 # AVX-512's float32 kernel): bfloat16 convs with an even number of input channels per group, NCHW and channels-last
 # grouped; an odd number (17) keeps AVX-512's float32 kernel. Their input gradients take the col2im, its GEMM on

@@ -29,9 +29,23 @@ def isas_here():
     return [isa for isa in ISA_ORDER[1:] if ISA_ORDER.index(isa) <= ISA_ORDER.index(machine_isa())]
 
 
+def reads_no_padding(case):
+    """Whether no tap of any output of a (non-transposed) case reads padding: along every dim, the first output's
+    first tap at or after position 0 and the last output's last tap before the end."""
+    stride, pad_lo, _, dilation, _, _ = case.conv_op_arguments()
+    sizes = case.conv_output_size()
+    return all(lo <= 0 and (o - 1) * s - lo + (k - 1) * d < n
+               for n, o, k, s, lo, d in zip(case.size, sizes, case.per_dim(case.kernel), stride, pad_lo, dilation))
+
+
 def blocked_path(case, isa):
-    """The blocked kernel a case reaches at `isa`: at avx512_bf16, the dot products take bfloat16 convs (not transposed
+    """The blocked kernel a case reaches at `isa`: float32 channels-last convs whose padding no tap reads read their
+    input in place (cpu_blocked_no_planes_*); at avx512_bf16, the dot products take bfloat16 convs (not transposed
     ones) with an even number of input channels per group, and every other case AVX-512's float32 FMAs."""
+    vector_isa = "avx512" if isa == "avx512_bf16" else isa
+    if (not case.transposed and case.layout == "channels_last" and case.dtype == "float32"
+            and reads_no_padding(case)):
+        return f"cpu_blocked_no_planes_{vector_isa}"
     if isa == "avx512_bf16":
         pairs = case.dtype == "bfloat16" and not case.transposed and (case.in_channels // case.groups) % 2 == 0
         return "cpu_blocked_avx512_bf16" if pairs else "cpu_blocked_avx512"
@@ -177,6 +191,50 @@ def test_a_long_row_goes_in_column_tiles(padding_mode):
     for stride in (1, 3):
         run_case(ConvCase(False, (40_000 // stride,), 16, 40, 5, stride, "causal", padding_mode=padding_mode, batch=1),
                  isas[-1])
+
+
+NO_PLANES_CASES = [
+    # 'valid', a last block of one vector (24 channels), rows split between threads (batch 1, 23 rows).
+    ConvCase(False, (25, 21), 20, 24, 3, padding="valid", batch=1, layout="channels_last"),
+    # Strided, dilated, grouped: each group reads its own channels of every pixel.
+    ConvCase(False, (17, 19), 64, 36, 3, stride=2, padding="valid", dilation=2, groups=4, batch=2,
+             layout="channels_last"),
+    # A pad at the end that the stride steps over (11 rows, k2 s3: the last tap reads row 10): nothing reads it.
+    ConvCase(False, (11, 9), 16, 40, (2, 3), stride=(3, 2), padding=((0, 1), (0, 0)), padding_mode="reflect",
+             batch=2, layout="channels_last"),
+    # A 1x1 kernel: 'same' pads nothing.
+    ConvCase(False, (13, 14), 40, 70, 1, stride=2, padding="same", batch=2, layout="channels_last"),
+    # 3-d, grouped, the depth taps in place too.
+    ConvCase(False, (5, 7, 8), 32, 34, (2, 3, 2), stride=(2, 1, 2), padding="valid", groups=2, batch=2,
+             layout="channels_last"),
+    # A row too long for one band: column tiles, each starting at its own pixel.
+    ConvCase(False, (3, 2000), 16, 40, 3, padding="valid", batch=1, layout="channels_last"),
+    # Weights over 512 KiB: the taps in passes, each adding onto the outputs.
+    ConvCase(False, (9, 10), 300, 48, 5, padding="valid", batch=2, layout="channels_last"),
+]
+
+
+@pytest.mark.parametrize("case", NO_PLANES_CASES, ids=ConvCase.describe)
+@pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])
+def test_a_channels_last_input_whose_padding_no_tap_reads_is_read_in_place(isa, case):
+    """kernel_paths.h's cpu_blocked_no_planes: a float32 channels-last conv whose padding no tap reads runs the blocked
+    tiles on the input itself (at avx512_bf16, AVX-512's float32 kernel)."""
+    if isa not in isas_here():
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    assert reads_no_padding(case)
+    run_case(case, isa, expected_path="cpu_blocked_no_planes_" + ("avx512" if isa == "avx512_bf16" else isa))
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_the_phase_planes_stay_where_a_tap_reads_padding_or_the_input_is_not_float32(isa):
+    """One padded pixel read, an NCHW input, or a 16-bit one (whose planes convert it): the planes are gathered."""
+    if isa not in isas_here():
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    valid = NO_PLANES_CASES[0]
+    for case in (replace(valid, padding=((0, 0), (0, 1))), replace(valid, layout="contiguous"),
+                 replace(valid, dtype="bfloat16"), replace(valid, dtype="float16")):
+        assert not reads_no_padding(case) or case.layout != "channels_last" or case.dtype != "float32"
+        run_case(case, isa, expected_path=f"cpu_blocked_{isa}")
 
 
 def random_transposed_case(rng):

@@ -23,7 +23,8 @@ def test_every_cpu_kernel_path_is_reached():
     """Together the calls reach every CPU kernel path of every op."""
     reached = {pair for path in CODE_PATHS.values() for pair in path.kernels}
     every = {("conv", name) for name in ("cpu_torch", "cpu_blocked_avx2", "cpu_blocked_avx512",
-                                         "cpu_blocked_avx512_bf16", "cpu_depthwise", "cpu_depthwise_avx512",
+                                         "cpu_blocked_avx512_bf16", "cpu_blocked_no_planes_avx2",
+                                         "cpu_blocked_no_planes_avx512", "cpu_depthwise", "cpu_depthwise_avx512",
                                          "cpu_depthwise_channel_blocks", "cpu_depthwise_channel_blocks_avx512",
                                          "cpu_grouped_expanded", "cpu_grouped_expanded_avx512",
                                          "cpu_tap_gemms", "cpu_tap_tiles_avx2", "cpu_tap_tiles_avx512",

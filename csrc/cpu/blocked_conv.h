@@ -14,8 +14,8 @@ enum class BlockedKernel { Avx2, Avx512, Avx512Bf16 };
 
 // y = conv(x, weight, bias) for g, x in the layout channels_last says (channels_last or contiguous NCHW), y any
 // strided tensor of the output's shape (a view into a larger output included); float accumulation (float32, bfloat16,
-// float16).
+// float16). no_planes: the tiles read x in place (kernel_paths.h's cpu_blocked_no_planes holds).
 void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                  at::Tensor& y, bool channels_last, BlockedKernel kernel);
+                  at::Tensor& y, bool channels_last, BlockedKernel kernel, bool no_planes = false);
 
 }  // namespace fastpad::cpu

@@ -20,20 +20,24 @@ namespace fastpad::cpu {
 // Element: float, or uint16_t for the bits of bfloat16 (the planes and weights of the bfloat16 kernel).
 template <typename Element>
 struct BlockedDirectArgs {
-  const Element* const* taps;  // per tap, the phase-plane run of position 0: [t * lanes + ci]
-  int64_t num_taps, lanes;  // lanes: even for the bfloat16 kernel
+  // Per tap, where position 0 of the band reads its input channels: a phase-plane run, or the input itself
+  // (channels-last, where no tap reads padding). Position c of row r reads its lanes input channels (even for the
+  // bfloat16 kernel) from there at r * x_row_stride + c * x_position_stride (phase planes: row_pitch * lanes and lanes).
+  const Element* const* taps;
+  int64_t num_taps, lanes;
+  int64_t x_row_stride, x_position_stride;
   const Element* weights;  // per block b, at b * weight_block_stride: [num_taps][weight_tap_pitch], each tap's
                            // [lanes][block_width] (bfloat16: [lanes / 2][block_width][2]) at its start, zero beyond
                            // the real output channels
   int64_t weight_tap_pitch;  // at least lanes * block_width (blocked_direct_weight_tap_pitch)
   int64_t weight_block_stride;  // num_taps * weight_tap_pitch, or more where a call takes part of a block's taps
   int64_t block_width, co_block_begin, co_block_end;
-  // Position c of row r at out + r * out_row_stride + c * out_pitch (a band buffer: out_row_stride = row_pitch *
-  // out_pitch, out_pitch the channels rounded up to vectors; or the output itself), block b's channels at
+  // Position c of row r at out + r * out_row_stride + c * out_pitch (a band buffer: out_row_stride = the planes' row
+  // pitch * out_pitch, out_pitch the channels rounded up to vectors; or the output itself), block b's channels at
   // b * block_width from there.
   float* out;
   int64_t out_pitch, out_row_stride;
-  int64_t rows, row_pitch, cols;  // the positions computed: t = r * row_pitch + c for r < rows, c < cols
+  int64_t rows, cols;  // the positions computed: r < rows, c < cols
   const float* init;  // accumulate == false: out starts from init[co] (the bias, or zeros); true: from out itself
   bool accumulate;
 };

@@ -10,14 +10,14 @@
 //
 // Included only from blocked_direct_<isa>.cpp: no include guard, no includes (they come before the target region).
 
-// A tile of P positions [t0, t0 + P) x U vectors of channels at c0, over every tap and input channel: out is set from
-// init, or added onto (a.accumulate). The block's weights (taps x lanes x width floats) stream from L2 once per tile:
+// A tile of P positions of a row, the first reading its input channels at offset x0 from each tap's start, x U
+// vectors of channels at c0, over every tap and input channel: out is set from init, or added onto (a.accumulate). The block's weights (taps x lanes x width floats) stream from L2 once per tile:
 // splitting the reduction into L1-sized passes, re-reading and re-writing out between them, measured slower.
 using Args = BlockedDirectArgs<typename Isa::Element>;
 using Element = typename Isa::Element;
 
 template <int P, int U>
-inline void tile(const Args& a, const Element* w_block, int64_t block_width, int64_t t0, int64_t c0, float* out) {
+inline void tile(const Args& a, const Element* w_block, int64_t block_width, int64_t x0, int64_t c0, float* out) {
   using V = typename Isa::V;
   using W = typename Isa::W;
   V acc[P][U];
@@ -29,9 +29,9 @@ inline void tile(const Args& a, const Element* w_block, int64_t block_width, int
                              : Isa::load(a.init + c0 + u * Isa::kLanes);
     }
   }
-  const int64_t lanes = a.lanes;
+  const int64_t lanes = a.lanes, position_stride = a.x_position_stride;
   for (int64_t tap = 0; tap < a.num_taps; ++tap) {
-    const Element* x = a.taps[tap] + t0 * lanes;
+    const Element* x = a.taps[tap] + x0;
     const Element* w = w_block + tap * a.weight_tap_pitch;
     for (int64_t ci = 0; ci < lanes; ci += Isa::kDepth, x += Isa::kDepth, w += Isa::kDepth * block_width) {
       W wv[U];
@@ -39,7 +39,7 @@ inline void tile(const Args& a, const Element* w_block, int64_t block_width, int
       for (int u = 0; u < U; ++u) wv[u] = Isa::load_weights(w + u * Isa::kDepth * Isa::kLanes);
 #pragma GCC unroll 32
       for (int p = 0; p < P; ++p) {
-        const W xv = Isa::broadcast(x + p * lanes);
+        const W xv = Isa::broadcast(x + p * position_stride);
 #pragma GCC unroll 4
         for (int u = 0; u < U; ++u) acc[p][u] = Isa::multiply_add(xv, wv[u], acc[p][u]);
       }
@@ -60,11 +60,11 @@ constexpr int kTilePositions = std::min(kMaxPositions, (Isa::kRegisters - U - 1)
 // A tile of exactly `left` (<= P) positions.
 template <int P, int U>
 inline void remainder_tile(int64_t left, const Args& a, const Element* w_block, int64_t block_width,
-                           int64_t t0, int64_t c0, float* out) {
+                           int64_t x0, int64_t c0, float* out) {
   if constexpr (P > 1) {
-    if (left < P) return remainder_tile<P - 1, U>(left, a, w_block, block_width, t0, c0, out);
+    if (left < P) return remainder_tile<P - 1, U>(left, a, w_block, block_width, x0, c0, out);
   }
-  tile<P, U>(a, w_block, block_width, t0, c0, out);
+  tile<P, U>(a, w_block, block_width, x0, c0, out);
 }
 
 // Every kept position of the band for U vectors of channels at c0, row by row (the columns past a row's last kept one
@@ -76,16 +76,16 @@ inline void all_positions(const Args& a, const Element* w_block, int64_t block_w
   if (a.cols <= 0) return;
   const int64_t tiles = (a.cols + P - 1) / P, size = a.cols / tiles, larger = a.cols % tiles;
   for (int64_t r = 0; r < a.rows; ++r) {
-    float* out = a.out + r * a.out_row_stride;  // position t0's
-    int64_t t0 = r * a.row_pitch;
+    float* out = a.out + r * a.out_row_stride;  // the row's first position's
+    int64_t x0 = r * a.x_row_stride;
     for (int64_t i = 0; i < tiles; ++i) {
       const int64_t positions = size + (i < larger ? 1 : 0);
       if (positions == P) {
-        tile<P, U>(a, w_block, block_width, t0, c0, out);
+        tile<P, U>(a, w_block, block_width, x0, c0, out);
       } else {
-        remainder_tile<P - 1, U>(positions, a, w_block, block_width, t0, c0, out);
+        remainder_tile<P - 1, U>(positions, a, w_block, block_width, x0, c0, out);
       }
-      t0 += positions;
+      x0 += positions * a.x_position_stride;
       out += positions * a.out_pitch;
     }
   }

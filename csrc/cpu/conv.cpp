@@ -11,6 +11,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -218,16 +219,19 @@ constexpr int64_t kBlockedWeightPassBytes = 512 * 1024;
 // and input channel of a tile of outputs in registers, out[band, co]. The band's kernel depth slices add onto it.
 // y may be any strided view (a transposed conv's stride phase writes its positions of the whole output in place).
 // Element: what the planes and weights hold, float (converted from scalar_t), or uint16_t for the bfloat16 dot-product
-// kernel, whose planes keep the input's bfloat16 and whose weights pair input channels.
+// kernel, whose planes keep the input's bfloat16 and whose weights pair input channels. With no_planes
+// (cpu_blocked_no_planes: a float32 channels-last x whose padding no tap reads), the tiles read x in place.
 template <typename scalar_t, typename Element>
 void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                         at::Tensor& y, bool channels_last,
+                         at::Tensor& y, bool channels_last, bool no_planes,
                          void (*micro_kernel)(const BlockedDirectArgs<Element>&, int64_t), int64_t vector,
                          int64_t max_vectors, void (*pack_lanes)(const WeightLanes&) = nullptr) {
   constexpr bool kPairs = std::is_same_v<Element, uint16_t>;
   using Plane = std::conditional_t<kPairs, at::BFloat16, float>;
   const int64_t groups = g.groups, c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
   TORCH_INTERNAL_ASSERT(!kPairs || c_in % 2 == 0, "fastpad: the bfloat16 dot-product kernel takes channel pairs");
+  TORCH_INTERNAL_ASSERT(!no_planes || (std::is_same_v<scalar_t, Element> && channels_last && g.reads_no_padding()),
+                        "fastpad: the blocked kernel reads only a channels-last input of its own type in place");
   const int64_t block_width = blocked_direct_block_width(c_out, vector, max_vectors);
   const int64_t depth = g.kernel[0], taps_2d = g.kernel[1] * g.kernel[2];
   const int64_t co_blocks = (c_out + block_width - 1) / block_width, out_pitch = (c_out + vector - 1) / vector * vector;
@@ -311,10 +315,14 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   const int64_t slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
   const int64_t bytes_per_position = out_pitch * static_cast<int64_t>(sizeof(float));  // out[band, out_pitch]
   const int64_t wanted_row_bands = thread_row_bands(g, g.batch * groups * co_blocks);
-  const auto make_planes = [&] {
-    return PhasePlanes<Plane>(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/c_in, wanted_row_bands);
+  // Each thread's planes (none in place), and one more that only plans the bands and the band buffer's pitch.
+  const auto emplace_planes = [&](std::optional<PhasePlanes<Plane>>& planes) {
+    planes.emplace(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/c_in, wanted_row_bands);
+    return &*planes;
   };
-  const int64_t bands = make_planes().bands();
+  std::optional<PhasePlanes<Plane>> band_planner;
+  const PhasePlanes<Plane>& band_plan = *emplace_planes(band_planner);
+  const int64_t bands = band_plan.bands();
   // Output-channel blocks are split across work items only where images, groups and bands leave threads idle.
   const int64_t slices = g.batch * groups * bands;
   const int64_t co_splits = std::clamp<int64_t>((2 * at::get_num_threads() + slices - 1) / slices, 1, co_blocks);
@@ -324,20 +332,34 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   // forward+backward (benchmarks/RESULTS.md).
   const bool in_place = std::is_same_v<scalar_t, float> && y_stride[1] == 1 && c_out % vector == 0;
 
+  // In place, tap (kh, kw) of a band reads x from its first position's pixel on, positions stride_w pixels apart and
+  // rows stride_h rows apart.
+  std::vector<int64_t> input_tap_offsets(taps_2d);
+  for (int64_t tap = 0; tap < taps_2d; ++tap) {
+    input_tap_offsets[tap] = ((tap / g.kernel[2]) * g.dilation[1] * g.conv_in_sizes[2] + (tap % g.kernel[2]) *
+                              g.dilation[2]) * g.conv_in_channels;
+  }
+
   at::parallel_for(0, slices * co_splits, 1, [&](int64_t begin, int64_t end) {
-    PhasePlanes<Plane> planes = make_planes();
-    std::vector<float> out(in_place ? 0 : planes.band_buffer_size() * out_pitch);
+    std::optional<PhasePlanes<Plane>> planes;
+    if (!no_planes) emplace_planes(planes);
+    std::vector<const Element*> input_taps(no_planes ? taps_2d : 0);
+    std::vector<float> out(in_place ? 0 : band_plan.band_buffer_size() * out_pitch);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t split = item % co_splits, band_index = (item / co_splits) % bands;
       const int64_t group = (item / (co_splits * bands)) % groups, n = item / (co_splits * bands * groups);
-      const Band band = planes.band(band_index);
+      const Band band = band_plan.band(band_index);
       const int64_t block_begin = split * co_blocks / co_splits, block_end = (split + 1) * co_blocks / co_splits;
       const int64_t co_begin = block_begin * block_width, co_end = std::min(block_end * block_width, c_out);
-      const Element* const* taps = reinterpret_cast<const Element* const*>(planes.taps().data());
-      BlockedDirectArgs<Element> args{taps, taps_2d, c_in, nullptr, tap_pitch, taps_2d * tap_pitch, block_width,
-                                      block_begin, block_end, out.data(), out_pitch, planes.pitch() * out_pitch,
-                                      band.rows, planes.pitch(), band.cols, init_data + group * co_blocks * block_width,
-                                      false};
+      const Element* const* taps =
+          no_planes ? input_taps.data() : reinterpret_cast<const Element* const*>(planes->taps().data());
+      const int64_t x_position_stride = no_planes ? g.stride[2] * g.conv_in_channels : c_in;
+      const int64_t x_row_stride =
+          no_planes ? g.stride[1] * g.conv_in_sizes[2] * g.conv_in_channels : band_plan.pitch() * c_in;
+      BlockedDirectArgs<Element> args{taps, taps_2d, c_in, x_row_stride, x_position_stride, nullptr, tap_pitch,
+                                      taps_2d * tap_pitch, block_width, block_begin, block_end, out.data(), out_pitch,
+                                      band_plan.pitch() * out_pitch, band.rows, band.cols,
+                                      init_data + group * co_blocks * block_width, false};
       for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
         // The band's first kept position in y.
         scalar_t* y_band = y_data + n * y_stride[0] + (group * c_out) * y_stride[1] + od * y_stride[2] +
@@ -353,12 +375,19 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
         for (int64_t kd = 0; kd < depth; ++kd) {
           const int64_t id = g.tap_source(0, od, kd);
           if (id < 0) continue;
-          if (channels_last) {
-            planes.gather(x_data + (n * g.conv_in_sizes[0] + id) * slice * g.conv_in_channels + group * c_in, band,
-                          0, g.conv_in_channels);
+          if (no_planes) {
+            if constexpr (std::is_same_v<scalar_t, Element>) {
+              const scalar_t* band_start =
+                  x_data + ((n * g.conv_in_sizes[0] + id) * slice + g.tap_position(1, band.row0, 0) *
+                            g.conv_in_sizes[2] + g.tap_position(2, band.col0, 0)) * g.conv_in_channels + group * c_in;
+              for (int64_t tap = 0; tap < taps_2d; ++tap) input_taps[tap] = band_start + input_tap_offsets[tap];
+            }
+          } else if (channels_last) {
+            planes->gather(x_data + (n * g.conv_in_sizes[0] + id) * slice * g.conv_in_channels + group * c_in, band,
+                           0, g.conv_in_channels);
           } else {
-            planes.gather(x_data + (n * g.conv_in_channels + group * c_in) * g.conv_in_volume() + id * slice, band,
-                          0, 1, g.conv_in_volume());
+            planes->gather(x_data + (n * g.conv_in_channels + group * c_in) * g.conv_in_volume() + id * slice, band,
+                           0, 1, g.conv_in_volume());
           }
           const Element* w_kd = w_data + (group * depth + kd) * co_blocks * taps_2d * tap_pitch;
           for (int64_t tap0 = 0; tap0 < taps_2d; tap0 += taps_per_pass) {
@@ -379,7 +408,7 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
         }
         if (in_place) continue;
         for (int64_t r = 0; r < band.rows; ++r) {  // the kept columns of each row
-          const float* out_row = out.data() + r * planes.pitch() * out_pitch;
+          const float* out_row = out.data() + r * band_plan.pitch() * out_pitch;
           scalar_t* y_row = y_band + r * y_stride[3];
           if (y_stride[1] == 1) {  // channels-last: each pixel's channels are contiguous
             for (int64_t c = 0; c < band.cols; ++c) {
@@ -588,12 +617,15 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
   const ConvPath path = choose_conv_path(g, Backend::Cpu, channels_last, accumulator_bytes(input),
                                          is_reduced_precision(input), cpu_isa_for(input));
   if (path == ConvPath::CpuTorch) return torch_convolution(g, x, weight, b, /*transposed=*/false, y);
+  const bool no_planes = path == ConvPath::CpuBlockedNoPlanesAvx2 || path == ConvPath::CpuBlockedNoPlanesAvx512;
   if (path == ConvPath::CpuBlockedAvx2 || path == ConvPath::CpuBlockedAvx512 ||
-      path == ConvPath::CpuBlockedAvx512Bf16) {
+      path == ConvPath::CpuBlockedAvx512Bf16 || no_planes) {
     blocked_conv(g, x, weight, b, y, channels_last,
                  path == ConvPath::CpuBlockedAvx512Bf16 ? BlockedKernel::Avx512Bf16
-                 : path == ConvPath::CpuBlockedAvx512   ? BlockedKernel::Avx512
-                                                        : BlockedKernel::Avx2);
+                 : path == ConvPath::CpuBlockedAvx512 || path == ConvPath::CpuBlockedNoPlanesAvx512
+                     ? BlockedKernel::Avx512
+                     : BlockedKernel::Avx2,
+                 no_planes);
     return y;
   }
   const bool channel_blocks =
@@ -634,10 +666,11 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
 }  // namespace
 
 void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                  at::Tensor& y, bool channels_last, BlockedKernel kernel) {
+                  at::Tensor& y, bool channels_last, BlockedKernel kernel, bool no_planes) {
   if (kernel == BlockedKernel::Avx512Bf16) {
     TORCH_INTERNAL_ASSERT(x.scalar_type() == at::kBFloat16, "fastpad: the bfloat16 dot-product kernel takes bfloat16");
-    blocked_direct_conv<at::BFloat16, uint16_t>(g, x, weight, bias, y, channels_last, &blocked_direct_avx512_bf16,
+    blocked_direct_conv<at::BFloat16, uint16_t>(g, x, weight, bias, y, channels_last, no_planes,
+                                                &blocked_direct_avx512_bf16,
                                                 kBlockedDirectVectorAvx512, kBlockedDirectMaxVectorsAvx512);
     return;
   }
@@ -645,7 +678,7 @@ void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& 
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_blocked_conv", [&] {
     if constexpr (std::is_same_v<acc_type<scalar_t>, float>) {
       blocked_direct_conv<scalar_t, float>(
-          g, x, weight, bias, y, channels_last, avx512 ? &blocked_direct_avx512 : &blocked_direct_avx2,
+          g, x, weight, bias, y, channels_last, no_planes, avx512 ? &blocked_direct_avx512 : &blocked_direct_avx2,
           avx512 ? kBlockedDirectVectorAvx512 : kBlockedDirectVectorAvx2,
           avx512 ? kBlockedDirectMaxVectorsAvx512 : kBlockedDirectMaxVectorsAvx2,
           avx512 ? &pack_weight_lanes_avx512 : &pack_weight_lanes_avx2);
