@@ -148,10 +148,11 @@ def random_case(rng):
 def test_the_weight_is_packed_through_its_strides(isa, weight_layout):
     """The packing reads the weight in place whatever its strides (a model's weight in channels_last, as
     `model.to(memory_format=torch.channels_last)` leaves it; a strided view; an expanded one): 1-d, 2-d in both layouts
-    with a partial last block, 3-d, grouped, and a bfloat16 conv on the dot products. On AVX-512 in float32, weights
-    whose taps are contiguous (contiguous, expanded) are packed 16 output channels at a time, transposed in registers
+    with a partial last block, 3-d, grouped, and a bfloat16 conv on the dot products. In float32, weights whose taps
+    are contiguous (contiguous, expanded) are packed a vector of output channels at a time, transposed in registers
     (one run per input channel in 3-d, one run for all of them otherwise; 70 output channels leave a block's last 16
-    lanes with none), the others a value at a time."""
+    lanes with none), and so are channels-last ones (one run of input channels per tap), the others a value at a
+    time."""
     if isa not in isas_here():
         pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
     dtype = "bfloat16" if isa == "avx512_bf16" else "float32"

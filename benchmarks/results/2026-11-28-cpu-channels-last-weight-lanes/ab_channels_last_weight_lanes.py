@@ -1,0 +1,87 @@
+"""A/B of the blocked kernel's weight packing for a channels-last weight (after: a vector of output channels at a
+time, transposed in registers, pack_weight_lanes with the roles of taps and input channels swapped) against the copy a
+value at a time before, through a temporary build switch, the environment variable AB_OLD=1, removed before the commit.
+Every conv call on a blocked path (float32, any layout) whose weight is channels-last that the random layers of the
+given seeds and the 23-layer suite (both layouts) make, forward and the backward's convs, timed alone, interleaved,
+medians of 7 rounds (each the best of enough calls for 20 ms); outputs asserted bitwise equal.
+Run from the repository root with PYTHONPATH=tests: python ab_channels_last_weight_lanes.py SEED... [--suite]"""
+import dataclasses
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+from code_paths import _RecordFastpadOps
+from fastpad.bench.layers import SUITE
+from fastpad.bench.random_layers import random_layers
+from fastpad.bench.runner import case_inputs, with_optional_bias
+
+torch.set_num_threads(2)
+ROUNDS = 7
+PATHS = ("cpu_blocked_avx512", "cpu_blocked_avx2", "cpu_blocked_no_planes_avx512", "cpu_blocked_no_planes_avx2")
+
+
+def set_old(old):
+    if old:
+        os.environ["AB_OLD"] = "1"
+    else:
+        os.environ.pop("AB_OLD", None)
+
+
+def calls_of(case):
+    inputs = [t.detach().requires_grad_(t.is_floating_point()) for t in case_inputs(case, torch.device("cpu"))]
+    f = with_optional_bias(case.fastpad_function(), case)
+    set_old(False)
+    with _RecordFastpadOps() as record:
+        y = f(*inputs)
+        y.backward(torch.randn_like(y))
+    calls = [[a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+             for op, args in record.calls if op == "conv"]
+    return [args for args in calls if torch.ops.fastpad._conv_path(*args, "cpu") in PATHS
+            and args[1].dim() > 3 and args[1].stride(1) == 1 and not args[1].is_contiguous()]
+
+
+def timed(args, old):
+    set_old(old)
+    start = time.perf_counter()
+    torch.ops.fastpad.conv(*args)
+    return time.perf_counter() - start
+
+
+def main():
+    seeds = [int(a) for a in sys.argv[1:] if not a.startswith("--")]
+    layers = [layer for seed in seeds for layer in random_layers(100, seed)]
+    if "--suite" in sys.argv:
+        layers += list(SUITE)
+        layers += [dataclasses.replace(layer, case=dataclasses.replace(layer.case, layout="channels_last"))
+                   for layer in SUITE if layer.case.dims > 1]
+    ratios = []
+    for layer in layers:
+        for args in calls_of(layer.case):
+            with torch.no_grad():
+                outputs = []
+                for old in (False, True):
+                    set_old(old)
+                    outputs.append(torch.ops.fastpad.conv(*args))
+                assert torch.equal(outputs[0], outputs[1]), (layer.name, "outputs differ")
+                for old in (False, True, False, True):
+                    timed(args, old)
+                before, after = [], []
+                reps = max(1, int(0.02 / max(timed(args, False), 1e-6)))
+                for _ in range(ROUNDS):
+                    after.append(min(timed(args, False) for _ in range(reps)))
+                    before.append(min(timed(args, True) for _ in range(reps)))
+            a, b = statistics.median(after) * 1e3, statistics.median(before) * 1e3
+            ratios.append(a / b)
+            print(f"{layer.model:18s} {layer.name:28s} x {tuple(args[0].shape)} w {tuple(args[1].shape)} "
+                  f"stride {args[3]} groups {args[7]} after {a:.3f} ms before {b:.3f} ms ratio {a / b:.2f}",
+                  flush=True)
+    set_old(False)
+    if ratios:
+        geo = statistics.geometric_mean(ratios)
+        print(f"{len(ratios)} calls, ratio range {min(ratios):.2f}-{max(ratios):.2f}, geomean {geo:.2f}")
+
+
+main()
