@@ -55,6 +55,8 @@ enum class ConvTransposePath {
   CpuTorch,           // torch's own transposed convolution (cpu/torch_conv.h): a crop it expresses itself
   CpuBlockedAvx2,     // zeros: the convs its stride phases are (transpose_phase_as_conv) on the blocked kernel, AVX2
   CpuBlockedAvx512,   // the same, AVX-512
+  CpuBlockedNoPlanesAvx2,    // the same, each phase conv reading a float32 channels-last x in place, AVX2
+  CpuBlockedNoPlanesAvx512,  // the same, AVX-512
   CpuBlockedFoldedAvx2,    // another mode: the full transposed conv on the blocked kernel, then folded, AVX2
   CpuBlockedFoldedAvx512,  // the same, AVX-512
   CpuDepthwise,       // cpu/depthwise.cpp
@@ -481,6 +483,40 @@ inline bool cpu_blocked_transpose(const ConvGeometry& g, bool channels_last, Cpu
          c_in * std::max<int64_t>(1, g.kernel_volume() / phases) >= kBlockedMinReduction;
 }
 
+// Whether the stride phases of a channels-last float32 transposed conv in zeros mode all read no padding of x
+// (transpose_phase_as_conv: a kernel no wider than the stride along every dim, and crops that keep every phase's taps
+// inside x), so that the blocked kernel reads x in place for each (cpu_blocked_no_planes). Where the blocked transpose
+// takes the problem anyway, and where x has fewer than kTapGemmMinChannels channels per group and y at least
+// kBlockedNoPlanesTransposeMinYChannels (the phase convs' output vectors half full on AVX-512) in place of the
+// GEMM + col2im, whose GEMM reduces over those few x channels; every phase with a tap (a kernel at least as wide as
+// the stride), since each phase costs a weight packing and a parallel region. Float32, 2 cores of a Zen 4,
+// interleaved, against the path before (the col2im, or the blocked kernel on phase planes): the random layers' and
+// the suite's calls 0.31-0.96x (9 of seeds 1-4 and the suite, geomean 0.67; random066's k2 s2 input gradient with 8
+// channels per group 0.70x), 0.33-0.99x (5 of seeds 5-8, 0.63), 0.49-0.97x (4 of seeds 9-12, held out of the phase
+// bound), AVX2 0.28-0.99x (8 of seeds 1-4, 0.68). Before the phase bound and the channel bounds: with 16 or more x
+// channels per group or one y channel per group 1.38-2.75x on 6 calls of seeds 1-4 (0.86x on a 7th), kernels
+// narrower than the stride 1.25-4.9x on 3 of seeds 5-8 (5-22 of 9-27 phases without taps).
+constexpr int64_t kBlockedNoPlanesTransposeMinYChannels = 8;
+inline bool transpose_phases_read_no_padding(const ConvGeometry& g) {
+  for (int64_t phase = 0; phase < transpose_phase_count(g); ++phase) {
+    if (!transpose_phase_as_conv(g, phase).conv.reads_no_padding()) return false;
+  }
+  return true;
+}
+inline bool cpu_blocked_no_planes_transpose(const ConvGeometry& g, bool channels_last, bool reduced_precision) {
+  return channels_last && !reduced_precision && g.mode == PaddingMode::Zeros && transpose_phases_read_no_padding(g);
+}
+inline bool cpu_blocked_no_planes_transpose_few_x_channels(const ConvGeometry& g, bool channels_last,
+                                                           bool reduced_precision, CpuIsa isa, int64_t element_bytes) {
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    if (g.kernel[d] < g.stride[d]) return false;  // a phase without taps
+  }
+  return isa != CpuIsa::Baseline && element_bytes == 4 && g.conv_out_channels_per_group() > 0 &&
+         g.conv_out_channels_per_group() < kTapGemmMinChannels &&
+         g.conv_in_channels_per_group() >= kBlockedNoPlanesTransposeMinYChannels &&
+         cpu_blocked_no_planes_transpose(g, channels_last, reduced_precision);
+}
+
 // Whether an NCHW transposed conv (x on the conv_out side, m channels per group; y, R) with several groups and more
 // than one y channel per group runs depthwise.cpp's NCHW kernel (cpu_grouped_planes): each y plane's phase planes
 // summed in registers over the group's m x channels and the taps, m x kernel volume multiply-adds per y position with
@@ -624,7 +660,9 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
   // planes, those convs multiply weights by the zeros around x, so they take only finite weights.
   // Another padding mode runs the full transposed conv and folds (float32 only: the fold adds in the output's type).
   const bool folded = g.mode != PaddingMode::Zeros;
-  const bool blocked = cpu_blocked_transpose(g, channels_last, isa, element_bytes);
+  const bool blocked = cpu_blocked_transpose(g, channels_last, isa, element_bytes) ||
+                       cpu_blocked_no_planes_transpose_few_x_channels(g, channels_last, reduced_precision, isa,
+                                                                      element_bytes);
   if (cpu_grouped_expanded_transpose(g, channels_last) && (folded || !blocked)) {
     return ConvTransposePath::CpuGroupedExpanded;
   }
@@ -634,6 +672,10 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
                                                  : ConvTransposePath::CpuGemmCol2imAvx2;
   if (blocked && (!folded || (!reduced_precision && folded_transpose_fits(g))) && weight_finite()) {
     if (cpu_blocked_transpose_wasteful(g, isa)) return gemm_col2im;
+    if (!folded && cpu_blocked_no_planes_transpose(g, channels_last, reduced_precision)) {
+      return isa >= CpuIsa::Avx512 ? ConvTransposePath::CpuBlockedNoPlanesAvx512
+                                   : ConvTransposePath::CpuBlockedNoPlanesAvx2;
+    }
     if (isa >= CpuIsa::Avx512) {
       return folded ? ConvTransposePath::CpuBlockedFoldedAvx512 : ConvTransposePath::CpuBlockedAvx512;
     }
@@ -878,6 +920,8 @@ inline const char* path_name(ConvTransposePath path) {
     case ConvTransposePath::CpuTorch: return "cpu_torch";
     case ConvTransposePath::CpuBlockedAvx2: return "cpu_blocked_avx2";
     case ConvTransposePath::CpuBlockedAvx512: return "cpu_blocked_avx512";
+    case ConvTransposePath::CpuBlockedNoPlanesAvx2: return "cpu_blocked_no_planes_avx2";
+    case ConvTransposePath::CpuBlockedNoPlanesAvx512: return "cpu_blocked_no_planes_avx512";
     case ConvTransposePath::CpuBlockedFoldedAvx2: return "cpu_blocked_folded_avx2";
     case ConvTransposePath::CpuBlockedFoldedAvx512: return "cpu_blocked_folded_avx512";
     case ConvTransposePath::CpuDepthwise: return "cpu_depthwise";

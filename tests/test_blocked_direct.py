@@ -38,13 +38,24 @@ def reads_no_padding(case):
                for n, o, k, s, lo, d in zip(case.size, sizes, case.per_dim(case.kernel), stride, pad_lo, dilation))
 
 
+def transposed_reads_no_padding(case):
+    """Whether the convs a transposed case's stride phases are read no padding of x: along every dim, each output
+    position's taps that land on x positions (p + crop_lo - t * dilation a multiple of the stride) land inside x."""
+    crop_lo, out_size = case.crops()
+    return all(0 <= (p + lo - t * d) // s < n
+               for n, m, k, s, d, lo in zip(case.size, out_size, case.per_dim(case.kernel), case.per_dim(case.stride),
+                                            case.per_dim(case.dilation), crop_lo)
+               for p in range(m) for t in range(k) if (p + lo - t * d) % s == 0)
+
+
 def blocked_path(case, isa):
-    """The blocked kernel a case reaches at `isa`: float32 channels-last convs whose padding no tap reads read their
-    input in place (cpu_blocked_no_planes_*); at avx512_bf16, the dot products take bfloat16 convs (not transposed
-    ones) with an even number of input channels per group, and every other case AVX-512's float32 FMAs."""
+    """The blocked kernel a case reaches at `isa`: float32 channels-last convs whose padding no tap reads, and
+    transposed ones whose stride phases read none, read their input in place (cpu_blocked_no_planes_*); at
+    avx512_bf16, the dot products take bfloat16 convs (not transposed ones) with an even number of input channels per
+    group, and every other case AVX-512's float32 FMAs."""
     vector_isa = "avx512" if isa == "avx512_bf16" else isa
-    if (not case.transposed and case.layout == "channels_last" and case.dtype == "float32"
-            and reads_no_padding(case)):
+    no_padding_read = transposed_reads_no_padding(case) if case.transposed else reads_no_padding(case)
+    if case.layout == "channels_last" and case.dtype == "float32" and no_padding_read:
         return f"cpu_blocked_no_planes_{vector_isa}"
     if isa == "avx512_bf16":
         pairs = case.dtype == "bfloat16" and not case.transposed and (case.in_channels // case.groups) % 2 == 0
@@ -403,6 +414,41 @@ def test_strided_transposed_convs_run_their_phases_on_the_blocked_kernel(isa, ca
     if isa not in isas_here():
         pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
     run_case(case, isa)
+
+
+# Channels-last float32 transposed convs whose stride phases read no padding of x (a kernel as wide as the stride, or
+# 1x1 at stride 1): with fewer than 16 x channels per group and 8 or more y channels per group the phases run on the
+# blocked kernel reading x in place instead of the GEMM + col2im (kernel_paths.h's
+# cpu_blocked_no_planes_transpose_few_x_channels); and where the blocked rule takes them anyway (17 x channels, 1x1),
+# in place too.
+NO_PLANES_TRANSPOSED = [
+    ConvCase(True, (13, 14), 64, 64, 2, 2, "valid", groups=8, batch=2, layout="channels_last"),
+    ConvCase(True, (11, 12), 5, 58, 1, 1, "valid", batch=3, layout="channels_last"),
+    ConvCase(True, (4, 5, 6), 6, 16, (2, 1, 2), (2, 1, 2), "valid", batch=2, bias=False, layout="channels_last"),
+    ConvCase(True, (9, 10), 34, 40, 1, 1, "valid", groups=2, batch=2, layout="channels_last"),
+]
+
+
+@pytest.mark.parametrize("case", NO_PLANES_TRANSPOSED, ids=ConvCase.describe)
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_transposed_phases_that_read_no_padding_read_x_in_place(isa, case):
+    if isa not in isas_here():
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    assert transposed_reads_no_padding(case)
+    run_case(case, isa, expected_path=f"cpu_blocked_no_planes_{isa}")
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_transposed_phases_keep_the_col2im_outside_the_in_place_rule(isa):
+    """A stride wider than the kernel (phases without taps), 16 x channels per group, 7 y channels per group, an
+    output_padding whose last positions' taps land past x (padding a phase reads), and bfloat16: the GEMM + col2im."""
+    if isa not in isas_here():
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    base = NO_PLANES_TRANSPOSED[0]
+    for case in (replace(base, kernel=1), replace(base, in_channels=128, out_channels=64),
+                 replace(base, out_channels=56), replace(base, output_padding=1),
+                 replace(base, dtype="bfloat16")):
+        run_case(case, isa, expected_path=f"cpu_gemm_col2im_{isa}")
 
 
 def test_strided_transposed_convs_below_the_phase_floor_keep_the_col2im():

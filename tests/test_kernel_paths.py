@@ -32,6 +32,7 @@ def test_every_cpu_kernel_path_is_reached():
                                          "cpu_channels_last_direct", "cpu_channels_last_phase_planes",
                                          "cpu_channels_last_im2col")}
     every |= {("conv_transpose", name) for name in ("cpu_torch", "cpu_blocked_avx2", "cpu_blocked_avx512",
+                                                    "cpu_blocked_no_planes_avx2", "cpu_blocked_no_planes_avx512",
                                                     "cpu_blocked_folded_avx2", "cpu_blocked_folded_avx512",
                                                     "cpu_depthwise", "cpu_depthwise_phases",
                                                     "cpu_depthwise_phases_avx512", "cpu_grouped_expanded",
@@ -243,11 +244,12 @@ def test_the_transposed_col2im_leaves_long_column_rows_to_torch(kernel, expected
 
 @pytest.mark.parametrize("isa", ["avx2", "avx512"])
 @pytest.mark.parametrize("y_channels, kernel, expected", [(9, 3, "cpu_gemm_col2im"), (10, 3, "cpu_blocked"),
-                                                          (9, 1, "cpu_blocked")])
+                                                          (9, 1, "cpu_blocked_no_planes")])
 def test_stride_1_transposed_convs_to_few_y_channels_take_the_col2im(isa, y_channels, kernel, expected):
     """At stride 1 with 16 or more x channels per group, the blocked kernel's vectors run along y's channels: under
     kBlockedTransposeMinYChannels = 10 per group a kernel wider than 1 x 1 takes GEMM + col2im (channels-last here,
-    so torch is not in play); a 1 x 1 kernel, which col2im does not spare any taps, stays."""
+    so torch is not in play); a 1 x 1 kernel, which col2im does not spare any taps, stays (its one phase reads no
+    padding, so it reads this float32 x in place)."""
     require_isa(isa)
     x = torch.randn(2, 32, 20, 21).to(memory_format=torch.channels_last)
     w = torch.randn(32, y_channels, kernel, kernel)

@@ -368,15 +368,16 @@ at::Tensor per_channel(const at::Tensor& bias, int64_t dims) {
 }
 
 // y = the transposed conv of g in zeros mode as the convs its stride phases are (transpose_phase_as_conv), each on the
-// blocked kernel (cpu/blocked_conv.h). At stride 1 the one phase writes y itself; with a stride, each phase writes its
+// blocked kernel (cpu/blocked_conv.h), reading x in place with no_planes (kernel_paths.h's
+// cpu_blocked_no_planes_transpose). At stride 1 the one phase writes y itself; with a stride, each phase writes its
 // y positions a stride apart in place (a strided view of y), and a phase no tap reaches is the bias (or zero).
 void blocked_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                    at::Tensor& y, at::MemoryFormat format, BlockedKernel kernel) {
+                    at::Tensor& y, at::MemoryFormat format, BlockedKernel kernel, bool no_planes = false) {
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   const int64_t phases = transpose_phase_count(g), spatial = y.dim() - 2;
   if (phases == 1) {
     blocked_conv(transpose_phase_as_conv(g, 0).conv, x, transpose_phase_weight(g, weight, 0), bias, y, channels_last,
-                 kernel);
+                 kernel, no_planes);
     return;
   }
   for (int64_t phase = 0; phase < phases; ++phase) {
@@ -395,7 +396,7 @@ void blocked_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
       }
       continue;
     }
-    blocked_conv(t.conv, x, transpose_phase_weight(g, weight, phase), bias, y_phase, channels_last, kernel);
+    blocked_conv(t.conv, x, transpose_phase_weight(g, weight, phase), bias, y_phase, channels_last, kernel, no_planes);
   }
 }
 
@@ -439,10 +440,12 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
     return torch_convolution(g, x, weight, b, /*transposed=*/true, y);
   }
-  if (path == ConvTransposePath::CpuBlockedAvx2 || path == ConvTransposePath::CpuBlockedAvx512) {
+  const bool no_planes =
+      path == ConvTransposePath::CpuBlockedNoPlanesAvx2 || path == ConvTransposePath::CpuBlockedNoPlanesAvx512;
+  if (path == ConvTransposePath::CpuBlockedAvx2 || path == ConvTransposePath::CpuBlockedAvx512 || no_planes) {
     const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
-    blocked_phases(g, x, weight, b, y, format,
-                   path == ConvTransposePath::CpuBlockedAvx512 ? BlockedKernel::Avx512 : BlockedKernel::Avx2);
+    const bool avx512 = path == ConvTransposePath::CpuBlockedAvx512 || path == ConvTransposePath::CpuBlockedNoPlanesAvx512;
+    blocked_phases(g, x, weight, b, y, format, avx512 ? BlockedKernel::Avx512 : BlockedKernel::Avx2, no_planes);
     return y;
   }
   if (path == ConvTransposePath::CpuDepthwisePhases || path == ConvTransposePath::CpuDepthwisePhasesAvx512) {
