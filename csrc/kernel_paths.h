@@ -672,7 +672,7 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
                                                  : ConvTransposePath::CpuGemmCol2imAvx2;
   if (blocked && (!folded || (!reduced_precision && folded_transpose_fits(g))) && weight_finite()) {
     if (cpu_blocked_transpose_wasteful(g, isa)) return gemm_col2im;
-    if (!folded && cpu_blocked_no_planes_transpose(g, channels_last, reduced_precision)) {
+    if (cpu_blocked_no_planes_transpose(g, channels_last, reduced_precision)) {
       return isa >= CpuIsa::Avx512 ? ConvTransposePath::CpuBlockedNoPlanesAvx512
                                    : ConvTransposePath::CpuBlockedNoPlanesAvx2;
     }

@@ -22,7 +22,8 @@ template <typename Element>
 struct BlockedDirectArgs {
   // Per tap, where position 0 of the band reads its input channels: a phase-plane run, or the input itself
   // (channels-last, where no tap reads padding). Position c of row r reads its lanes input channels (even for the
-  // bfloat16 kernel) from there at r * x_row_stride + c * x_position_stride (phase planes: row_pitch * lanes and lanes).
+  // bfloat16 kernel) from there at r * x_row_stride + c * x_position_stride (phase planes: the planes' row pitch x
+  // lanes, and lanes).
   const Element* const* taps;
   int64_t num_taps, lanes;
   int64_t x_row_stride, x_position_stride;

@@ -11,8 +11,9 @@
 // Included only from blocked_direct_<isa>.cpp: no include guard, no includes (they come before the target region).
 
 // A tile of P positions of a row, the first reading its input channels at offset x0 from each tap's start, x U
-// vectors of channels at c0, over every tap and input channel: out is set from init, or added onto (a.accumulate). The block's weights (taps x lanes x width floats) stream from L2 once per tile:
-// splitting the reduction into L1-sized passes, re-reading and re-writing out between them, measured slower.
+// vectors of channels at c0, over every tap and input channel: out is set from init, or added onto (a.accumulate).
+// The block's weights (taps x lanes x width floats) stream from L2 once per tile: splitting the reduction into
+// L1-sized passes, re-reading and re-writing out between them, measured slower.
 using Args = BlockedDirectArgs<typename Isa::Element>;
 using Element = typename Isa::Element;
 

@@ -444,7 +444,8 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
       path == ConvTransposePath::CpuBlockedNoPlanesAvx2 || path == ConvTransposePath::CpuBlockedNoPlanesAvx512;
   if (path == ConvTransposePath::CpuBlockedAvx2 || path == ConvTransposePath::CpuBlockedAvx512 || no_planes) {
     const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
-    const bool avx512 = path == ConvTransposePath::CpuBlockedAvx512 || path == ConvTransposePath::CpuBlockedNoPlanesAvx512;
+    const bool avx512 =
+        path == ConvTransposePath::CpuBlockedAvx512 || path == ConvTransposePath::CpuBlockedNoPlanesAvx512;
     blocked_phases(g, x, weight, b, y, format, avx512 ? BlockedKernel::Avx512 : BlockedKernel::Avx2, no_planes);
     return y;
   }
