@@ -327,22 +327,13 @@ CODE_PATHS["2d_transposed_wide_s2_avx512"] = _path(True, (32, 32), 32, 32, 4, st
 # A float32 channels-last conv whose padding no tap reads ('valid' here) runs the blocked kernel on the input in
 # place, with no phase planes; so does a 1x1 conv's input gradient, a transposed 1x1 conv from 5 x channels whose one
 # stride phase reads no padding.
-CODE_PATHS.update({
-    f"2d_1x1_channels_last_few_output_channels_{isa}": _path(False, (11, 12), 58, 5, 1, padding="valid",
-                                                             channels_last=True, isa=isa,
-                                                             kernels=_kernels(f"cpu_blocked_no_planes_{isa}",
-                                                                              f"cpu_blocked_no_planes_{isa}",
-                                                                              f"cpu_channels_last_gemm_{isa}"))
-    for isa in ("avx2", "avx512")
-})
-CODE_PATHS.update({
-    f"2d_dense_channels_last_valid_s2_{isa}": _path(False, (12, 13), 16, 24, 3, stride=2, padding="valid",
-                                                    channels_last=True, isa=isa,
-                                                    kernels=_kernels(f"cpu_blocked_no_planes_{isa}",
-                                                                     f"cpu_gemm_col2im_{isa}",
-                                                                     f"cpu_channels_last_gemm_{isa}"))
-    for isa in ("avx2", "avx512")
-})
+for isa in ("avx2", "avx512"):
+    CODE_PATHS[f"2d_1x1_channels_last_few_output_channels_{isa}"] = _path(
+        False, (11, 12), 58, 5, 1, padding="valid", channels_last=True, isa=isa,
+        kernels=_kernels(f"cpu_blocked_no_planes_{isa}", f"cpu_blocked_no_planes_{isa}", f"cpu_channels_last_gemm_{isa}"))
+    CODE_PATHS[f"2d_dense_channels_last_valid_s2_{isa}"] = _path(
+        False, (12, 13), 16, 24, 3, stride=2, padding="valid", channels_last=True, isa=isa,
+        kernels=_kernels(f"cpu_blocked_no_planes_{isa}", f"cpu_gemm_col2im_{isa}", f"cpu_channels_last_gemm_{isa}"))
 # The bfloat16 dot-product kernel (AVX512_BF16), asserted in bfloat16 (the case's dtype; float32 calls at this ISA run
 # AVX-512's float32 kernel): bfloat16 convs with an even number of input channels per group, NCHW and channels-last
 # grouped; an odd number (17) keeps AVX-512's float32 kernel. Their input gradients take the col2im, its GEMM on

@@ -346,12 +346,15 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   const bool in_place = std::is_same_v<scalar_t, float> && y_stride[1] == 1 && c_out % vector == 0;
 
   // In place, tap (kh, kw) of a band reads x from its first position's pixel on, positions stride_w pixels apart and
-  // rows stride_h rows apart.
-  std::vector<int64_t> input_tap_offsets(taps_2d);
-  for (int64_t tap = 0; tap < taps_2d; ++tap) {
+  // rows stride_h rows apart; the planes hold a position's c_in channels together, a row pitch of positions apart.
+  std::vector<int64_t> input_tap_offsets(no_planes ? taps_2d : 0);
+  for (int64_t tap = 0; tap < static_cast<int64_t>(input_tap_offsets.size()); ++tap) {
     input_tap_offsets[tap] = ((tap / g.kernel[2]) * g.dilation[1] * g.conv_in_sizes[2] + (tap % g.kernel[2]) *
                               g.dilation[2]) * g.conv_in_channels;
   }
+  const int64_t x_position_stride = no_planes ? g.stride[2] * g.conv_in_channels : c_in;
+  const int64_t x_row_stride =
+      no_planes ? g.stride[1] * g.conv_in_sizes[2] * g.conv_in_channels : band_plan.pitch() * c_in;
 
   at::parallel_for(0, slices * co_splits, 1, [&](int64_t begin, int64_t end) {
     std::optional<PhasePlanes<Plane>> planes;
@@ -366,9 +369,6 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
       const int64_t co_begin = block_begin * block_width, co_end = std::min(block_end * block_width, c_out);
       const Element* const* taps =
           no_planes ? input_taps.data() : reinterpret_cast<const Element* const*>(planes->taps().data());
-      const int64_t x_position_stride = no_planes ? g.stride[2] * g.conv_in_channels : c_in;
-      const int64_t x_row_stride =
-          no_planes ? g.stride[1] * g.conv_in_sizes[2] * g.conv_in_channels : band_plan.pitch() * c_in;
       BlockedDirectArgs<Element> args{taps, taps_2d, c_in, x_row_stride, x_position_stride, nullptr, tap_pitch,
                                       taps_2d * tap_pitch, block_width, block_begin, block_end, out.data(), out_pitch,
                                       band_plan.pitch() * out_pitch, band.rows, band.cols,
