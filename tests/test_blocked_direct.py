@@ -576,3 +576,23 @@ def test_batch_one_layers_split_their_rows_between_threads(isa, case):
     if isa not in isas_here():
         pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
     run_case(case, isa)
+
+
+# NCHW outputs, which the blocked driver copies from its channels-last band buffer into y through the register transpose
+# (transpose_floats_*, where a band row holds 12 positions or more and a block 8 channels or more, and y's columns
+# are 1 or 2 apart) or element by element: rows and channel counts that leave partial blocks of positions and of
+# channels (37 columns, 40 and 33 channels), a stride-2 transposed conv whose phases write every second column of y
+# in place, a stride-3 one (the element-wise copy), and 1-d rows.
+NCHW_OUTPUT_COPIES = [ConvCase(False, (13, 37), 24, 40, 3, 1, ((0, 2), (1, 1)), batch=2),
+                      ConvCase(True, (20, 30), 12, 40, 4, 2, "same", batch=2),
+                      ConvCase(True, (12, 20), 12, 40, 6, 3, "same", batch=2, bias=False),
+                      ConvCase(False, (150,), 20, 33, 5, 2, "same", batch=3),
+                      ConvCase(True, (200,), 12, 24, 4, 2, "same", batch=4)]
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("case", NCHW_OUTPUT_COPIES, ids=[case.describe() for case in NCHW_OUTPUT_COPIES])
+def test_nchw_outputs_are_copied_out_of_the_band_buffer(isa, case):
+    if isa not in isas_here():
+        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    run_case(case, isa)

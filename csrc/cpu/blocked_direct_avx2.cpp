@@ -30,6 +30,17 @@ struct Isa {
   }
   static V load_first(const float* p, int n) { return _mm256_maskload_ps(p, first_lanes(n)); }
   static void store_first(float* p, V v, int n) { _mm256_maskstore_ps(p, first_lanes(n), v); }
+  // The first n lanes of v to p[0], p[2], ..., p[2 (n - 1)]; the values between are left as they are.
+  static void store_first_even(float* p, V v, int n) {
+    const int last = 2 * n - 1;
+    const __m256i even = _mm256_setr_epi32(-1, 0, -1, 0, -1, 0, -1, 0);
+    _mm256_maskstore_ps(p, _mm256_and_si256(even, first_lanes(std::min(last, kLanes))),
+                        _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3)));
+    if (last > kLanes) {
+      _mm256_maskstore_ps(p + kLanes, _mm256_and_si256(even, first_lanes(last - kLanes)),
+                          _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7)));
+    }
+  }
   using Element = float;
   using W = V;
   static constexpr int kDepth = 1;
@@ -67,6 +78,7 @@ void blocked_direct_avx2(const BlockedDirectArgs<float>& args, int64_t channels)
   blocked_avx2::blocked_direct(args, channels);
 }
 void reduction_tiles_avx2(const ReductionTiles& t) { blocked_avx2::reduction_tiles(t); }
+void transpose_floats_avx2(const FloatTranspose& t) { blocked_avx2::transpose_floats(t); }
 int64_t fma_peak_loop_avx2(int64_t iterations, float* sink) { return blocked_avx2::fma_peak_loop(iterations, sink); }
 
 }  // namespace fastpad::cpu

@@ -29,6 +29,20 @@ struct Isa {
   // The first n (<= kLanes) floats; the other lanes load as zero and are not stored.
   static V load_first(const float* p, int n) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p); }
   static void store_first(float* p, V v, int n) { _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v); }
+  // The first n lanes of v to p[0], p[2], ..., p[2 (n - 1)]; the values between are left as they are.
+  static void store_first_even(float* p, V v, int n) {
+    const int last = 2 * n - 1;
+    const auto even_first = [](int count) {  // the even lanes of the first count
+      return static_cast<__mmask16>(0x5555u & ((1u << count) - 1));
+    };
+    _mm512_mask_storeu_ps(p, even_first(std::min(last, kLanes)),
+                          _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7), v));
+    if (last > kLanes) {
+      _mm512_mask_storeu_ps(p + kLanes, even_first(last - kLanes),
+                            _mm512_permutexvar_ps(_mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14,
+                                                                    14, 15, 15), v));
+    }
+  }
   using Element = float;
   using W = V;
   static constexpr int kDepth = 1;
@@ -72,6 +86,7 @@ void blocked_direct_avx512(const BlockedDirectArgs<float>& args, int64_t channel
   blocked_avx512::blocked_direct(args, channels);
 }
 void reduction_tiles_avx512(const ReductionTiles& t) { blocked_avx512::reduction_tiles(t); }
+void transpose_floats_avx512(const FloatTranspose& t) { blocked_avx512::transpose_floats(t); }
 int64_t fma_peak_loop_avx512(int64_t iterations, float* sink) {
   return blocked_avx512::fma_peak_loop(iterations, sink);
 }

@@ -161,3 +161,30 @@ void pack_weight_lanes(const WeightLanes& w) {
     }
   }
 }
+
+// FloatTranspose (cpu/blocked_direct.h): blocks of up to kLanes positions x kLanes channels loaded as rows (the first
+// n channels of each), turned into columns by Isa::transpose, each channel's first m positions stored (every second
+// value of y where its column stride is 2, the values between left as they are).
+template <class I = Isa>
+void transpose_floats(const FloatTranspose& t) {
+  using V = typename I::V;
+  for (int64_t j0 = 0; j0 < t.cols; j0 += I::kLanes) {
+    const int n = static_cast<int>(std::min<int64_t>(I::kLanes, t.cols - j0));
+    for (int64_t i0 = 0; i0 < t.rows; i0 += I::kLanes) {
+      const int m = static_cast<int>(std::min<int64_t>(I::kLanes, t.rows - i0));
+      V r[I::kLanes];
+      for (int i = 0; i < I::kLanes; ++i) {
+        r[i] = i < m ? I::load_first(t.src + (i0 + i) * t.src_row_stride + j0, n) : I::zero();
+      }
+      I::transpose(r);
+      for (int j = 0; j < n; ++j) {
+        float* column = t.dst + (j0 + j) * t.dst_row_stride + i0 * t.dst_col_stride;
+        if (t.dst_col_stride == 1) {
+          I::store_first(column, r[j], m);
+        } else {
+          I::store_first_even(column, r[j], m);
+        }
+      }
+    }
+  }
+}

@@ -212,6 +212,9 @@ inline int64_t thread_row_bands(const ConvGeometry& g, int64_t items) {
                              ceil_div(2 * at::get_num_threads(), std::max<int64_t>(items, 1)));
 }
 constexpr int64_t kBlockedWeightPassBytes = 512 * 1024;
+// The band rows (positions) and channels from which the NCHW output copy goes through the register transpose
+// (transpose_floats_*) rather than element by element: below, most of its kLanes x kLanes blocks are empty lanes.
+constexpr int64_t kTransposeMinPositions = 12, kTransposeMinChannels = 8;
 
 // Dense and grouped with float accumulation on an AVX2 or AVX-512 CPU, NCHW or channels-last: per (image, group, band
 // of output rows, range of output-channel blocks), the group's input channels become channels-last phase planes (the
@@ -225,7 +228,8 @@ template <typename scalar_t, typename Element>
 void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                          at::Tensor& y, bool channels_last, bool no_planes,
                          void (*micro_kernel)(const BlockedDirectArgs<Element>&, int64_t), int64_t vector,
-                         int64_t max_vectors, void (*pack_lanes)(const WeightLanes&) = nullptr) {
+                         int64_t max_vectors, void (*pack_lanes)(const WeightLanes&) = nullptr,
+                         void (*transpose)(const FloatTranspose&) = nullptr) {
   constexpr bool kPairs = std::is_same_v<Element, uint16_t>;
   using Plane = std::conditional_t<kPairs, at::BFloat16, float>;
   const int64_t groups = g.groups, c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
@@ -428,6 +432,10 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
               at::vec::convert(out_row + c * out_pitch + co_begin, y_row + c * y_stride[4] + co_begin,
                                co_end - co_begin);
             }
+          } else if (std::is_same_v<scalar_t, float> && transpose != nullptr && band.cols >= kTransposeMinPositions &&
+                     co_end - co_begin >= kTransposeMinChannels && float_transpose_takes(y_stride[4])) {
+            transpose({out_row + co_begin, out_pitch, band.cols, co_end - co_begin,
+                       reinterpret_cast<float*>(y_row + co_begin * y_stride[1]), y_stride[1], y_stride[4]});
           } else {  // transposed kChannelBlock channels at a time: each pixel's channels read whole
             constexpr int64_t kChannelBlock = 16;
             for (int64_t co0 = co_begin; co0 < co_end; co0 += kChannelBlock) {
@@ -694,7 +702,8 @@ void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& 
           g, x, weight, bias, y, channels_last, no_planes, avx512 ? &blocked_direct_avx512 : &blocked_direct_avx2,
           avx512 ? kBlockedDirectVectorAvx512 : kBlockedDirectVectorAvx2,
           avx512 ? kBlockedDirectMaxVectorsAvx512 : kBlockedDirectMaxVectorsAvx2,
-          avx512 ? &pack_weight_lanes_avx512 : &pack_weight_lanes_avx2);
+          avx512 ? &pack_weight_lanes_avx512 : &pack_weight_lanes_avx2,
+          avx512 ? &transpose_floats_avx512 : &transpose_floats_avx2);
     } else {
       TORCH_INTERNAL_ASSERT(false, "fastpad: the blocked kernels take float accumulation only");
     }
