@@ -31,6 +31,10 @@ struct ReductionTiles {
   // is then read and written once for all taps). Without b_taps, one tap: b.
   const float* const* b_taps = nullptr;
   int64_t taps = 1, a_tap_stride = 0;
+  // > 0 (one tap only): each column of tiles reduces over depth_chunk steps of depth at a time, all its tiles of rows
+  // in turn, so that the chunk's rows of b it reads stay in L1 across those tiles (the tiles' sums go through c
+  // between chunks); 0: over the whole depth at once.
+  int64_t depth_chunk = 0;
 };
 
 // b's and c's columns come in whole multiples of this many floats, AVX2's vector (AVX-512 reads and writes a last half

@@ -118,9 +118,27 @@ inline void reduction_tiles(const ReductionTiles& t) {
     return;
   }
   const int64_t vectors = t.columns / Isa::kLanes;
-  for (int64_t v = 0; v < vectors; v += kReductionTileVectors) {
-    reduction_tile_column<kReductionTileVectors>(vectors - v, t, v * Isa::kLanes);
-  }
   const int tail = static_cast<int>(t.columns % Isa::kLanes);  // AVX-512: half a vector
-  if (tail > 0) reduction_tile_column<1, /*kPart=*/true>(1, t, vectors * Isa::kLanes, tail);
+  const int64_t chunk = t.depth_chunk > 0 && t.b_taps == nullptr ? t.depth_chunk : std::max<int64_t>(t.depth, 1);
+  // column(part) for each chunk of the depth (one, of depth 0, where there is none: c is still written).
+  const auto by_chunks = [&](const auto& column) {
+    for (int64_t d0 = 0; d0 == 0 || d0 < t.depth; d0 += chunk) {
+      ReductionTiles part = t;  // depth [d0, d0 + chunk), added onto the earlier chunks' sums
+      part.a += d0 * t.a_depth_stride;
+      part.b += d0 * t.b_depth_stride;
+      part.depth = std::min(chunk, t.depth - d0);
+      part.overwrite = t.overwrite && d0 == 0;
+      column(part);
+    }
+  };
+  for (int64_t v = 0; v < vectors; v += kReductionTileVectors) {
+    by_chunks([&](const ReductionTiles& part) {
+      reduction_tile_column<kReductionTileVectors>(vectors - v, part, v * Isa::kLanes);
+    });
+  }
+  if (tail > 0) {
+    by_chunks([&](const ReductionTiles& part) {
+      reduction_tile_column<1, /*kPart=*/true>(1, part, vectors * Isa::kLanes, tail);
+    });
+  }
 }
