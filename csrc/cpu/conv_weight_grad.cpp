@@ -22,16 +22,16 @@
 namespace fastpad::cpu {
 namespace {
 
-// Channels-last: the reduction over images and output tiles is split into a fixed number of chunks, each summing
-// into its own partial gradient, then the partials are added in chunk order: bitwise reproducible for a fixed thread
-// count. partial[Cg_out, K*Cg_in] += gy[tile, Cg_out]^T @ cols[tile, K*Cg_in], with cols a fused im2col tile; on the
-// register tiles, cols' rows (and the partial's) are padded with zero columns to whole vectors.
 // The depth (positions) of the register tiles' chunks (ReductionTiles::depth_chunk): each column of tiles (4 AVX-512
 // vectors of cols) re-reads its rows of cols once per tile of gradient rows; 64 positions' worth (16 KiB, spread over
 // the columns' pitch) stay in L1 across those tiles, where a whole 512 KiB tile of columns streams them from L2 each
 // time (channels-last resnet50 k3 weight gradients: the tiles at about 63% of the FMA peak, Sapphire Rapids class).
 constexpr int64_t kWeightGradTilesDepth = 64;
 
+// Channels-last: the reduction over images and output tiles is split into a fixed number of chunks, each summing
+// into its own partial gradient, then the partials are added in chunk order: bitwise reproducible for a fixed thread
+// count. partial[Cg_out, K*Cg_in] += gy[tile, Cg_out]^T @ cols[tile, K*Cg_in], with cols a fused im2col tile; on the
+// register tiles, cols' rows (and the partial's) are padded with zero columns to whole vectors.
 template <typename scalar_t>
 at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
                             ReductionTilesKernel tiles) {
