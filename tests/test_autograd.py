@@ -256,32 +256,31 @@ def test_weight_gradients_of_images_of_few_positions(size, c_in, c_out, kernel, 
         assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected, dtype, what="weight gradient")
 
 
-# (size, c_in, c_out, kernel, stride, groups, batch): channels-last weight gradients on the reduction tiles, which
+# (size, c_in, c_out, kernel, stride, batch): channels-last weight gradients on the reduction tiles, which
 # reduce a tile of im2col columns (512 KiB of them) over 64 positions at a time (conv_weight_grad.cpp's
 # kWeightGradTilesDepth): 910 positions per tile (14 chunks and 14 left over, then a 20-position tile), a depth under
 # one chunk (6 positions), 3-d, one row of 130 positions.
-CHUNKED_WEIGHT_GRADS = [((30, 31), 16, 24, 3, 1, 1, 2),
-                        ((3, 4), 24, 40, 3, 2, 1, 3),
-                        ((6, 7, 8), 16, 32, 2, 1, 1, 2),
-                        ((1, 130), 20, 36, 5, 1, 1, 1)]
+CHUNKED_WEIGHT_GRADS = [((30, 31), 16, 24, 3, 1, 2),
+                        ((3, 4), 24, 40, 3, 2, 3),
+                        ((6, 7, 8), 16, 32, 2, 1, 2),
+                        ((1, 130), 20, 36, 5, 1, 1)]
 
 
 @pytest.mark.parametrize("isa", ["avx2", "avx512"])
-@pytest.mark.parametrize("size, c_in, c_out, kernel, stride, groups, batch", CHUNKED_WEIGHT_GRADS)
-def test_channels_last_weight_gradients_reduce_in_chunks_of_positions(size, c_in, c_out, kernel, stride, groups,
-                                                                      batch, isa):
+@pytest.mark.parametrize("size, c_in, c_out, kernel, stride, batch", CHUNKED_WEIGHT_GRADS)
+def test_channels_last_weight_gradients_reduce_in_chunks_of_positions(size, c_in, c_out, kernel, stride, batch, isa):
     require_isa(isa)
     nd = len(size)
-    x, _, _ = conv_inputs(size, c_in, c_out, kernel, groups, batch, dtype=torch.float32)
+    x, _, _ = conv_inputs(size, c_in, c_out, kernel, 1, batch, dtype=torch.float32)
     pads = [(1, kernel - 2)] * nd if kernel > 2 else [(0, 1)] * nd
     out_size = [(i + sum(p) - kernel) // stride + 1 for i, p in zip(size, pads)]
     gy = torch.randn(batch, c_out, *out_size)
     if nd > 1:
         memory_format = torch.channels_last if nd == 2 else torch.channels_last_3d
         x, gy = x.contiguous(memory_format=memory_format), gy.contiguous(memory_format=memory_format)
-    args = ([c_out, c_in // groups] + [kernel] * nd, [stride] * nd, [lo for lo, _ in pads], [1] * nd, groups, "zeros")
+    args = ([c_out, c_in] + [kernel] * nd, [stride] * nd, [lo for lo, _ in pads], [1] * nd, 1, "zeros")
     w64 = torch.zeros(args[0], dtype=torch.float64, requires_grad=True)
-    y64 = expected_conv(x.double(), w64, None, stride=stride, padding=pads, groups=groups)
+    y64 = expected_conv(x.double(), w64, None, stride=stride, padding=pads)
     (expected,) = torch.autograd.grad(y64, w64, gy.double())
     with cpu_isa_limit(isa):
         path = torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu")

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa, reduction_tiles_kernel
+from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa, reduction_tiles_kernel, require_isa
 from reference import assert_matches, poison
 from fastpad.cases import ConvCase, arrange
 
@@ -123,8 +123,7 @@ def every_tile_shape(isa):
 @pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])
 def test_every_tile_shape(isa):
     """At avx512_bf16 in bfloat16, so that every shape runs the dot-product kernel."""
-    if isa not in isas_here():
-        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    require_isa(isa)
     for case in every_tile_shape(isa):
         run_case(replace(case, dtype="bfloat16") if isa == "avx512_bf16" else case, isa)
 
@@ -164,8 +163,7 @@ def test_the_weight_is_packed_through_its_strides(isa, weight_layout):
     (one run per input channel in 3-d, one run for all of them otherwise; 70 output channels leave a block's last 16
     lanes with none), and so are channels-last ones (one run of input channels per tap), the others a value at a
     time."""
-    if isa not in isas_here():
-        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    require_isa(isa)
     dtype = "bfloat16" if isa == "avx512_bf16" else "float32"
     for case in (ConvCase(False, (19,), 16, 24, 5, padding="causal", batch=2, dtype=dtype),
                  ConvCase(False, (7, 9), 32, 40, (3, 4), padding="same", padding_mode="reflect", groups=2, batch=2,
@@ -183,8 +181,7 @@ def test_large_weights_go_in_tap_passes(isa):
     onto the outputs: 300 input channels x 48 output channels x 25 taps is 1.4 MiB in float32 (9 taps of 57.7 KiB a
     pass: 9 + 9 + 7) and 0.7 MiB in bfloat16 (18 + 7); a 3-d k3 256 -> 128, 576 KiB at every kernel depth in float32
     (8 + 1)."""
-    if isa not in isas_here():
-        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    require_isa(isa)
     dtype = "bfloat16" if isa == "avx512_bf16" else "float32"
     for case in (ConvCase(False, (6, 7), 300, 48, 5, padding="same", padding_mode="reflect", batch=2, dtype=dtype),
                  ConvCase(False, (3, 4, 5), 256, 128, 3, padding=((0, 2), (1, 1), (2, 0)), batch=1, dtype=dtype,
@@ -231,8 +228,7 @@ NO_PLANES_CASES = [
 def test_a_channels_last_input_whose_padding_no_tap_reads_is_read_in_place(isa, case):
     """kernel_paths.h's cpu_blocked_no_planes: a float32 channels-last conv whose padding no tap reads runs the blocked
     tiles on the input itself (at avx512_bf16, AVX-512's float32 kernel)."""
-    if isa not in isas_here():
-        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    require_isa(isa)
     assert reads_no_padding(case)
     run_case(case, isa, expected_path="cpu_blocked_no_planes_" + ("avx512" if isa == "avx512_bf16" else isa))
 
@@ -240,8 +236,7 @@ def test_a_channels_last_input_whose_padding_no_tap_reads_is_read_in_place(isa, 
 @pytest.mark.parametrize("isa", ["avx2", "avx512"])
 def test_the_phase_planes_stay_where_a_tap_reads_padding_or_the_input_is_not_float32(isa):
     """One padded pixel read, an NCHW input, or a 16-bit one (whose planes convert it): the planes are gathered."""
-    if isa not in isas_here():
-        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    require_isa(isa)
     valid = NO_PLANES_CASES[0]
     for case in (replace(valid, padding=((0, 0), (0, 1))), replace(valid, layout="contiguous"),
                  replace(valid, dtype="bfloat16"), replace(valid, dtype="float16")):
@@ -353,8 +348,7 @@ def test_channels_last_transposed_with_one_channel_per_group(isa):
     """Transposed convs in channels-last whose x has one channel per group (a depthwise conv's input gradient with a
     multiplier): each position of the planes holds one channel, gathered from pixels a whole channel count apart.
     2-d and 3-d. (The forward conv with a multiplier runs the depthwise kernel: tests/test_conv.py.)"""
-    if isa not in isas_here():
-        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    require_isa(isa)
     for case in [ConvCase(True, (7, 8), 5, 10, 3, 1, "same", groups=5, layout="channels_last"),
                  ConvCase(True, (4, 5, 6), 4, 8, 3, 1, "same", groups=4, layout="channels_last")]:
         run_case(case, isa)
@@ -382,8 +376,7 @@ FOLDED_CASES = [ConvCase(False, (30, 31), 16, 24, 3, 1, ((1, 2), (2, 0)), paddin
 @pytest.mark.parametrize("isa", ["avx2", "avx512"])
 @pytest.mark.parametrize("case", FOLDED_CASES, ids=[case.describe() for case in FOLDED_CASES])
 def test_the_input_gradient_folds_the_padding_mode(isa, case):
-    if isa not in isas_here():
-        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    require_isa(isa)
     x, w, b = case.random_inputs()
     stride, pad_lo, _, dilation, groups, mode = case.conv_op_arguments()
     x64 = x.double().requires_grad_()
@@ -411,8 +404,7 @@ STRIDED_TRANSPOSED = [ConvCase(True, (29, 32), 48, 64, 6, 2, "same", groups=8, l
 @pytest.mark.parametrize("isa", ["avx2", "avx512"])
 @pytest.mark.parametrize("case", STRIDED_TRANSPOSED, ids=[case.describe() for case in STRIDED_TRANSPOSED])
 def test_strided_transposed_convs_run_their_phases_on_the_blocked_kernel(isa, case):
-    if isa not in isas_here():
-        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    require_isa(isa)
     run_case(case, isa)
 
 
@@ -432,8 +424,7 @@ NO_PLANES_TRANSPOSED = [
 @pytest.mark.parametrize("case", NO_PLANES_TRANSPOSED, ids=ConvCase.describe)
 @pytest.mark.parametrize("isa", ["avx2", "avx512"])
 def test_transposed_phases_that_read_no_padding_read_x_in_place(isa, case):
-    if isa not in isas_here():
-        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    require_isa(isa)
     assert transposed_reads_no_padding(case)
     run_case(case, isa, expected_path=f"cpu_blocked_no_planes_{isa}")
 
@@ -442,8 +433,7 @@ def test_transposed_phases_that_read_no_padding_read_x_in_place(isa, case):
 def test_transposed_phases_keep_the_col2im_outside_the_in_place_rule(isa):
     """A stride wider than the kernel (phases without taps), 16 x channels per group, 7 y channels per group, an
     output_padding whose last positions' taps land past x (padding a phase reads), and bfloat16: the GEMM + col2im."""
-    if isa not in isas_here():
-        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    require_isa(isa)
     base = NO_PLANES_TRANSPOSED[0]
     for case in (replace(base, kernel=1), replace(base, in_channels=128, out_channels=64),
                  replace(base, out_channels=56), replace(base, output_padding=1),
@@ -573,8 +563,7 @@ BATCH_ONE_BANDS = [ConvCase(False, (53, 53), 32, 12, 7, 2, "causal", batch=1, la
 @pytest.mark.parametrize("isa", ["avx2", "avx512"])
 @pytest.mark.parametrize("case", BATCH_ONE_BANDS, ids=[case.describe() for case in BATCH_ONE_BANDS])
 def test_batch_one_layers_split_their_rows_between_threads(isa, case):
-    if isa not in isas_here():
-        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    require_isa(isa)
     run_case(case, isa)
 
 
@@ -593,6 +582,5 @@ NCHW_OUTPUT_COPIES = [ConvCase(False, (13, 37), 24, 40, 3, 1, ((0, 2), (1, 1)), 
 @pytest.mark.parametrize("isa", ["avx2", "avx512"])
 @pytest.mark.parametrize("case", NCHW_OUTPUT_COPIES, ids=[case.describe() for case in NCHW_OUTPUT_COPIES])
 def test_nchw_outputs_are_copied_out_of_the_band_buffer(isa, case):
-    if isa not in isas_here():
-        pytest.skip(f"this CPU lacks {isa} (it has {machine_isa()})")
+    require_isa(isa)
     run_case(case, isa)
