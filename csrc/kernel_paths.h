@@ -101,8 +101,9 @@ constexpr int64_t kTapGemmMinChannels = 16;
 constexpr int64_t kTapGemmMinPositions = 256;
 
 // Whether the CPU depthwise kernels take the problem: one conv-input channel per group, any multiplier, except that
-// the channels-last conv_transpose and weight gradient take multiplier 1 only (forward_conv: the problem is a conv's
-// forward, whose channels-last kernel reads input rows expanded by the multiplier). Channels-last convs with a
+// the channels-last conv_transpose's scatter takes multiplier 1 only (expanded_rows: the problem is a conv's forward
+// or weight gradient, whose channels-last kernels read input rows expanded by the multiplier; a zeros-mode
+// conv_transpose with a multiplier runs its stride phases on them, cpu_depthwise_phases). Channels-last convs with a
 // multiplier ran there in 0.24-0.78x the time of the kernels they had before (the blocked kernel, one group's
 // multiplier in a vector of 16 output channels; the direct kernel below a reduction of 8) on all 21 random layers of
 // seeds 1-8 (multipliers 2-39, float32, 2 cores, interleaved).
@@ -116,10 +117,10 @@ inline int64_t expanded_rows_bytes(const ConvGeometry& g) {
   return g.kernel[0] * g.kernel[1] * g.dilation[1] * g.conv_in_sizes[2] * g.conv_in_channels_per_group() *
          g.conv_out_channels * 4;
 }
-inline bool cpu_depthwise(const ConvGeometry& g, bool channels_last, bool forward_conv = false) {
+inline bool cpu_depthwise(const ConvGeometry& g, bool channels_last, bool expanded_rows = false) {
   if (g.conv_in_channels_per_group() != 1) return false;
   if (!channels_last || g.conv_out_channels_per_group() == 1) return true;
-  return forward_conv && expanded_rows_bytes(g) <= kExpandedRowsMaxBytes;
+  return expanded_rows && expanded_rows_bytes(g) <= kExpandedRowsMaxBytes;
 }
 
 // Whether an NCHW depthwise conv with multiplier 1 runs on blocks of channels (cpu_depthwise_channel_blocks): per
@@ -157,11 +158,25 @@ inline bool cpu_depthwise_channel_blocks(const ConvGeometry& g, bool channels_la
 // or more columns per phase (1 phase at stride 1) and 1.03-1.26x on the four with 7-14; 18 random calls of seeds 1-8
 // 0.30-1.54x (the two slowest had 12 and 20 columns per phase). Under it: 0.58-0.99x on those 7, 0.12-0.97x on the
 // 14 random calls it keeps.
+// With a multiplier m (one y and m x channels per group), each phase conv reduces over its y channel's m x channels,
+// read from x rows expanded per thread (ExpandedRows, as a grouped conv's: each y channel's lane reads its group's
+// x channels in turn) within kExpandedRowsMaxBytes. Under kDepthwisePhasesMinYChannels y channels (a vector of AVX2
+// floats) the tiles give way to a per-pixel loop: then only where few_y_channels (in place of the grouped scatter,
+// which loops per pixel too; choose_cpu_own_transpose_path). Random channels-last layers, float32, 2 cores, the op
+// alone, interleaved against the path before: 1.42-4.13x faster on 12 calls of seeds 1-16 with 9-188 y channels (in
+// place of the blocked kernel, the scatter and the GEMM + col2im); with 7, 1.84x faster than the scatter (a 1x1
+// kernel over 189 x 189) and 0.45x the blocked kernel's speed (a 7x3 kernel over x rows of 13).
 constexpr int64_t kDepthwisePhasesMinColumns = 24;
-inline bool cpu_depthwise_phases(const ConvGeometry& g, bool channels_last) {
-  return channels_last && g.mode == PaddingMode::Zeros && g.conv_in_channels == g.groups &&
-         g.conv_out_channels == g.groups &&
-         (g.stride[2] == 1 || g.conv_in_sizes[2] >= kDepthwisePhasesMinColumns * g.stride[2]);
+constexpr int64_t kDepthwisePhasesMinYChannels = 8;
+inline bool cpu_depthwise_phases(const ConvGeometry& g, bool channels_last, bool few_y_channels = false) {
+  if (!channels_last || g.mode != PaddingMode::Zeros || g.conv_in_channels != g.groups) return false;
+  if (g.stride[2] > 1 && g.conv_in_sizes[2] < kDepthwisePhasesMinColumns * g.stride[2]) return false;
+  if (g.conv_out_channels == g.groups) return true;
+  if (g.conv_in_channels < kDepthwisePhasesMinYChannels && !few_y_channels) return false;
+  for (int64_t phase = 0; phase < transpose_phase_count(g); ++phase) {
+    if (expanded_rows_bytes(transpose_phase_as_conv(g, phase).conv) > kExpandedRowsMaxBytes) return false;
+  }
+  return true;
 }
 
 // Whether depthwise.cpp's channels-last register tiles (NhwcRows: a tile of 8 output pixels x a vector of channels in
@@ -600,7 +615,7 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   }
   if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g), reduced_precision, isa)) return ConvPath::CpuTorch;
   const bool avx512_tiles = cpu_nhwc_tiles_avx512(g, channels_last, isa, element_bytes);
-  if (cpu_depthwise(g, channels_last, /*forward_conv=*/true)) {
+  if (cpu_depthwise(g, channels_last, /*expanded_rows=*/true)) {
     if (cpu_depthwise_channel_blocks(g, channels_last, element_bytes)) {
       return avx512_tiles ? ConvPath::CpuDepthwiseChannelBlocksAvx512 : ConvPath::CpuDepthwiseChannelBlocks;
     }
@@ -650,10 +665,13 @@ inline bool cpu_phase_plane_transpose_shape(const ConvGeometry& g, bool channels
 template <class WeightFinite>
 ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool channels_last, int64_t element_bytes,
                                                 bool reduced_precision, CpuIsa isa, WeightFinite&& weight_finite) {
-  if (cpu_depthwise_phases(g, channels_last)) {
-    return cpu_nhwc_tiles_avx512(g, channels_last, isa, element_bytes) ? ConvTransposePath::CpuDepthwisePhasesAvx512
-                                                                        : ConvTransposePath::CpuDepthwisePhases;
-  }
+  // The tiles run over y's channels, those of the phase convs' output.
+  const auto depthwise_phases = [&] {
+    return cpu_nhwc_tiles_avx512(transpose_phase_as_conv(g, 0).conv, channels_last, isa, element_bytes)
+               ? ConvTransposePath::CpuDepthwisePhasesAvx512
+               : ConvTransposePath::CpuDepthwisePhases;
+  };
+  if (cpu_depthwise_phases(g, channels_last)) return depthwise_phases();
   if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;
   if (cpu_grouped_planes_transpose(g, channels_last)) return ConvTransposePath::CpuGroupedPlanes;
   // Each stride phase is a conv (transpose_phase_as_conv), whose reduction runs over x's channels. Like the phase
@@ -664,6 +682,7 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
                        cpu_blocked_no_planes_transpose_few_x_channels(g, channels_last, reduced_precision, isa,
                                                                       element_bytes);
   if (cpu_grouped_expanded_transpose(g, channels_last) && (folded || !blocked)) {
+    if (cpu_depthwise_phases(g, channels_last, /*few_y_channels=*/true)) return depthwise_phases();
     return ConvTransposePath::CpuGroupedExpanded;
   }
   const bool tiles = cpu_reduction_tiles(isa, element_bytes), avx512 = isa >= CpuIsa::Avx512;
@@ -792,6 +811,19 @@ inline bool nchw_weight_grad_copies_repaid(const ConvGeometry& g) {
          g.conv_in_channels * g.conv_in_volume() < g.conv_out_channels * g.conv_out_volume() * g.kernel_volume();
 }
 
+// Whether a channels-last depthwise weight gradient with a multiplier reads x's rows expanded in place (ExpandedRows,
+// as the forward does) rather than NCHW copies of x and gy: where the output rows hold kExpandedWeightGradMinColumns
+// positions or more, or the output has under kWeightGradNchwMinPositions positions (which had taken the channels-last
+// GEMM). Each thread expands every row it reads (all of its channels, for its block of them), which shorter rows,
+// whose tiles run a few positions per row, do not repay. Random layers of seeds 1-8, float32, 2 cores, the op alone,
+// interleaved: 1.09-1.78x faster than the copies on 10 calls with 30-110 positions per output row, 4.6-15x faster
+// than the GEMM on 7 under 64 positions; 0.56-0.92x on 7 with 12-24 (strided or 3-d; one with rows of 8 and 344
+// channels 1.62x).
+constexpr int64_t kExpandedWeightGradMinColumns = 28;
+inline bool cpu_depthwise_weight_grad_expanded(const ConvGeometry& g) {
+  return g.conv_out_sizes[2] >= kExpandedWeightGradMinColumns || g.conv_out_volume() < kWeightGradNchwMinPositions;
+}
+
 // The most output channels per group whose NCHW weight gradient runs depthwise.cpp's kernel, generalized to any
 // number of input channels per group (cpu_tap_dots): per input channel and band, its phase planes gathered once, then
 // register blocks of 3 output channels x 4 taps of dot products over the band. The phase planes' GEMMs instead reduce
@@ -842,7 +874,7 @@ inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend bac
     return g.conv_in_channels_per_group() == 1 ? WeightGradPath::CudaDepthwiseReduction
                                                : WeightGradPath::CudaSplitKGemm;
   }
-  if (cpu_depthwise(g, channels_last)) {
+  if (cpu_depthwise(g, channels_last, /*expanded_rows=*/cpu_depthwise_weight_grad_expanded(g))) {
     return channels_last && cpu_nhwc_tiles_avx512(g, channels_last, isa, element_bytes)
                ? WeightGradPath::CpuDepthwiseAvx512
                : WeightGradPath::CpuDepthwise;
@@ -881,7 +913,8 @@ inline bool cpu_weight_grad_reads_channels_last(WeightGradPath path, const ConvG
                            path == WeightGradPath::CpuChannelsLastGemmAvx2 ||
                            path == WeightGradPath::CpuChannelsLastGemmAvx512 ||
                            path == WeightGradPath::CpuDepthwiseAvx512 ||
-                           (path == WeightGradPath::CpuDepthwise && cpu_depthwise(g, channels_last)));
+                           (path == WeightGradPath::CpuDepthwise &&
+                            cpu_depthwise(g, channels_last, /*expanded_rows=*/cpu_depthwise_weight_grad_expanded(g))));
 }
 
 inline const char* path_name(ConvPath path) {

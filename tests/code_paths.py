@@ -180,6 +180,10 @@ CODE_PATHS = {
     "2d_transposed_depthwise_channels_last": _path(True, (11, 12), 16, 16, 3, groups=16, channels_last=True,
                                                    kernels=_kernels("cpu_depthwise", "cpu_depthwise_phases",
                                                                     "cpu_depthwise")),
+    # With a multiplier, the channels-last depthwise input gradient's phase convs reduce over x rows expanded per
+    # thread, and so does the weight gradient where the output rows hold 28 positions or more (30 here).
+    "2d_depthwise_x2_channels_last": _path(False, (12, 30), 8, 16, 3, groups=8, channels_last=True,
+                                           kernels=_kernels("cpu_depthwise", "cpu_depthwise_phases", "cpu_depthwise")),
     "2d_dense_replicate": _path(False, (20, 20), 16, 16, 3, padding_mode="replicate",
                                 kernels=_kernels("cpu_tap_gemms", "cpu_phase_planes", "cpu_phase_planes")),
     "2d_stem_s2": _path(False, (21, 22), 3, 16, 3, stride=2,
@@ -253,7 +257,8 @@ for _isa in ("avx2", "avx512"):
                                           kernels=_kernels(_blocked, _blocked, _planes_tiles)),
         # Fewer than 16 input channels per group: channels-last with a reduction of 8 or more (4 x 9 here, its input
         # gradient folded, at 2^20 multiply-adds or more; the channels-last depthwise x3 conv's input gradient, 3 x 9,
-        # while the conv itself is the depthwise kernel's, with expanded rows), and NCHW grouped (4 and, for the input
+        # whose 4 y channels are too few for the depthwise phases' tiles, while the conv itself is the depthwise
+        # kernel's, with expanded rows), and NCHW grouped (4 and, for the input
         # gradient, 5 channels per group). Their weight gradients take NCHW copies: with at most 12 output channels
         # per group the NCHW depthwise kernel's tap dots over several input channels per group, and that kernel
         # itself for the multiplier 3. With 5 output channels per group over rows of 30-40, the convs themselves
@@ -261,10 +266,11 @@ for _isa in ("avx2", "avx512"):
         f"2d_grouped_few_channels_channels_last_reflect_{_isa}": _path(
             False, (28, 30), 16, 20, 3, groups=4, padding_mode="reflect", channels_last=True, isa=_isa,
             kernels=_kernels(_blocked if _isa == "avx2" else "cpu_tap_tiles_avx512", _folded, "cpu_tap_dots")),
-        f"2d_depthwise_x3_channels_last_{_isa}": _path(False, (12, 13), 8, 24, 3, groups=8, channels_last=True,
+        f"2d_depthwise_x3_channels_last_{_isa}": _path(False, (12, 13), 4, 12, 3, groups=4, channels_last=True,
                                                        isa=_isa,
-                                                       kernels=_kernels(tiles_kernel("cpu_depthwise", _isa), _blocked,
-                                                                        "cpu_depthwise")),
+                                                       kernels=_kernels(tiles_kernel("cpu_depthwise", _isa,
+                                                                                     channels=12),
+                                                                        _blocked, "cpu_depthwise")),
         f"1d_grouped_few_channels_causal_{_isa}": _path(False, (40,), 12, 15, 5, groups=3, padding="causal", isa=_isa,
                                                         kernels=_kernels(f"cpu_tap_tiles_{_isa}", _blocked,
                                                                          "cpu_tap_dots")),
@@ -298,10 +304,16 @@ for _isa in ("avx2", "avx512"):
     })
 # On AVX-512, the channels-last register tiles of depthwise.cpp run 16-float vectors where a row has 16 channels or more
 # (40 here: vectors at 0, 16 and 24, the last ending at C): the channels-last depthwise conv, its input gradient as
-# stride phases (a y row of 52 at stride 2) and its weight gradient, NCHW channel blocks (of 16 channels; 40 = two whole blocks and one that
-# ends at C), and grouped convs over expanded rows (2 x 2 channels per group, 32 output channels).
+# stride phases (a y row of 52 at stride 2) and its weight gradient, the same with a multiplier of 2 (20 y channels),
+# NCHW channel blocks (of 16 channels; 40 = two whole blocks and one that ends at C), and grouped convs over expanded
+# rows (2 x 2 channels per group, 32 output channels).
 CODE_PATHS.update({
     "2d_depthwise_channels_last_s2_avx512": _path(False, (50, 52), 40, 40, 3, groups=40, stride=2, channels_last=True,
+                                                  isa="avx512",
+                                                  kernels=_kernels("cpu_depthwise_avx512",
+                                                                   "cpu_depthwise_phases_avx512",
+                                                                   "cpu_depthwise_avx512")),
+    "2d_depthwise_x2_channels_last_avx512": _path(False, (12, 30), 20, 40, 3, groups=20, channels_last=True,
                                                   isa="avx512",
                                                   kernels=_kernels("cpu_depthwise_avx512",
                                                                    "cpu_depthwise_phases_avx512",

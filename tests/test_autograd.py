@@ -290,6 +290,45 @@ def test_channels_last_weight_gradients_reduce_in_chunks_of_positions(size, c_in
                        what="weight gradient")
 
 
+# (size, channels, multiplier, kernel, stride, dilation, pads, mode, expanded): channels-last depthwise weight
+# gradients with a multiplier, from x's rows expanded in place where the output rows hold 28 positions or more or the
+# output fewer than 64 (kernel_paths.h's cpu_depthwise_weight_grad_expanded: 31-wide rows, reflect with dilation 2; a
+# 3-d 3 x 4 x 5 output; under a vector of channels, 3 x 2), else from NCHW copies (rows of 12 at stride 2).
+MULTIPLIER_WEIGHT_GRADS = [((9, 31), 8, 3, 3, 1, 2, (2, 2), "reflect", True),
+                           ((5, 6, 7), 16, 2, 3, 1, 1, (0, 0), "zeros", True),
+                           ((12, 40), 3, 2, 5, 1, 1, (2, 2), "replicate", True),
+                           ((13, 24), 16, 2, 3, 2, 1, (1, 0), "circular", False)]
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=["float64", "float32", "bfloat16"])
+@pytest.mark.parametrize("size, channels, multiplier, kernel, stride, dilation, pads, mode, expanded",
+                         MULTIPLIER_WEIGHT_GRADS)
+def test_channels_last_depthwise_weight_gradients_with_a_multiplier(size, channels, multiplier, kernel, stride,
+                                                                    dilation, pads, mode, expanded, dtype, isa):
+    """Against the float64 reference, with the path: depthwise.cpp's channels-last sums (on AVX-512 from 16 output
+    channels in float32 and bfloat16: _avx512) where x's rows are expanded, the NCHW kernel on copies otherwise."""
+    require_isa(isa)
+    nd, c_out = len(size), channels * multiplier
+    x, _, _ = conv_inputs(size, channels, c_out, kernel, channels, 2, dtype=dtype)
+    pads_per_dim = [pads] * nd
+    out_size = [(i + sum(pads) - dilation * (kernel - 1) - 1) // stride + 1 for i in size]
+    gy = torch.randn(2, c_out, *out_size, dtype=dtype)
+    memory_format = torch.channels_last if nd == 2 else torch.channels_last_3d
+    x, gy = x.contiguous(memory_format=memory_format), gy.contiguous(memory_format=memory_format)
+    args = ([c_out, 1] + [kernel] * nd, [stride] * nd, [pads[0]] * nd, [dilation] * nd, channels, mode)
+    w64 = torch.zeros(args[0], dtype=torch.float64, requires_grad=True)
+    y64 = expected_conv(x.double(), w64, None, stride=stride, padding=pads_per_dim, dilation=dilation,
+                        groups=channels, padding_mode=mode)
+    (expected,) = torch.autograd.grad(y64, w64, gy.double())
+    with cpu_isa_limit(isa):
+        path = torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu")
+        wide = isa == "avx512" and expanded and dtype != torch.float64 and c_out >= 16
+        assert path == "cpu_depthwise" + ("_avx512" if wide else ""), (size, path)
+        poison(expected.shape, dtype)
+        assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected, dtype, what="weight gradient")
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_a_16_bit_bias_gradient_sums_in_float(dtype, device):
     """The bias gradient over 508 x 508 positions is their sum rounded once (a fuzz case: torch's bfloat16 sum on CPU

@@ -296,10 +296,9 @@ def random_few_channels_case(rng):
         transposed_stride = (1,) * dims  # strided blocked phases need 2^18 multiply-adds each: STRIDED_TRANSPOSED
         # (A channels-last input with one channel is contiguous too, and runs as such.)
         nchw = layout == "contiguous" or groups * in_per_group == 1
-        # (A channels-last conv with one input channel per group is depthwise with any multiplier; the transposed conv
-        # only with multiplier 1.)
-        depthwise = (out_per_group if transposed else in_per_group) == 1 and (
-            nchw or not transposed or in_per_group == 1)
+        # (A conv with one input channel per group is depthwise with any multiplier; so is a transposed conv with one
+        # y channel per group, which in channels-last and zeros mode runs its stride phases on the depthwise tiles.)
+        depthwise = (out_per_group if transposed else in_per_group) == 1
         taps = phases = 1
         for k, s in zip(kernel, transposed_stride):
             taps, phases = taps * k, phases * (s if transposed else 1)

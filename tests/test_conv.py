@@ -306,7 +306,8 @@ def test_avx512_tiles_match_avx2_bitwise(dtype):
     (blocks of 16 channels against 8), and a channels-last depthwise transposed conv as stride phases; and the
     channels-last depthwise weight gradient's sums (40 and 37 channels: with 2 threads, blocks of 32 + 8 and 32 + 5 on
     AVX-512, of 24 + 16 and 24 + 13 on AVX2, a last vector ending at C where a block is no whole number of vectors; a
-    9-wide kernel, in runs of 8 and 1 taps), whose sums per channel are the same whatever the blocks."""
+    9-wide kernel, in runs of 8 and 1 taps), whose sums per channel are the same whatever the blocks; and with a
+    multiplier of 2 (the transposed conv's phases and the weight gradient over expanded x rows)."""
     require_isa("avx512")
     ops = torch.ops.fastpad
     calls = [  # (path at AVX2, x's shape, weight's shape, groups, stride, pads, mode, channels_last, transposed)
@@ -315,10 +316,12 @@ def test_avx512_tiles_match_avx2_bitwise(dtype):
         ("cpu_grouped_expanded", (2, 32, 14, 19), (32, 2, 3, 3), 16, 1, (1, 1), "circular", True, False),
         ("cpu_depthwise_channel_blocks", (2, 40, 19, 21), (40, 1, 3, 3), 40, 2, (1, 1), "replicate", False, False),
         ("cpu_depthwise_phases", (2, 40, 13, 30), (40, 1, 4, 4), 40, 2, (1, 2), "zeros", True, True),
+        ("cpu_depthwise_phases", (2, 80, 13, 30), (80, 1, 4, 4), 40, 2, (1, 2), "zeros", True, True),
     ]
     for path, x_shape, w_shape, groups, stride, (lo, hi), mode, channels_last, transposed in calls:
-        x, w, b = torch.randn(x_shape, dtype=dtype), torch.randn(w_shape, dtype=dtype), torch.randn(w_shape[0],
-                                                                                                     dtype=dtype)
+        y_channels = w_shape[1] * groups if transposed else w_shape[0]
+        x, w, b = (torch.randn(x_shape, dtype=dtype), torch.randn(w_shape, dtype=dtype),
+                   torch.randn(y_channels, dtype=dtype))
         if channels_last:
             x = x.to(memory_format=torch.channels_last)
         if transposed:
@@ -335,17 +338,19 @@ def test_avx512_tiles_match_avx2_bitwise(dtype):
                 outputs.append(op(*args))
         assert outputs[0].isfinite().all()
         assert torch.equal(outputs[0], outputs[1]), path
-    for channels, kernel, stride, mode in ((40, 3, 2, "zeros"), (37, (3, 9), 1, "reflect")):
-        kernel = as_tuple(kernel, 2)
-        x = torch.randn(2, channels, 17, 23, dtype=dtype).to(memory_format=torch.channels_last)
+    for channels, multiplier, kernel, stride, mode in ((40, 1, 3, 2, "zeros"), (37, 1, (3, 9), 1, "reflect"),
+                                                      (20, 2, 3, 1, "zeros")):
+        kernel, c_out = as_tuple(kernel, 2), channels * multiplier
+        x = torch.randn(2, channels, 17, 23 if multiplier == 1 else 30, dtype=dtype).to(
+            memory_format=torch.channels_last)
         pads = [k // 2 for k in kernel]
-        gy = torch.randn(ops.conv(x, torch.randn(channels, 1, *kernel, dtype=dtype), None, [stride] * 2, pads, pads,
+        gy = torch.randn(ops.conv(x, torch.randn(c_out, 1, *kernel, dtype=dtype), None, [stride] * 2, pads, pads,
                                   [1, 1], channels, mode).shape, dtype=dtype).to(memory_format=torch.channels_last)
-        args = (x, gy, [channels, 1, *kernel], [stride] * 2, pads, [1, 1], channels, mode)
+        args = (x, gy, [c_out, 1, *kernel], [stride] * 2, pads, [1, 1], channels, mode)
         grads = []
         for isa in ("avx2", "avx512"):
             with cpu_isa_limit(isa):
-                assert ops._conv_weight_grad_path(*args, "cpu") == tiles_kernel("cpu_depthwise", isa, dtype, channels)
+                assert ops._conv_weight_grad_path(*args, "cpu") == tiles_kernel("cpu_depthwise", isa, dtype, c_out)
                 grads.append(ops.conv_weight_grad(*args))
         assert grads[0].isfinite().all()
         assert torch.equal(grads[0], grads[1]), (channels, kernel)

@@ -136,20 +136,23 @@ def test_medium_shapes_cross_tile_boundaries(c_in, c_out, size, kernel, stride, 
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=["float64", "float32", "bfloat16"])
-@pytest.mark.parametrize("channels", [5, 16, 77])
-def test_channels_last_depthwise_stride_phases(channels, dtype):
+@pytest.mark.parametrize("channels, multiplier", [(5, 1), (16, 1), (77, 1), (8, 3), (16, 2)])
+def test_channels_last_depthwise_stride_phases(channels, multiplier, dtype):
     """Channels-last depthwise transposed convs in zeros mode run as the depthwise convs their stride phases are, on
     depthwise.cpp's channels-last tiles, y row by y row (cpu_depthwise_phases): stride 1 (one phase, the kernel
     flipped), stride 2 with dilation 2 and an output_padding, stride 3 with a kernel below it (phases no tap reaches:
-    the bias), a crop past the kernel's extent (a phase conv with a negative pad_lo), 3-d; under a vector of channels
-    (5: the per-pixel loop), one vector, and 77 (a last vector ending at C); an inf weight, which must meet no zero
-    outside x. Each call asserts the path (at AVX2 and at this CPU's own ISA: on AVX-512 the tiles' _avx512 twin from
-    16 channels in float32 and bfloat16) and is compared with the float64 reference."""
+    the bias), a crop past the kernel's extent (a phase conv with a negative pad_lo), 3-d; under a vector of y channels
+    (5: the per-pixel loop), one vector, and 77 (a last vector ending at C); with a multiplier (m x channels per
+    y channel: each phase a grouped conv over x rows expanded per thread, the rows of several phases in one cache); an
+    inf weight, which must meet no zero outside x. Each call asserts the path (at AVX2 and at this CPU's own ISA: on
+    AVX-512 the tiles' _avx512 twin from 16 y channels in float32 and bfloat16) and is compared with the float64
+    reference."""
     cases = [((20, 21), 3, 1, 1, "same", 0), ((30, 26), 4, 2, 2, "same_lower", 1), ((25, 25), 2, 3, 1, "valid", 0),
              ((27, 30), 3, 2, 1, ((3, 4), (4, 3)), 1), ((4, 5, 26), 3, (1, 1, 2), 1, "same", 0)]
     for (size, kernel, stride, dilation, padding, output_padding), isa in itertools.product(cases, tiles_isas()):
         nd = len(size)
-        x, w, b = conv_inputs(size, channels, channels, kernel, channels, batch=2, transposed=True, dtype=dtype)
+        x, w, b = conv_inputs(size, channels * multiplier, channels, kernel, channels, batch=2, transposed=True,
+                              dtype=dtype)
         x = x.to(memory_format=CHANNELS_LAST[x.dim()])
         crop_lo, out_size = resolve_crops(padding, size, as_tuple(kernel, nd), as_tuple(stride, nd),
                                           as_tuple(dilation, nd), output_padding)
@@ -170,22 +173,46 @@ def test_channels_last_depthwise_stride_phases(channels, dtype):
     assert_matches(y[finite], expected[finite].to(dtype))
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=["float64", "float32", "bfloat16"])
+def test_channels_last_depthwise_stride_phases_of_few_y_channels(dtype):
+    """With a multiplier and under 8 y channels (5 here, m = 2), the phase convs run depthwise.cpp's per-pixel loop
+    over expanded x rows, where the grouped scatter would take the call (the blocked kernel's reduction, 2 x channels
+    x 1 or 2 taps, is under 8): 1x1 and 2x1 kernels, stride 1 and 2 (x rows of 30: 60 y columns, 30 per phase)."""
+    for kernel, stride in (((1, 1), 1), ((2, 1), 2), ((1, 1), 2)):
+        x, w, b = conv_inputs((9, 30), 10, 5, kernel, 5, batch=2, transposed=True, dtype=dtype)
+        x = x.to(memory_format=torch.channels_last)
+        crop_lo, out_size = resolve_crops("valid", (9, 30), kernel, (stride, stride), (1, 1), 0)
+        path = torch.ops.fastpad._conv_transpose_path(x, w, b, [stride] * 2, crop_lo, out_size, [1, 1], 5, "zeros",
+                                                      "cpu")
+        assert path == "cpu_depthwise_phases", (kernel, stride, path)
+        y = check_conv_transpose(x, w, b, stride=stride, padding="valid", groups=5)
+        assert_memory_format_kept(x, y)
+
+
 def test_channels_last_depthwise_stride_phases_bounds():
-    """kernel_paths.h's cpu_depthwise_phases: channels-last, one x and one y channel per group, zeros mode, and with a
-    stride along W at least 24 y positions of each column phase in a row (a y row of 49 at stride 2: yes; 47: no);
-    otherwise the scatter (cpu_depthwise)."""
-    def path(width, stride=2, mode="zeros", channels_last=True, y_channels=8):
-        x, w = torch.randn(1, 8, 5, width), torch.randn(8, y_channels // 8, 3, 3)
+    """kernel_paths.h's cpu_depthwise_phases: channels-last, one y channel per group (and one or more x channels), zeros
+    mode, and with a stride along W at least 24 y positions of each column phase in a row (a y row of 49 at stride
+    2: yes; 47: no); otherwise the scatter (cpu_depthwise), or with a multiplier another kernel; and with a multiplier,
+    each phase conv's expanded x rows within 8 MiB per thread (3 rows of 8,200 pixels x 16 x 8 values x 4 bytes:
+    12.6 MB). Asked at AVX2."""
+    def path(width, stride=2, mode="zeros", channels_last=True, y_channels=8, multiplier=1, height=5):
+        x, w = torch.randn(1, 8 * multiplier, height, width), torch.randn(8 * multiplier, y_channels // 8, 3, 3)
         if channels_last:
             x = x.to(memory_format=torch.channels_last)
         out = (width - 1) * stride + 3 - 2
-        return torch.ops.fastpad._conv_transpose_path(x, w, None, [stride, stride], [1, 1], [5 * stride, out],
-                                                      [1, 1], 8, mode, "cpu")
+        with cpu_isa_limit("avx2"):
+            return torch.ops.fastpad._conv_transpose_path(x, w, None, [stride, stride], [1, 1],
+                                                          [(height - 1) * stride + 1, out], [1, 1], 8, mode, "cpu")
     assert path(25) == "cpu_depthwise_phases"  # y row of 24 x 2 + 3 - 2 = 49
     assert path(5, stride=1) == "cpu_depthwise_phases"
+    assert path(25, multiplier=3) == "cpu_depthwise_phases"
+    assert path(5, stride=1, multiplier=2) == "cpu_depthwise_phases"
     for others in (path(24), path(25, mode="reflect"), path(25, channels_last=False)):  # path(24): a y row of 47
         assert others == "cpu_depthwise"
     assert path(25, y_channels=16) != "cpu_depthwise_phases"
+    for others in (path(24, multiplier=2), path(25, mode="reflect", multiplier=2),
+                   path(8_200, stride=1, multiplier=16, height=3)):
+        assert others != "cpu_depthwise_phases"
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
@@ -385,7 +412,8 @@ def test_channels_last_grouped_expanded_transpose(transposed, size, c_in, c_out,
 def test_channels_last_grouped_expanded_transpose_bounds():
     """kernel_paths.h's cpu_grouped_expanded_transpose: at most 6 weights per tap of a group (2 x 4 keep the GEMM +
     col2im), channels-last with several groups only, and not where the zeros-mode blocked conv takes the problem (a
-    stride-1 k3 with 2 x channels per group: the blocked kernel in zeros, the expanded scatter in reflect)."""
+    stride-1 k3 with 2 x and 2 y channels per group: the blocked kernel in zeros, the expanded scatter in reflect); with
+    one y channel per group in zeros mode, the depthwise phases take it instead."""
     def path(x_channels, y_channels, groups, stride, mode, channels_last=True):
         x = torch.randn(2, x_channels, 12, 13)
         if channels_last:
@@ -398,7 +426,9 @@ def test_channels_last_grouped_expanded_transpose_bounds():
     assert path(32, 16, 8, 2, "zeros") != "cpu_grouped_expanded"  # 4 x 2
     assert path(16, 24, 8, 2, "zeros", channels_last=False) != "cpu_grouped_expanded"
     assert path(16, 24, 1, 2, "zeros") != "cpu_grouped_expanded"
-    assert path(16, 8, 8, 1, "zeros").startswith("cpu_blocked")
+    assert path(16, 16, 8, 1, "zeros").startswith("cpu_blocked")
+    assert path(16, 16, 8, 1, "reflect") == "cpu_grouped_expanded"
+    assert path(16, 8, 8, 1, "zeros") == "cpu_depthwise_phases"
     assert path(16, 8, 8, 1, "reflect") == "cpu_grouped_expanded"
 
 

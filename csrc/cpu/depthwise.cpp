@@ -773,22 +773,27 @@ void conv_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const ac
   });
 }
 
-// y = the channels-last depthwise transposed conv of g (multiplier 1, zeros) as the depthwise convs its stride phases
+// y = the channels-last depthwise transposed conv of g (one y channel per group, zeros) as the convs its stride phases
 // are (transpose_phase_as_conv), one y row at a time: parallel over (image, y depth, y row), each row's column phases
 // written in turn through their NhwcRows, pixels a stride apart, so that a y row is written once while the x rows
 // it reads are in cache (phase by phase over the whole of y, the phases re-read x and swept y once each: 1.84x the
-// scatter's time on a 112x112 k3 s2 layer). A phase no tap reaches writes the bias (or zero).
-template <typename scalar_t>
+// scatter's time on a 112x112 k3 s2 layer). A phase no tap reaches writes the bias (or zero). kMultiplier: m > 1 x
+// channels per group, each phase conv a grouped one reducing over them, from x rows expanded per thread (one cache
+// for every phase, as many rows as the phase with the most tap rows reads).
+template <bool kMultiplier, typename scalar_t>
 void conv_transpose_nhwc_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
                                 const at::Tensor& bias, at::Tensor& y, bool avx512) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
   const int64_t phases = transpose_phase_count(g), channels = g.conv_in_channels;
   std::vector<TransposePhase> phase(phases);
-  std::vector<std::optional<NhwcRows<false, scalar_t>>> row_kernels(phases);
+  std::vector<std::optional<NhwcRows<kMultiplier, scalar_t>>> row_kernels(phases);
   std::vector<at::Tensor> w_taps(phases);
+  int64_t most_rows = 0;  // the phase conv whose tap rows the expanded rows' cache is sized for
+  const auto tap_row_count = [](const ConvGeometry& c) { return c.kernel[0] * c.kernel[1] * c.dilation[1]; };
   for (int64_t p = 0; p < phases; ++p) {
     phase[p] = transpose_phase_as_conv(g, p);
+    if (tap_row_count(phase[p].conv) > tap_row_count(phase[most_rows].conv)) most_rows = p;
     if (phase[p].conv.conv_out_volume() == 0 || phase[p].conv.kernel_volume() == 0) continue;
     row_kernels[p].emplace(phase[p].conv, avx512);  // keeps a reference to phase[p], which is never moved
     w_taps[p] = weight_by_tap(transpose_phase_weight(g, weight, p), acc_dtype);
@@ -803,11 +808,13 @@ void conv_transpose_nhwc_phases(const ConvGeometry& g, const at::Tensor& x, cons
   at::parallel_for(0, g.batch * y_depth * y_rows, 1, [&](int64_t begin, int64_t end) {
     std::vector<std::pair<int64_t, int64_t>> rows;
     std::vector<acc_t> scratch(channels);
+    std::optional<ExpandedRows<scalar_t>> expanded_rows;
+    if constexpr (kMultiplier) expanded_rows.emplace(phase[most_rows].conv, x_data);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t oh = item % y_rows, od = (item / y_rows) % y_depth, n = item / (y_rows * y_depth);
       const int64_t rd = (od + g.pad_lo[0]) % g.stride[0], rh = (oh + g.pad_lo[1]) % g.stride[1];
       scalar_t* y_row = y_data + n * strides[0] + od * strides[2] + oh * strides[3];
-      const scalar_t* x_image = x_data + n * g.conv_out_volume() * channels;
+      const scalar_t* x_image = x_data + n * g.conv_out_volume() * g.conv_out_channels;
       for (int64_t rw = 0; rw < g.stride[2]; ++rw) {
         const int64_t p = (rd * g.stride[1] + rh) * g.stride[2] + rw;
         const TransposePhase& t = phase[p];
@@ -822,7 +829,12 @@ void conv_transpose_nhwc_phases(const ConvGeometry& g, const at::Tensor& x, cons
           continue;
         }
         tap_rows(t.conv, (od - t.y_first[0]) / g.stride[0], (oh - t.y_first[1]) / g.stride[1], rows);
-        row_kernels[p]->run(x_image, w_taps[p].const_data_ptr<acc_t>(), b, y_first, pixel_stride, rows, scratch);
+        const scalar_t* x_rows = x_image;  // the source of the rows: R x C_y values per pixel
+        if constexpr (kMultiplier) {
+          expanded_rows->hold(n, rows);
+          x_rows = expanded_rows->data();
+        }
+        row_kernels[p]->run(x_rows, w_taps[p].const_data_ptr<acc_t>(), b, y_first, pixel_stride, rows, scratch);
       }
     }
   });
@@ -879,7 +891,8 @@ void conv_transpose_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_typ
 // nhwc_weight_grad_row (cpu/nhwc_tiles.h: per vector of channels and run of taps, the sums in registers along the row;
 // on AVX-512 where avx512, cpu_nhwc_tiles_avx512). Each channel sums over (image, row, tap, column) in the same order
 // whatever the blocking, so the result is bitwise independent of the thread count. Per pixel and tap, a multiply-add
-// over the block's channels into sums in memory took 1.8-5.3x this time (benchmarks/RESULTS.md).
+// over the block's channels into sums in memory took 1.8-5.3x this time (benchmarks/RESULTS.md). With a multiplier,
+// each thread reads x's rows expanded (ExpandedRows, as conv_nhwc does), where NCHW copies of x and gy had been made.
 template <typename scalar_t>
 void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* gy, acc_type<scalar_t>* gw,
                       bool avx512) {
@@ -896,10 +909,13 @@ void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
       interior_end = ow + 1;
     }
   }
+  const bool expanded = g.conv_out_channels_per_group() > 1;
   at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
     const int64_t sum_stride = block + lanes;  // the block's channels, then the vector ending at its last channel
     std::vector<acc_t> sums(taps * sum_stride);
     std::vector<std::pair<int64_t, int64_t>> rows;
+    std::optional<ExpandedRows<scalar_t>> expanded_rows;
+    if (expanded) expanded_rows.emplace(g, x);
     for (int64_t b = begin; b < end; ++b) {
       const int64_t c0 = b * block, len = std::min(block, channels - c0);
       std::fill(sums.begin(), sums.end(), acc_t(0));
@@ -907,7 +923,12 @@ void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
         const int64_t oh = item % out_h, od = (item / out_h) % g.conv_out_sizes[0],
                       n = item / (out_h * g.conv_out_sizes[0]);
         tap_rows(g, od, oh, rows);
-        const scalar_t* x_image = x + n * g.conv_in_volume() * channels;
+        // The source of the rows: C_out values per pixel (a multiplier's rows expanded, as conv_nhwc's).
+        const scalar_t* x_image = x + n * g.conv_in_volume() * g.conv_in_channels;
+        if (expanded) {
+          expanded_rows->hold(n, rows);
+          x_image = expanded_rows->data();
+        }
         const scalar_t* gy_row = gy + ((n * g.conv_out_sizes[0] + od) * out_h + oh) * out_w * channels;
         const auto row = [&](const auto* x_as, const auto* gy_as) {  // the row, its tensors' values as x_as's
           return NhwcWeightGradRow<std::remove_cv_t<std::remove_pointer_t<decltype(x_as)>>, acc_t>{
@@ -993,7 +1014,9 @@ void depthwise_conv_transpose(const ConvGeometry& g, const at::Tensor& x, const 
 void depthwise_conv_transpose_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
                                      const at::Tensor& bias, at::Tensor& y, bool avx512_tiles) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_depthwise_phases", [&] {
-    conv_transpose_nhwc_phases<scalar_t>(g, x, weight, bias, y, avx512_tiles);
+    const auto phases = g.conv_out_channels > g.groups ? conv_transpose_nhwc_phases<true, scalar_t>
+                                                       : conv_transpose_nhwc_phases<false, scalar_t>;
+    phases(g, x, weight, bias, y, avx512_tiles);
   });
 }
 
