@@ -74,13 +74,37 @@ std::vector<c10::SymInt> pad_hi_for(c10::SymIntArrayRef in_size, c10::SymIntArra
 
 // The bias gradient: grad summed over the batch and positions, in float32 for bfloat16 and float16 (torch's own CPU
 // sum of bfloat16 gave 88 for 508 x 508 values whose exact sum is 86.68, a 1.5% error).
+// A channels-last CPU grad with up to kFoldedSumMaxChannels channels, not a power of two, is summed as rows of
+// kFoldedSumRowValues values (whole pixels), then the row's pixels: torch's CPU sum over the batch and positions of a
+// channels-last tensor is fast where C is a power of two, and otherwise runs along rows of C values (float32, 2 cores,
+// interleaved: 6x14x189x189 2.9 ms, 0.80 ms as rows; 8xCx56x56 with C = 3-56 not powers of two 1.07-3.6x faster as
+// rows, with C = 8-64 powers of two 0.66-1.08x). Symbolic sizes (torch.compile) keep the plain sum.
+constexpr int64_t kFoldedSumMaxChannels = 64;
+constexpr int64_t kFoldedSumRowValues = 256;
 at::Tensor reduce_over_positions(const at::Tensor& grad) {
-  std::vector<int64_t> dims{0};
-  for (int64_t d = 2; d < grad.dim(); ++d) dims.push_back(d);
-  if (grad.scalar_type() == at::kBFloat16 || grad.scalar_type() == at::kHalf) {
-    return grad.sum(dims, /*keepdim=*/false, at::kFloat).to(grad.scalar_type());
+  const bool reduced_precision = grad.scalar_type() == at::kBFloat16 || grad.scalar_type() == at::kHalf;
+  const auto sum_type = reduced_precision ? at::kFloat : grad.scalar_type();
+  const bool folded = grad.is_cpu() && !grad.unsafeGetTensorImpl()->has_symbolic_sizes_strides() &&
+                      ((grad.dim() == 4 && grad.is_contiguous(at::MemoryFormat::ChannelsLast)) ||
+                       (grad.dim() == 5 && grad.is_contiguous(at::MemoryFormat::ChannelsLast3d))) &&
+                      !grad.is_contiguous() && grad.size(1) <= kFoldedSumMaxChannels &&
+                      (grad.size(1) & (grad.size(1) - 1)) != 0;
+  at::Tensor sums;
+  if (folded) {
+    const int64_t channels = grad.size(1);
+    const auto pixels = grad.movedim(1, -1).reshape({-1, channels});  // a view: channels-last
+    const int64_t per_row = kFoldedSumRowValues / channels, whole = pixels.size(0) / per_row * per_row;
+    sums = pixels.narrow(0, 0, whole).reshape({whole / per_row, per_row * channels}).sum(0, /*keepdim=*/false, sum_type);
+    sums = sums.view({per_row, channels}).sum(0);
+    if (whole < pixels.size(0)) {
+      sums = sums + pixels.narrow(0, whole, pixels.size(0) - whole).sum(0, /*keepdim=*/false, sum_type);
+    }
+  } else {
+    std::vector<int64_t> dims{0};
+    for (int64_t d = 2; d < grad.dim(); ++d) dims.push_back(d);
+    sums = grad.sum(dims, /*keepdim=*/false, sum_type);
   }
-  return grad.sum(dims);
+  return reduced_precision ? sums.to(grad.scalar_type()) : sums;
 }
 
 // The arguments every op shares after its tensors and its two SymInt lists, kept for the backward.

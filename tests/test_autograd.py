@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from torch._dynamo.utils import counters
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import fastpad
 from code_paths import cpu_isa_limit, reduction_tiles_kernel, require_isa
@@ -327,6 +328,45 @@ def test_channels_last_depthwise_weight_gradients_with_a_multiplier(size, channe
         assert path == "cpu_depthwise" + ("_avx512" if wide else ""), (size, path)
         poison(expected.shape, dtype)
         assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected, dtype, what="weight gradient")
+
+
+class SumShapes(TorchDispatchMode):
+    """The shapes of the tensors torch sums (aten.sum) while the mode is on."""
+
+    def __init__(self):
+        super().__init__()
+        self.shapes = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.overloadpacket is torch.ops.aten.sum:
+            self.shapes.append(tuple(args[0].shape))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 16, 19), (3, 5, 17, 19), (2, 14, 5, 7, 11), (1, 33, 7, 9), (2, 32, 5, 6),
+                                   (2, 65, 5, 6), (4, 1, 6, 6)])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=["float64", "float32", "bfloat16"])
+def test_channels_last_bias_gradients_of_few_channels_sum_rows_of_pixels(shape, dtype):
+    """A channels-last CPU bias gradient with up to 64 channels, not a power of two, is summed as rows of 256 values
+    (whole pixels), then the row's pixels, plus the pixels past the last whole row (autograd.cpp's
+    reduce_over_positions): 5 channels (51 pixels a row: of 912, 45 left over; of 969, none), 3-d (14 channels: 42
+    rows of 18 pixels and 14 left over), 33 (8 rows of 7 pixels and 7 left over), against the float64 sum; 32 and 65
+    channels, and one channel (contiguous as well), take torch's plain sum. The sums asked of torch are recorded to
+    tell the two apart."""
+    memory_format = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    x = torch.randn(shape, dtype=dtype).to(memory_format=memory_format)
+    w = torch.randn(shape[1], 1, *([3] * (len(shape) - 2)), dtype=dtype)
+    b = torch.randn(shape[1], dtype=dtype, requires_grad=True)
+    y = fastpad.conv2d(x, w, b, padding="same", groups=shape[1]) if len(shape) == 4 else fastpad.conv3d(
+        x, w, b, padding="same", groups=shape[1])
+    grad = torch.randn(y.shape, dtype=dtype).to(memory_format=memory_format)
+    with SumShapes() as sums:
+        (grad_bias,) = torch.autograd.grad(y, [b], grad)
+    folded = shape[1] <= 64 and shape[1] & (shape[1] - 1) != 0
+    row = 256 // shape[1] * shape[1]
+    assert any(list(s) == [s[0], row] for s in sums.shapes) == folded, sums.shapes
+    expected = grad.double().sum([0] + list(range(2, len(shape))))
+    assert_matches(grad_bias, expected, dtype, what="bias gradient")
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
