@@ -104,7 +104,9 @@ def every_tile_shape(isa):
     exists) that ends in it, with row widths of every count of positions up to a tile's P (one tile) and from 2P to 3P
     - 1 (three tiles of sizes that differ by one at most, blocked_direct_kernel.h's all_positions); and bands with their
     depth taps all in the padding (bias only). One vector only where the channels fit in one: channels-last, since
-    NCHW rows this wide take the tap tiles there (kernel_paths.h's cpu_tap_tiles)."""
+    NCHW rows this wide take the tap tiles there (kernel_paths.h's cpu_tap_tiles). On AVX-512, tiles of up to 9
+    positions (3 and 4 vectors) take a band's rows as one run, their positions running on into the next row, so these
+    rows also end inside tiles at every position."""
     widest, vector, _ = BLOCK[isa]
     cases = []
     for vectors in range(1, widest // vector + 1):
@@ -151,6 +153,22 @@ def random_case(rng):
                     dtype=rng.choice(["float32", "float32", "bfloat16"]))
 
 
+# Short rows of many: tiles that run on into the next rows (AVX-512, up to 9 positions a tile; AVX2 keeps to rows).
+ROW_RUN_CASES = [
+    # Read in place: the band buffer alone sizes the bands (8 rows of 8 positions: 64 positions in tiles of 6 and 5).
+    ConvCase(False, (23, 23), 40, 64, 5, padding="valid", dilation=2, batch=3, layout="channels_last"),
+    # Phase planes, NCHW, 3 vectors (48 lanes for 40 channels: tiles of 9) over rows of 7, stride 2.
+    ConvCase(False, (13, 14), 24, 40, 3, stride=2, padding="same", batch=2),
+    # 3-d, channels-last planes, reflect: a band's rows of 5 run on through the depth taps' sums.
+    ConvCase(False, (4, 6, 5), 16, 64, 3, padding="same", padding_mode="reflect", batch=2, layout="channels_last"),
+]
+
+
+@pytest.mark.parametrize("case", ROW_RUN_CASES, ids=ConvCase.describe)
+@pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])
+def test_tiles_run_on_into_the_next_row(isa, case):
+    require_isa(isa)
+    run_case(replace(case, dtype="bfloat16") if isa == "avx512_bf16" and case.layout == "contiguous" else case, isa)
 
 
 @pytest.mark.parametrize("weight_layout", ["contiguous", "channels_last", "strided", "expanded"])

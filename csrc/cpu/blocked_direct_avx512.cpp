@@ -22,6 +22,10 @@ struct Isa {
   using V = __m512;
   static constexpr int kLanes = kBlockedDirectVectorAvx512, kRegisters = 32,
                        kVectors = kBlockedDirectMaxVectorsAvx512;
+  // Tiles of up to 9 positions (3 and 4 vectors of channels) take a band's rows as one run of positions
+  // (blocked_direct_kernel.h's all_positions): their input offsets stay in general registers. Tiles of 14 and 16
+  // positions (1 and 2 vectors), whose offsets would spill, keep to rows.
+  static constexpr int kMaxListedPositions = 9;
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V zero() { return _mm512_setzero_ps(); }

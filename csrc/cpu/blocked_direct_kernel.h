@@ -10,15 +10,31 @@
 //
 // Included only from blocked_direct_<isa>.cpp: no include guard, no includes (they come before the target region).
 
-// A tile of P positions of a row, the first reading its input channels at offset x0 from each tap's start, x U
-// vectors of channels at c0, over every tap and input channel: out is set from init, or added onto (a.accumulate).
-// The block's weights (taps x lanes x width floats) stream from L2 once per tile: splitting the reduction into
-// L1-sized passes, re-reading and re-writing out between them, measured slower.
+// Where a tile's positions read and write: a run within a row (RowRun: position p reads at x0 + p x the position
+// stride from each tap's start and writes at out + p x the output pitch), or positions listed one by one
+// (ListedPositions), which may run on into the next rows.
+struct RowRun {
+  int64_t x0;
+  float* out;
+  int64_t x(const BlockedDirectArgs<typename Isa::Element>& a, int p) const { return x0 + p * a.x_position_stride; }
+  float* output(const BlockedDirectArgs<typename Isa::Element>& a, int p) const { return out + p * a.out_pitch; }
+};
+template <int P>
+struct ListedPositions {
+  int64_t x_offsets[P];
+  float* outs[P];
+  int64_t x(const BlockedDirectArgs<typename Isa::Element>&, int p) const { return x_offsets[p]; }
+  float* output(const BlockedDirectArgs<typename Isa::Element>&, int p) const { return outs[p]; }
+};
+
+// A tile of P positions (`at`) x U vectors of channels at c0, over every tap and input channel: out is set from
+// init, or added onto (a.accumulate). The block's weights (taps x lanes x width floats) stream from L2 once per tile:
+// splitting the reduction into L1-sized passes, re-reading and re-writing out between them, measured slower.
 using Args = BlockedDirectArgs<typename Isa::Element>;
 using Element = typename Isa::Element;
 
-template <int P, int U>
-inline void tile(const Args& a, const Element* w_block, int64_t block_width, int64_t x0, int64_t c0, float* out) {
+template <int P, int U, class Positions>
+inline void tile(const Args& a, const Element* w_block, int64_t block_width, const Positions& at, int64_t c0) {
   using V = typename Isa::V;
   using W = typename Isa::W;
   V acc[P][U];
@@ -26,13 +42,16 @@ inline void tile(const Args& a, const Element* w_block, int64_t block_width, int
   for (int p = 0; p < P; ++p) {
 #pragma GCC unroll 4
     for (int u = 0; u < U; ++u) {
-      acc[p][u] = a.accumulate ? Isa::load(out + p * a.out_pitch + c0 + u * Isa::kLanes)
-                             : Isa::load(a.init + c0 + u * Isa::kLanes);
+      acc[p][u] = a.accumulate ? Isa::load(at.output(a, p) + c0 + u * Isa::kLanes)
+                               : Isa::load(a.init + c0 + u * Isa::kLanes);
     }
   }
-  const int64_t lanes = a.lanes, position_stride = a.x_position_stride;
+  int64_t x_offsets[P];
+#pragma GCC unroll 32
+  for (int p = 0; p < P; ++p) x_offsets[p] = at.x(a, p);
+  const int64_t lanes = a.lanes;
   for (int64_t tap = 0; tap < a.num_taps; ++tap) {
-    const Element* x = a.taps[tap] + x0;
+    const Element* x = a.taps[tap];
     const Element* w = w_block + tap * a.weight_tap_pitch;
     for (int64_t ci = 0; ci < lanes; ci += Isa::kDepth, x += Isa::kDepth, w += Isa::kDepth * block_width) {
       W wv[U];
@@ -40,7 +59,7 @@ inline void tile(const Args& a, const Element* w_block, int64_t block_width, int
       for (int u = 0; u < U; ++u) wv[u] = Isa::load_weights(w + u * Isa::kDepth * Isa::kLanes);
 #pragma GCC unroll 32
       for (int p = 0; p < P; ++p) {
-        const W xv = Isa::broadcast(x + p * position_stride);
+        const W xv = Isa::broadcast(x + x_offsets[p]);
 #pragma GCC unroll 4
         for (int u = 0; u < U; ++u) acc[p][u] = Isa::multiply_add(xv, wv[u], acc[p][u]);
       }
@@ -49,7 +68,7 @@ inline void tile(const Args& a, const Element* w_block, int64_t block_width, int
 #pragma GCC unroll 32
   for (int p = 0; p < P; ++p) {
 #pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) Isa::store(out + p * a.out_pitch + c0 + u * Isa::kLanes, acc[p][u]);
+    for (int u = 0; u < U; ++u) Isa::store(at.output(a, p) + c0 + u * Isa::kLanes, acc[p][u]);
   }
 }
 
@@ -59,35 +78,58 @@ template <int U>
 constexpr int kTilePositions = std::min(kMaxPositions, (Isa::kRegisters - U - 1) / U);
 
 // A tile of exactly `left` (<= P) positions.
-template <int P, int U>
+template <int P, int U, class Positions>
 inline void remainder_tile(int64_t left, const Args& a, const Element* w_block, int64_t block_width,
-                           int64_t x0, int64_t c0, float* out) {
+                           const Positions& at, int64_t c0) {
   if constexpr (P > 1) {
-    if (left < P) return remainder_tile<P - 1, U>(left, a, w_block, block_width, x0, c0, out);
+    if (left < P) return remainder_tile<P - 1, U>(left, a, w_block, block_width, at, c0);
   }
-  tile<P, U>(a, w_block, block_width, x0, c0, out);
+  tile<P, U>(a, w_block, block_width, at, c0);
 }
 
-// Every kept position of the band for U vectors of channels at c0, row by row (the columns past a row's last kept one
-// are never computed): as few tiles as hold the row, of P positions where they divide it, else of sizes that differ
-// by one at most (20 columns at P = 9: 7, 7 and 6, where 9, 9 and 2 left a tile that loads U weight vectors per 2 x U
-// multiply-adds).
+// Every kept position of the band for U vectors of channels at c0 (the columns past a row's last kept one are never
+// computed): as few tiles as hold a run of positions, of P positions where they divide it, else of sizes that differ
+// by one at most (20 positions at P = 9: 7, 7 and 6, where 9, 9 and 2 left a tile that loads U weight vectors per
+// 2 x U multiply-adds). Where P is at most Isa::kMaxListedPositions the run is the band's rows one after the other, a
+// tile's positions (listed one by one) running on into the next row: within rows, short ones split into small tiles
+// (rows of 8 at P = 6: 4 + 4), each loading the weights for fewer positions. Otherwise each row is a run.
 template <int P, int U>
 inline void all_positions(const Args& a, const Element* w_block, int64_t block_width, int64_t c0) {
-  if (a.cols <= 0) return;
-  const int64_t tiles = (a.cols + P - 1) / P, size = a.cols / tiles, larger = a.cols % tiles;
-  for (int64_t r = 0; r < a.rows; ++r) {
-    float* out = a.out + r * a.out_row_stride;  // the row's first position's
-    int64_t x0 = r * a.x_row_stride;
+  if (a.cols <= 0 || a.rows <= 0) return;
+  if constexpr (P <= Isa::kMaxListedPositions) {
+    const int64_t run = a.rows * a.cols, tiles = (run + P - 1) / P, size = run / tiles, larger = run % tiles;
+    ListedPositions<P> at;
+    int64_t r = 0, c = 0;  // the next position's row and column
     for (int64_t i = 0; i < tiles; ++i) {
       const int64_t positions = size + (i < larger ? 1 : 0);
-      if (positions == P) {
-        tile<P, U>(a, w_block, block_width, x0, c0, out);
-      } else {
-        remainder_tile<P - 1, U>(positions, a, w_block, block_width, x0, c0, out);
+      for (int64_t p = 0; p < positions; ++p) {
+        at.x_offsets[p] = r * a.x_row_stride + c * a.x_position_stride;
+        at.outs[p] = a.out + r * a.out_row_stride + c * a.out_pitch;
+        if (++c == a.cols) {
+          c = 0;
+          ++r;
+        }
       }
-      x0 += positions * a.x_position_stride;
-      out += positions * a.out_pitch;
+      if (positions == P) {
+        tile<P, U>(a, w_block, block_width, at, c0);
+      } else {
+        remainder_tile<P - 1, U>(positions, a, w_block, block_width, at, c0);
+      }
+    }
+  } else {
+    const int64_t tiles = (a.cols + P - 1) / P, size = a.cols / tiles, larger = a.cols % tiles;
+    for (int64_t r = 0; r < a.rows; ++r) {
+      RowRun at{r * a.x_row_stride, a.out + r * a.out_row_stride};  // the row's first position's
+      for (int64_t i = 0; i < tiles; ++i) {
+        const int64_t positions = size + (i < larger ? 1 : 0);
+        if (positions == P) {
+          tile<P, U>(a, w_block, block_width, at, c0);
+        } else {
+          remainder_tile<P - 1, U>(positions, a, w_block, block_width, at, c0);
+        }
+        at.x0 += positions * a.x_position_stride;
+        at.out += positions * a.out_pitch;
+      }
     }
   }
 }

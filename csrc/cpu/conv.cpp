@@ -333,8 +333,10 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   const int64_t bytes_per_position = out_pitch * static_cast<int64_t>(sizeof(float));  // out[band, out_pitch]
   const int64_t wanted_row_bands = thread_row_bands(g, g.batch * groups * co_blocks);
   // Each thread's planes (none in place), and one more that only plans the bands and the band buffer's pitch.
+  // In place (no planes), only the band buffer sizes the bands: planes of c_in lanes limited a batch-3 410 -> 64 k5
+  // conv over 23 x 23 to bands of one row of 8 positions, its tiles to 4 positions.
   const auto emplace_planes = [&](std::optional<PhasePlanes<Plane>>& planes) {
-    planes.emplace(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/c_in, wanted_row_bands);
+    planes.emplace(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/no_planes ? 0 : c_in, wanted_row_bands);
     return &*planes;
   };
   std::optional<PhasePlanes<Plane>> band_planner;

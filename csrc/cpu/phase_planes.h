@@ -76,6 +76,8 @@ class PhasePlanes {
                                                       std::max({ceil_div(g.conv_out_sizes[1], wanted_row_bands),
                                                                 extra_rows_, int64_t(1)}));
     row_bands_ = (g.conv_out_sizes[1] + band_rows_ - 1) / band_rows_;
+    // As many bands, of rows as even as they divide (27 rows at most 11 a band: 9 + 9 + 9, not 11 + 11 + 5).
+    if (row_bands_ > 0) band_rows_ = (g.conv_out_sizes[1] + row_bands_ - 1) / row_bands_;
     plane_rows_ = band_rows_ + extra_rows_;
     // Vector loops run over a whole number of vectors, so every buffer has one vector (plus the widest tap
     // offset past the last phase row) of zeroed slack; those lanes land in discarded columns.
