@@ -94,8 +94,8 @@ at::Tensor reduce_over_positions(const at::Tensor& grad) {
     const int64_t channels = grad.size(1);
     const auto pixels = grad.movedim(1, -1).reshape({-1, channels});  // a view: channels-last
     const int64_t per_row = kFoldedSumRowValues / channels, whole = pixels.size(0) / per_row * per_row;
-    sums = pixels.narrow(0, 0, whole).reshape({whole / per_row, per_row * channels}).sum(0, /*keepdim=*/false, sum_type);
-    sums = sums.view({per_row, channels}).sum(0);
+    const auto rows = pixels.narrow(0, 0, whole).reshape({whole / per_row, per_row * channels});
+    sums = rows.sum(0, /*keepdim=*/false, sum_type).view({per_row, channels}).sum(0);
     if (whole < pixels.size(0)) {
       sums = sums + pixels.narrow(0, whole, pixels.size(0) - whole).sum(0, /*keepdim=*/false, sum_type);
     }
