@@ -163,8 +163,8 @@ inline bool cpu_depthwise_channel_blocks(const ConvGeometry& g, bool channels_la
 // x channels in turn) within kExpandedRowsMaxBytes. Under kDepthwisePhasesMinYChannels y channels (a vector of AVX2
 // floats) the tiles give way to a per-pixel loop: then only where few_y_channels (in place of the grouped scatter,
 // which loops per pixel too; choose_cpu_own_transpose_path). Random channels-last layers, float32, 2 cores, the op
-// alone, interleaved against the path before: 1.42-4.13x faster on 12 calls of seeds 1-16 with 9-188 y channels (in
-// place of the blocked kernel, the scatter and the GEMM + col2im); with 7, 1.84x faster than the scatter (a 1x1
+// alone, interleaved against the path before: 1.39-4.36x faster on 10 calls of seeds 1-16 with 9-188 y channels (in
+// place of the blocked kernel, the scatter and the GEMM + col2im); with 7, 1.83x faster than the scatter (a 1x1
 // kernel over 189 x 189) and 0.45x the blocked kernel's speed (a 7x3 kernel over x rows of 13).
 constexpr int64_t kDepthwisePhasesMinColumns = 24;
 constexpr int64_t kDepthwisePhasesMinYChannels = 8;
@@ -816,8 +816,8 @@ inline bool nchw_weight_grad_copies_repaid(const ConvGeometry& g) {
 // positions or more, or the output has under kWeightGradNchwMinPositions positions (which had taken the channels-last
 // GEMM). Each thread expands every row it reads (all of its channels, for its block of them), which shorter rows,
 // whose tiles run a few positions per row, do not repay. Random layers of seeds 1-8, float32, 2 cores, the op alone,
-// interleaved: 1.09-1.78x faster than the copies on 10 calls with 30-110 positions per output row, 4.6-15x faster
-// than the GEMM on 7 under 64 positions; 0.56-0.92x on 7 with 12-24 (strided or 3-d; one with rows of 8 and 344
+// interleaved: 1.09-6.53x faster than the copies on 9 calls with 30-110 positions per output row, 4.56-15.2x faster
+// than the GEMM on 6 under 64 positions; 0.56-0.92x on 7 with 12-24 (strided or 3-d; one with rows of 8 and 344
 // channels 1.62x).
 constexpr int64_t kExpandedWeightGradMinColumns = 28;
 inline bool cpu_depthwise_weight_grad_expanded(const ConvGeometry& g) {
