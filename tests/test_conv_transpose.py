@@ -291,6 +291,57 @@ def test_gemm_col2im_on_the_reduction_tiles(length, layout):
         assert_memory_format_kept(x, y)
 
 
+# (x size, x channels, y channels, kernel, stride, pads, mode) of channels-last problems on the GEMM + col2im, whose
+# col2im threads each own a run of the y positions a tile of x writes: a 7x7 kernel to 30 y channels (tiles of 89 x
+# positions, ending mid-row), one long row to 3 y channels (split between the threads within the row), and the
+# input gradients of reflect, replicate and circular convs, whose folds land taps on any row (one image, split
+# between the threads; two images, one per thread).
+CHANNELS_LAST_COL2IM = [((27, 27), 99, 30, 7, 1, ((0, 0), (0, 0)), "zeros"),
+                        ((1, 3000), 20, 3, (1, 4), 2, ((0, 0), (1, 2)), "zeros"),
+                        ((27, 27), 24, 40, 5, 2, ((2, 1), (1, 2)), "reflect"),
+                        ((9, 21), 4, 48, (4, 3), 1, ((2, 1), (1, 1)), "replicate"),
+                        ((9, 11, 10), 8, 24, 3, 2, ((1, 1), (0, 1), (1, 0)), "circular")]
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("size, c_x, c_y, kernel, stride, pads, mode", CHANNELS_LAST_COL2IM)
+def test_channels_last_col2im_threads_own_y_positions(size, c_x, c_y, kernel, stride, pads, mode, batch):
+    """Channels-last GEMM + col2im (cpu_gemm_col2im, on torch's GEMM at baseline and the reduction tiles at AVX2 and
+    this CPU's ISA), float32, 2 and 3 dims: zeros transposed convs against the float64 reference (crops torch's own
+    transposed conv cannot express), and the other modes' input gradients against float64 autograd; outputs
+    poisoned first."""
+    nd = len(size)
+    kernels = as_tuple(kernel, nd)
+    for isa in ["baseline"] + tiles_isas():
+        with cpu_isa_limit(isa):
+            expected_path = reduction_tiles_kernel("cpu_gemm_col2im", torch.float32)
+            if mode == "zeros":
+                x, w, b = conv_inputs(size, c_x, c_y, kernel, 1, batch, transposed=True, dtype=torch.float32)
+                x = x.contiguous(memory_format=CHANNELS_LAST[x.dim()])
+                crop_lo, out_size = resolve_crops(pads, size, kernels, (stride,) * nd, (1,) * nd, 0)
+                path = torch.ops.fastpad._conv_transpose_path(x, w, b, [stride] * nd, crop_lo, out_size, [1] * nd, 1,
+                                                              "zeros", "cpu")
+                assert path == expected_path, (isa, path)
+                y = check_conv_transpose(x, w, b, stride=stride, padding=pads)
+                assert_memory_format_kept(x, y)
+                continue
+            x, w, _ = conv_inputs(size, c_y, c_x, kernel, 1, batch, bias=False, dtype=torch.float32)
+            x = x.contiguous(memory_format=CHANNELS_LAST[x.dim()])
+            gy = torch.randn(expected_conv(x, w, None, stride=stride, padding=pads, padding_mode=mode).shape)
+            gy = gy.contiguous(memory_format=CHANNELS_LAST[x.dim()])
+            path = torch.ops.fastpad._conv_transpose_path(gy, w, None, [stride] * nd, [lo for lo, _ in pads],
+                                                          list(size), [1] * nd, 1, mode, "cpu")
+            assert path == expected_path, (isa, path)
+            xr = x.detach().requires_grad_()
+            y = getattr(fastpad, f"conv{nd}d")(xr, w, stride=stride, padding=pads, padding_mode=mode)
+            x64 = x.double().requires_grad_()
+            (expected,) = torch.autograd.grad(expected_conv(x64, w.double(), None, stride=stride, padding=pads,
+                                                            padding_mode=mode), x64, gy.double())
+            poison(expected.shape, torch.float32)
+            (grad,) = torch.autograd.grad(y, xr, gy)
+            assert_matches(grad, expected, torch.float32, what="input gradient")
+
+
 @pytest.mark.parametrize("nd", NDIMS)
 def test_batch_zero_and_no_bias(nd, device):
     y = run_case(nd, device, batch=0, stride=2, padding="same")

@@ -32,6 +32,8 @@ namespace {
 
 // The most a reduced-precision output's float accumulator holds at once (at least one image).
 constexpr int64_t kAccumulatorBytes = 16 * 1024 * 1024;
+// Channels-last col2im: the fewest y values a thread adds into (fewer run on one thread).
+constexpr int64_t kCol2imMinFloatsPerThread = 4096;
 
 // x is on the geometry's conv_out side and y on its conv_in side (see ConvGeometry).
 // Per (group, tile of x positions): cols = W^T x (one GEMM), then col2im adds cols into y. A tile is part of one image,
@@ -86,6 +88,37 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
   for (int64_t kw = 0; !channels_last && kw < g.kernel[2]; ++kw) {
     whole_rows.emplace_back(y_w, g.tap_position(2, 0, kw), g.stride[2], x_w, g.mode);
   }
+  // Channels-last: the y column of x column ow's tap kw at [kw * x_w + ow] (-1: none).
+  std::vector<int64_t> w_sources;
+  for (int64_t kw = 0; channels_last && kw < g.kernel[2]; ++kw) {
+    for (int64_t ow = 0; ow < x_w; ++ow) w_sources.push_back(g.tap_source(2, ow, kw));
+  }
+  // f(od, oh, ow_begin, ow_end, first_pixel) for each x row's part in the pixels [pixel_begin, pixel_begin + count)
+  // of an image (first_pixel: the index of (od, oh, ow_begin) among them).
+  const auto for_each_x_row = [&](int64_t pixel_begin, int64_t count, auto&& f) {
+    for (int64_t pixel = pixel_begin; pixel < pixel_begin + count;) {
+      const int64_t row = pixel / x_w, ow = pixel % x_w;
+      const int64_t end = std::min(x_w, ow + pixel_begin + count - pixel);
+      f(row / x_h, row % x_h, ow, end, pixel - pixel_begin);
+      pixel += end - ow;
+    }
+  };
+  // The y rows (flattened d, h) that the taps of those pixels write: [first, end), empty where none does.
+  const auto tile_y_rows = [&](int64_t pixel_begin, int64_t count) {
+    int64_t first = g.conv_in_sizes[0] * y_h, end = 0;
+    for_each_x_row(pixel_begin, count, [&](int64_t od, int64_t oh, int64_t, int64_t, int64_t) {
+      for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+        const int64_t pd = g.tap_source(0, od, kd);
+        for (int64_t kh = 0; kh < g.kernel[1] && pd >= 0; ++kh) {
+          const int64_t ph = g.tap_source(1, oh, kh);
+          if (ph < 0) continue;
+          first = std::min(first, pd * y_h + ph);
+          end = std::max(end, pd * y_h + ph + 1);
+        }
+      }
+    });
+    return std::pair<int64_t, int64_t>(first, end);
+  };
 
   // c = a b on the tiles, in tasks of kTaskRows rows x kTaskColumns columns split between the threads (serial inside
   // a parallel region): a transposed conv to 3 y channels (3 rows in NCHW) needs its columns split.
@@ -202,24 +235,38 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
       const int64_t n = n0 + image, first_column = image * tile_pixels;
       if (channels_last) {
         acc_t* y_image = y_data + n * g.conv_in_volume() * g.conv_in_channels + group * y_per_group;
-        // Channel blocks of y are independent: split them across threads.
-        at::parallel_for(0, y_per_group, 16, [&](int64_t c_begin, int64_t c_end) {
-          for (int64_t pixel = pixel_begin; pixel < pixel_begin + tile_pixels; ++pixel) {
-            const int64_t ow = pixel % x_w, oh = (pixel / x_w) % x_h, od = pixel / (x_w * x_h);
-            const acc_t* src = cols.data() + (first_column + pixel - pixel_begin) * spread_pitch;
+        const acc_t* cols_image = cols.data() + first_column * spread_pitch;  // the tile's first pixel's row
+        // Each thread owns a run of the y positions the tile writes (flattened d, h, w) and adds there every tap that
+        // lands in it, whole channel rows at a time: no two threads write one position. (Split by channel, each
+        // thread's adds were a fraction of a row, and the tap arithmetic per add cost more than the add.)
+        const auto [first_y_row, end_y_row] = tile_y_rows(pixel_begin, tile_pixels);
+        if (first_y_row >= end_y_row) continue;
+        const int64_t grain = std::max<int64_t>(1, kCol2imMinFloatsPerThread / y_per_group);
+        at::parallel_for(first_y_row * y_w, end_y_row * y_w, grain, [&](int64_t q_begin, int64_t q_end) {
+          for_each_x_row(pixel_begin, tile_pixels, [&](int64_t od, int64_t oh, int64_t ow_begin, int64_t ow_end,
+                                                       int64_t first_pixel) {
             for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
               const int64_t pd = g.tap_source(0, od, kd);
-              for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+              for (int64_t kh = 0; kh < g.kernel[1] && pd >= 0; ++kh) {
                 const int64_t ph = g.tap_source(1, oh, kh);
-                for (int64_t kw = 0; kw < g.kernel[2]; ++kw, src += y_per_group) {
-                  const int64_t pw = g.tap_source(2, ow, kw);
-                  if (pd < 0 || ph < 0 || pw < 0) continue;
-                  axpy(y_image + ((pd * y_h + ph) * y_w + pw) * g.conv_in_channels + c_begin, acc_t(1),
-                       src + c_begin, c_end - c_begin);
+                const int64_t row_q = (pd * y_h + ph) * y_w;
+                if (ph < 0 || row_q + y_w <= q_begin || row_q >= q_end) continue;
+                // This thread's part of the y row: w in [w_lo, w_hi).
+                const int64_t w_lo = std::max<int64_t>(q_begin - row_q, 0), w_hi = std::min(q_end - row_q, y_w);
+                acc_t* y_row = y_image + row_q * g.conv_in_channels;
+                const int64_t first_tap = (kd * g.kernel[1] + kh) * g.kernel[2];
+                for (int64_t ow = ow_begin; ow < ow_end; ++ow) {
+                  const acc_t* src =
+                      cols_image + (first_pixel + ow - ow_begin) * spread_pitch + first_tap * y_per_group;
+                  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                    const int64_t pw = w_sources[kw * x_w + ow];
+                    if (pw < w_lo || pw >= w_hi) continue;  // -1 (a zero) is below w_lo
+                    axpy(y_row + pw * g.conv_in_channels, acc_t(1), src + kw * y_per_group, y_per_group);
+                  }
                 }
               }
             }
-          }
+          });
         });
       } else {
         acc_t* y_group = y_data + (n * g.conv_in_channels + group * y_per_group) * g.conv_in_volume();
