@@ -41,7 +41,9 @@ CpuIsa cpu_isa() {
 }
 
 bool cpu_all_finite(const at::Tensor& t) {
-  const at::Tensor c = t.contiguous();
+  // Finiteness does not depend on the order: a dense tensor in any memory format (a channels-last weight) is read
+  // in its own order, where a copy in NCHW order cost a weight-sized permuted copy per call.
+  const at::Tensor c = t.is_non_overlapping_and_dense() ? t : t.contiguous();
   // The private path ops take tensors on any device: only a CPU float32 tensor's data is read here.
   if (c.scalar_type() != at::kFloat || !c.is_cpu()) return at::isfinite(c).all().item<bool>();
   // x * 0 is 0 for a finite x and NaN for an inf or NaN, and a sum with a NaN stays NaN: one vectorized pass.

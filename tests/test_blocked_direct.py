@@ -473,14 +473,20 @@ def test_strided_transposed_convs_below_the_phase_floor_keep_the_col2im():
 
 @pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
 @pytest.mark.parametrize("index", [(0, 0, 0, 0), (3, 2, 1, 1), (15, 15, 2, 2)])
+@pytest.mark.parametrize("weight_format", ["contiguous", "channels_last", "sliced"])
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
-def test_an_inf_weight_keeps_stride_one_transposed_convs_off_the_blocked_kernel(value, index, layout):
+def test_an_inf_weight_keeps_stride_one_transposed_convs_off_the_blocked_kernel(value, index, layout, weight_format):
     """The conv a transposed conv is multiplies weights by the zeros around x; the reference never does, so an inf or
     NaN weight must take a kernel that does not (the GEMM + col2im path, whose GEMM on the reduction tiles multiplies
     only zero-padded columns it drops by zeros): the first, a middle and the last of the 2304 weights (the vectorized
-    check's last lanes)."""
+    check's last lanes). The check reads a dense weight in its own memory order (channels-last: no copy), and copies a
+    sliced one."""
     case = ConvCase(True, (9, 9), 16, 16, 3, 1, "same", layout=layout)
     x, w, b = case.random_inputs()
+    if weight_format == "channels_last":
+        w = w.contiguous(memory_format=torch.channels_last)
+    elif weight_format == "sliced":
+        w = torch.cat([w, torch.full_like(w, float("nan"))], dim=1)[:, :16]  # NaNs beside it, never read
     crop_lo, out_size = case.crops()
     args = ([1, 1], crop_lo, out_size, [1, 1], 1, "zeros", "cpu")
     blocked_here = machine_isa() != "baseline"

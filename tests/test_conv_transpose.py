@@ -303,21 +303,27 @@ CHANNELS_LAST_COL2IM = [((27, 27), 99, 30, 7, 1, ((0, 0), (0, 0)), "zeros"),
                         ((9, 11, 10), 8, 24, 3, 2, ((1, 1), (0, 1), (1, 0)), "circular")]
 
 
+@pytest.mark.parametrize("weight_format", ["contiguous", "channels_last"])
 @pytest.mark.parametrize("batch", [1, 2])
 @pytest.mark.parametrize("size, c_x, c_y, kernel, stride, pads, mode", CHANNELS_LAST_COL2IM)
-def test_channels_last_col2im_threads_own_y_positions(size, c_x, c_y, kernel, stride, pads, mode, batch):
+def test_channels_last_col2im_threads_own_y_positions(size, c_x, c_y, kernel, stride, pads, mode, batch,
+                                                      weight_format):
     """Channels-last GEMM + col2im (cpu_gemm_col2im, on torch's GEMM at baseline and the reduction tiles at AVX2 and
     this CPU's ISA), float32, 2 and 3 dims: zeros transposed convs against the float64 reference (crops torch's own
     transposed conv cannot express), and the other modes' input gradients against float64 autograd; outputs
-    poisoned first."""
+    poisoned first. The weight in either memory format: the GEMM's tap-major rows are packed from an NCHW weight,
+    and from a channels-last one read in place where its rows are whole vectors (every case at baseline, the
+    replicate case's 48 x 12 on the tiles) or copied a tap's channels at a time."""
     nd = len(size)
+    as_weight = (lambda w: w.contiguous(memory_format=CHANNELS_LAST[w.dim()])) if weight_format == "channels_last" \
+        else (lambda w: w)
     kernels = as_tuple(kernel, nd)
     for isa in ["baseline"] + tiles_isas():
         with cpu_isa_limit(isa):
             expected_path = reduction_tiles_kernel("cpu_gemm_col2im", torch.float32)
             if mode == "zeros":
                 x, w, b = conv_inputs(size, c_x, c_y, kernel, 1, batch, transposed=True, dtype=torch.float32)
-                x = x.contiguous(memory_format=CHANNELS_LAST[x.dim()])
+                x, w = x.contiguous(memory_format=CHANNELS_LAST[x.dim()]), as_weight(w)
                 crop_lo, out_size = resolve_crops(pads, size, kernels, (stride,) * nd, (1,) * nd, 0)
                 path = torch.ops.fastpad._conv_transpose_path(x, w, b, [stride] * nd, crop_lo, out_size, [1] * nd, 1,
                                                               "zeros", "cpu")
@@ -326,7 +332,7 @@ def test_channels_last_col2im_threads_own_y_positions(size, c_x, c_y, kernel, st
                 assert_memory_format_kept(x, y)
                 continue
             x, w, _ = conv_inputs(size, c_y, c_x, kernel, 1, batch, bias=False, dtype=torch.float32)
-            x = x.contiguous(memory_format=CHANNELS_LAST[x.dim()])
+            x, w = x.contiguous(memory_format=CHANNELS_LAST[x.dim()]), as_weight(w)
             gy = torch.randn(expected_conv(x, w, None, stride=stride, padding=pads, padding_mode=mode).shape)
             gy = gy.contiguous(memory_format=CHANNELS_LAST[x.dim()])
             path = torch.ops.fastpad._conv_transpose_path(gy, w, None, [stride] * nd, [lo for lo, _ in pads],
