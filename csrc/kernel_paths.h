@@ -70,6 +70,8 @@ enum class ConvTransposePath {
   CpuGemmCol2im,      // a GEMM per tile of x positions, then col2im (torch's GEMM)
   CpuGemmCol2imAvx2,    // the same, the GEMMs on cpu/reduction_tiles.h's AVX2 tiles (float accumulation)
   CpuGemmCol2imAvx512,  // ... on its AVX-512 tiles
+  CpuGemmCol2imNhwcAvx2,    // NCHW x and y through channels-last copies, the channels-last GEMM + col2im, AVX2 tiles
+  CpuGemmCol2imNhwcAvx512,  // the same on AVX-512's tiles
   CudaPipelinedGemm,  // the conv each stride phase is (transpose_phase_as_conv) on cuda/pipelined_gemm.cuh
   CudaDepthwiseVectors,  // depthwise channels-last, zeros: 16-byte channel vectors, an x patch in shared memory
   CudaDepthwiseRows,  // depthwise 1-d, stride 1, zeros: the conv its one stride phase is on the rows kernel
@@ -473,6 +475,29 @@ inline double blocked_transpose_waste(const ConvGeometry& g, CpuIsa isa) {
   return static_cast<double>(y_positions) / static_cast<double>(g.conv_out_volume()) *
          static_cast<double>(ceil_div(c_y, vector) * vector) / static_cast<double>(c_y);
 }
+
+// An NCHW GEMM + col2im on the tiles (float32) runs as the channels-last one, on channels-last copies of x and y
+// (the weight packed tap-major), where y has kCol2imNhwcMinYChannels channels per group or more, a kernel wider than
+// 1x1 and kCol2imNhwcMinSpread or more y channels x taps (cols' row), and x more than one row and
+// kCol2imNhwcMinPositions positions over the batch. The NCHW GEMM's columns are x's positions (few on small images:
+// a batch-1 239 -> 150 k5 over 9 x 9 ran its GEMM at a fifth of the peak) and its col2im scatters row by row, where
+// the channels-last one adds whole runs of y channels; the copies cost x and y once, the packing the weight once.
+// Random layers' NCHW calls, float32, 2 cores, Sapphire Rapids class, interleaved: 0.92-3.32x faster on the 7 of
+// seeds 1-4 (geomean 1.99), 0.87-2.16x on the 10 of seeds 5-8 (held out, 1.49), AVX2 0.79-2.82x on 16 of seeds 1-8
+// (1.54). A first rule (8 or more y channels, any row of cols, any positions) ran 0.38-3.35x on 31 calls of seeds
+// 1-4 (geomean 1.22): its losers had rows of 84-2124 or 25 positions (a 420 -> 221 7x7 whose 18 MB weight was
+// packed for them, 0.66x).
+constexpr int64_t kCol2imNhwcMinYChannels = 16;
+constexpr int64_t kCol2imNhwcMinSpread = 1024;
+constexpr int64_t kCol2imNhwcMinPositions = 64;
+inline bool cpu_gemm_col2im_nhwc(const ConvGeometry& g, bool channels_last, int64_t element_bytes,
+                                 bool reduced_precision) {
+  return !channels_last && element_bytes == 4 && !reduced_precision && g.kernel_volume() > 1 &&
+         g.conv_in_channels_per_group() >= kCol2imNhwcMinYChannels &&
+         g.conv_in_channels_per_group() * g.kernel_volume() >= kCol2imNhwcMinSpread &&
+         g.batch * g.conv_out_volume() >= kCol2imNhwcMinPositions && g.conv_out_sizes[0] * g.conv_out_sizes[1] > 1;
+}
+
 inline bool cpu_blocked_transpose_wasteful(const ConvGeometry& g, CpuIsa isa) {
   return transpose_phase_count(g) == 1 && g.kernel_volume() > 1 &&
          g.conv_out_channels_per_group() >= kCol2imMinXChannels &&
@@ -686,9 +711,12 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
     return ConvTransposePath::CpuGroupedExpanded;
   }
   const bool tiles = cpu_reduction_tiles(isa, element_bytes), avx512 = isa >= CpuIsa::Avx512;
-  const ConvTransposePath gemm_col2im = !tiles    ? ConvTransposePath::CpuGemmCol2im
-                                        : avx512 ? ConvTransposePath::CpuGemmCol2imAvx512
-                                                 : ConvTransposePath::CpuGemmCol2imAvx2;
+  const bool nhwc = tiles && cpu_gemm_col2im_nhwc(g, channels_last, element_bytes, reduced_precision);
+  const ConvTransposePath gemm_col2im = !tiles ? ConvTransposePath::CpuGemmCol2im
+                                        : avx512 ? (nhwc ? ConvTransposePath::CpuGemmCol2imNhwcAvx512
+                                                         : ConvTransposePath::CpuGemmCol2imAvx512)
+                                                 : (nhwc ? ConvTransposePath::CpuGemmCol2imNhwcAvx2
+                                                         : ConvTransposePath::CpuGemmCol2imAvx2);
   if (blocked && (!folded || (!reduced_precision && folded_transpose_fits(g))) && weight_finite()) {
     if (cpu_blocked_transpose_wasteful(g, isa)) return gemm_col2im;
     if (cpu_blocked_no_planes_transpose(g, channels_last, reduced_precision)) {
@@ -779,7 +807,7 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
   const int64_t col_rows = g.conv_in_channels_per_group() * g.kernel_volume();
   const bool torch_faster =
       (own == ConvTransposePath::CpuBlockedAvx512 && g.batch * g.conv_out_volume() < kBlockedTransposeMinPositions) ||
-      (own == ConvTransposePath::CpuGemmCol2imAvx512 &&
+      ((own == ConvTransposePath::CpuGemmCol2imAvx512 || own == ConvTransposePath::CpuGemmCol2imNhwcAvx512) &&
        col_rows > kCol2imMaxRowsPerChannel * g.conv_out_channels_per_group());
   return torch_faster ? ConvTransposePath::CpuTorch : own;
 }
@@ -968,6 +996,8 @@ inline const char* path_name(ConvTransposePath path) {
     case ConvTransposePath::CpuGemmCol2im: return "cpu_gemm_col2im";
     case ConvTransposePath::CpuGemmCol2imAvx2: return "cpu_gemm_col2im_avx2";
     case ConvTransposePath::CpuGemmCol2imAvx512: return "cpu_gemm_col2im_avx512";
+    case ConvTransposePath::CpuGemmCol2imNhwcAvx2: return "cpu_gemm_col2im_nhwc_avx2";
+    case ConvTransposePath::CpuGemmCol2imNhwcAvx512: return "cpu_gemm_col2im_nhwc_avx512";
     case ConvTransposePath::CudaPipelinedGemm: return "cuda_pipelined_gemm";
     case ConvTransposePath::CudaDepthwiseVectors: return "cuda_depthwise_vectors";
     case ConvTransposePath::CudaDepthwiseRows: return "cuda_depthwise_rows";

@@ -348,6 +348,59 @@ def test_channels_last_col2im_threads_own_y_positions(size, c_x, c_y, kernel, st
             assert_matches(grad, expected, torch.float32, what="input gradient")
 
 
+# (x size, x channels, y channels, kernel, stride, pads, groups, batch, mode, takes the channels-last copies) of NCHW
+# problems on the GEMM + col2im around kernel_paths.h's cpu_gemm_col2im_nhwc bounds: 16 y channels per group and
+# 1024 y channels x taps, 64 x positions over the batch, more than one x row; zeros transposed convs and the input
+# gradients of reflect and circular convs (folds in the channels-last col2im), 2-3 dims, grouped.
+NCHW_COL2IM = [((9, 9), 100, 48, 5, 1, ((2, 2), (2, 2)), 1, 1, "replicate", True),  # 48 x 25: 1200 per row
+               ((9, 9), 100, 40, 5, 1, ((2, 2), (2, 2)), 1, 1, "replicate", False),  # 40 x 25 = 1000
+               ((8, 8), 24, 48, 5, 2, ((2, 1), (1, 2)), 1, 2, "zeros", True),
+               ((8, 8), 24, 15, 9, 2, ((4, 4), (4, 4)), 1, 2, "zeros", False),  # 15 y channels
+               ((8, 8), 24, 48, 5, 2, ((2, 1), (1, 2)), 1, 1, "zeros", True),  # 64 x positions
+               ((7, 7), 24, 48, 5, 2, ((2, 1), (1, 2)), 1, 1, "zeros", False),  # 49
+               ((2, 40), 24, 48, 5, 2, ((2, 2), (2, 1)), 1, 2, "zeros", True),
+               ((1, 200), 24, 48, (1, 25), 2, ((0, 0), (12, 12)), 1, 2, "zeros", False),  # one x row
+               ((12, 10), 32, 64, 6, 2, ((2, 3), (2, 3)), 2, 3, "reflect", True),  # 2 groups of 32 x 36
+               ((6, 5, 6), 16, 40, 3, 2, ((1, 1), (1, 0), (0, 1)), 1, 4, "circular", True)]  # 40 x 27
+
+
+@pytest.mark.parametrize("size, c_x, c_y, kernel, stride, pads, groups, batch, mode, nhwc", NCHW_COL2IM)
+def test_nchw_col2im_on_channels_last_copies(size, c_x, c_y, kernel, stride, pads, groups, batch, mode, nhwc):
+    """NCHW transposed convs whose GEMM + col2im runs as the channels-last one on channels-last copies of x and y
+    (cpu_gemm_col2im_nhwc_avx2/_avx512) and, past each bound, the NCHW one: the path at AVX2 and this CPU's ISA,
+    float32, against the float64 reference (zeros; crops torch's own transposed conv cannot express) or float64
+    autograd (the other modes' input gradients); outputs poisoned first, and the output NCHW."""
+    nd = len(size)
+    for isa in tiles_isas():
+        with cpu_isa_limit(isa):
+            plain = reduction_tiles_kernel("cpu_gemm_col2im", torch.float32)
+            expected_path = plain.replace("col2im_", "col2im_nhwc_") if nhwc else plain
+            if mode == "zeros":
+                x, w, b = conv_inputs(size, c_x, c_y, kernel, groups, batch, transposed=True, dtype=torch.float32)
+                crop_lo, out_size = resolve_crops(pads, size, as_tuple(kernel, nd), (stride,) * nd, (1,) * nd, 0)
+                path = torch.ops.fastpad._conv_transpose_path(x, w, b, [stride] * nd, crop_lo, out_size, [1] * nd,
+                                                              groups, "zeros", "cpu")
+                assert path == expected_path, (isa, path)
+                y = check_conv_transpose(x, w, b, stride=stride, padding=pads, groups=groups)
+                assert y.is_contiguous()
+                continue
+            x, w, _ = conv_inputs(size, c_y, c_x, kernel, groups, batch, bias=False, dtype=torch.float32)
+            gy = torch.randn(expected_conv(x, w, None, stride=stride, padding=pads, padding_mode=mode,
+                                           groups=groups).shape)
+            path = torch.ops.fastpad._conv_transpose_path(gy, w, None, [stride] * nd, [lo for lo, _ in pads],
+                                                          list(size), [1] * nd, groups, mode, "cpu")
+            assert path == expected_path, (isa, path)
+            xr = x.detach().requires_grad_()
+            y = getattr(fastpad, f"conv{nd}d")(xr, w, stride=stride, padding=pads, padding_mode=mode, groups=groups)
+            x64 = x.double().requires_grad_()
+            (expected,) = torch.autograd.grad(expected_conv(x64, w.double(), None, stride=stride, padding=pads,
+                                                            padding_mode=mode, groups=groups), x64, gy.double())
+            poison(expected.shape, torch.float32)
+            (grad,) = torch.autograd.grad(y, xr, gy)
+            assert_matches(grad, expected, torch.float32, what="input gradient")
+            assert grad.is_contiguous()
+
+
 @pytest.mark.parametrize("nd", NDIMS)
 def test_batch_zero_and_no_bias(nd, device):
     y = run_case(nd, device, batch=0, stride=2, padding="same")

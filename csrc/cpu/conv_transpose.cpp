@@ -599,6 +599,18 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
         case ConvTransposePath::CpuGemmCol2imAvx512:
           transpose_gemm<scalar_t>(gc, xc, weight, y_acc, channels_last, &reduction_tiles_avx512);
           break;
+        case ConvTransposePath::CpuGemmCol2imNhwcAvx2:
+        case ConvTransposePath::CpuGemmCol2imNhwcAvx512: {
+          // NCHW x and y through channels-last copies (kernel_paths.h's cpu_gemm_col2im_nhwc; x has rows, so 2-3 dims)
+          TORCH_INTERNAL_ASSERT(!channels_last && y.dim() >= 4);
+          const auto nhwc = y.dim() == 5 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
+          at::Tensor y_nhwc = y_acc.contiguous(nhwc);
+          transpose_gemm<scalar_t>(gc, xc.contiguous(nhwc), weight, y_nhwc, /*channels_last=*/true,
+                                   path == ConvTransposePath::CpuGemmCol2imNhwcAvx512 ? &reduction_tiles_avx512
+                                                                                       : &reduction_tiles_avx2);
+          y_acc.copy_(y_nhwc);
+          break;
+        }
         default:
           TORCH_INTERNAL_ASSERT(false, "fastpad conv_transpose: no CPU kernel for path ", path_name(path));
       }
