@@ -12,6 +12,7 @@
 
 #include <vector>
 
+#include "conv_params.h"
 #include "geometry.h"
 #include "op_handles.h"
 
@@ -85,10 +86,8 @@ at::Tensor reduce_over_positions(const at::Tensor& grad) {
   const bool reduced_precision = grad.scalar_type() == at::kBFloat16 || grad.scalar_type() == at::kHalf;
   const auto sum_type = reduced_precision ? at::kFloat : grad.scalar_type();
   const bool folded = grad.is_cpu() && !grad.unsafeGetTensorImpl()->has_symbolic_sizes_strides() &&
-                      ((grad.dim() == 4 && grad.is_contiguous(at::MemoryFormat::ChannelsLast)) ||
-                       (grad.dim() == 5 && grad.is_contiguous(at::MemoryFormat::ChannelsLast3d))) &&
-                      !grad.is_contiguous() && grad.size(1) <= kFoldedSumMaxChannels &&
-                      (grad.size(1) & (grad.size(1) - 1)) != 0;
+                      output_memory_format(grad) != at::MemoryFormat::Contiguous &&
+                      grad.size(1) <= kFoldedSumMaxChannels && (grad.size(1) & (grad.size(1) - 1)) != 0;
   at::Tensor sums;
   if (folded) {
     const int64_t channels = grad.size(1);

@@ -456,7 +456,7 @@ class ExpandedRows {
   ExpandedRows(const ConvGeometry& g, const scalar_t* x)
       : x_(x), in_channels_(g.conv_in_channels), reduction_(g.conv_in_channels_per_group()),
         multiplier_(g.conv_out_channels_per_group()), out_channels_(g.conv_out_channels), in_w_(g.conv_in_sizes[2]),
-        rows_per_image_(g.conv_in_sizes[0] * g.conv_in_sizes[1]), slots_(g.kernel[0] * g.kernel[1] * g.dilation[1]),
+        rows_per_image_(g.conv_in_sizes[0] * g.conv_in_sizes[1]), slots_(slot_count(g)),
         keys_(slots_, -1), last_use_(slots_, 0), values_(slots_ * in_w_ * reduction_ * out_channels_) {
     if (reduction_ > 1) {
       source_.resize(reduction_ * out_channels_);
@@ -465,6 +465,9 @@ class ExpandedRows {
       }
     }
   }
+
+  // The rows a conv's cache holds: kd x kh x dilation (see above).
+  static int64_t slot_count(const ConvGeometry& g) { return g.kernel[0] * g.kernel[1] * g.dilation[1]; }
 
   const scalar_t* data() const { return values_.data(); }
 
@@ -790,7 +793,7 @@ void conv_transpose_nhwc_phases(const ConvGeometry& g, const at::Tensor& x, cons
   std::vector<std::optional<NhwcRows<kMultiplier, scalar_t>>> row_kernels(phases);
   std::vector<at::Tensor> w_taps(phases);
   int64_t most_rows = 0;  // the phase conv whose tap rows the expanded rows' cache is sized for
-  const auto tap_row_count = [](const ConvGeometry& c) { return c.kernel[0] * c.kernel[1] * c.dilation[1]; };
+  const auto tap_row_count = &ExpandedRows<scalar_t>::slot_count;
   for (int64_t p = 0; p < phases; ++p) {
     phase[p] = transpose_phase_as_conv(g, p);
     if (tap_row_count(phase[p].conv) > tap_row_count(phase[most_rows].conv)) most_rows = p;
