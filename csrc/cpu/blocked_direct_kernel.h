@@ -110,11 +110,7 @@ inline void all_positions(const Args& a, const Element* w_block, int64_t block_w
           ++r;
         }
       }
-      if (positions == P) {
-        tile<P, U>(a, w_block, block_width, at, c0);
-      } else {
-        remainder_tile<P - 1, U>(positions, a, w_block, block_width, at, c0);
-      }
+      remainder_tile<P, U>(positions, a, w_block, block_width, at, c0);
     }
   } else {
     const int64_t tiles = (a.cols + P - 1) / P, size = a.cols / tiles, larger = a.cols % tiles;
@@ -122,11 +118,7 @@ inline void all_positions(const Args& a, const Element* w_block, int64_t block_w
       RowRun at{r * a.x_row_stride, a.out + r * a.out_row_stride};  // the row's first position's
       for (int64_t i = 0; i < tiles; ++i) {
         const int64_t positions = size + (i < larger ? 1 : 0);
-        if (positions == P) {
-          tile<P, U>(a, w_block, block_width, at, c0);
-        } else {
-          remainder_tile<P - 1, U>(positions, a, w_block, block_width, at, c0);
-        }
+        remainder_tile<P, U>(positions, a, w_block, block_width, at, c0);
         at.x0 += positions * a.x_position_stride;
         at.out += positions * a.out_pitch;
       }

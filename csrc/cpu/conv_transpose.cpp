@@ -131,7 +131,7 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
     for (int64_t ow = 0; ow < x_w; ++ow) w_sources.push_back(g.tap_source(2, ow, kw));
   }
   // f(od, oh, ow_begin, ow_end, first_pixel) for each x row's part in the pixels [pixel_begin, pixel_begin + count)
-  // of an image (first_pixel: the index of (od, oh, ow_begin) among them).
+  // of an image (first_pixel: the index of (od, oh, ow_begin) among them); both layouts' col2im walk tiles this way.
   const auto for_each_x_row = [&](int64_t pixel_begin, int64_t count, auto&& f) {
     for (int64_t pixel = pixel_begin; pixel < pixel_begin + count;) {
       const int64_t row = pixel / x_w, ow = pixel % x_w;
@@ -315,21 +315,19 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
               for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
                 for (int64_t kw = 0; kw < g.kernel[2]; ++kw, src += pitch) {
                   // The tile's pixels, row by row: whole rows, or the part of a row the tile holds.
-                  for (int64_t pixel = pixel_begin; pixel < pixel_begin + tile_pixels;) {
-                    const int64_t row = pixel / x_w, col = pixel % x_w;
-                    const int64_t count = std::min(x_w - col, pixel_begin + tile_pixels - pixel);
-                    const int64_t pd = g.tap_source(0, row / x_h, kd), ph = g.tap_source(1, row % x_h, kh);
-                    if (pd >= 0 && ph >= 0) {
-                      acc_t* y_row = plane + (pd * y_h + ph) * y_w;
-                      const acc_t* x_row = src + (pixel - pixel_begin);
-                      if (count == x_w) {
-                        whole_rows[kw].add(y_row, x_row);
-                      } else {
-                        RowScatter(y_w, g.tap_position(2, col, kw), g.stride[2], count, g.mode).add(y_row, x_row);
-                      }
+                  for_each_x_row(pixel_begin, tile_pixels, [&](int64_t od, int64_t oh, int64_t ow_begin,
+                                                               int64_t ow_end, int64_t first_pixel) {
+                    const int64_t pd = g.tap_source(0, od, kd), ph = g.tap_source(1, oh, kh);
+                    if (pd < 0 || ph < 0) return;
+                    acc_t* y_row = plane + (pd * y_h + ph) * y_w;
+                    const acc_t* x_row = src + first_pixel;
+                    const int64_t count = ow_end - ow_begin;
+                    if (count == x_w) {
+                      whole_rows[kw].add(y_row, x_row);
+                    } else {
+                      RowScatter(y_w, g.tap_position(2, ow_begin, kw), g.stride[2], count, g.mode).add(y_row, x_row);
                     }
-                    pixel += count;
-                  }
+                  });
                 }
               }
             }
