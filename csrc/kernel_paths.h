@@ -201,6 +201,20 @@ inline bool cpu_nhwc_tiles_avx512(const ConvGeometry& g, bool channels_last, Cpu
          (channels_last || g.conv_in_volume() * kLanes * element_bytes <= kChannelBlocksAvx512MaxBytes);
 }
 
+// Whether the channels-last tiles of a row of 9-15 float32 channels run on AVX-512 as one vector masked to the
+// channels, where at::vec's AVX2 tiles run two 8-float vectors that overlap (the second ends at C) and load each input
+// twice. Masked loads of 16-bit values would need AVX-512BW, which the dispatch does not check: float32 only. Not the
+// weight gradient's rows, whose channels past the whole vectors run one by one, nor NCHW's channel blocks. 2 cores
+// (Sapphire Rapids), interleaved, against the AVX2 tiles (benchmarks/RESULTS.md): 11 calls of random seeds 1-12 with
+// 10-15 channels ran 0.62-0.91x their time (a grouped k7 conv to 12 channels 3.96 against 5.93 ms); with 8 channels
+// (one AVX2 vector, half the masked vector idle) 3 calls ran 1.08-1.16x, hence 9.
+constexpr int64_t kNhwcTilesAvx512MinMaskedChannels = 9;
+inline bool cpu_nhwc_tiles_avx512_masked(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes,
+                                         bool reduced_precision) {
+  return channels_last && isa >= CpuIsa::Avx512 && element_bytes == 4 && !reduced_precision &&
+         g.conv_out_channels >= kNhwcTilesAvx512MinMaskedChannels && g.conv_out_channels < kNhwcTilesAvx512Lanes;
+}
+
 // Whether a channels-last grouped conv with more than one input channel per group runs depthwise.cpp's channels-last
 // kernel over expanded rows (cpu_grouped_expanded): each output channel's lane reads its own group's input channels,
 // so every lane of a vector of output channels is a real one, where the blocked kernel puts one group's output channels
@@ -639,7 +653,8 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
                                                                      : ConvPath::CudaDirect;
   }
   if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g), reduced_precision, isa)) return ConvPath::CpuTorch;
-  const bool avx512_tiles = cpu_nhwc_tiles_avx512(g, channels_last, isa, element_bytes);
+  const bool avx512_tiles = cpu_nhwc_tiles_avx512(g, channels_last, isa, element_bytes) ||
+                            cpu_nhwc_tiles_avx512_masked(g, channels_last, isa, element_bytes, reduced_precision);
   if (cpu_depthwise(g, channels_last, /*expanded_rows=*/true)) {
     if (cpu_depthwise_channel_blocks(g, channels_last, element_bytes)) {
       return avx512_tiles ? ConvPath::CpuDepthwiseChannelBlocksAvx512 : ConvPath::CpuDepthwiseChannelBlocks;
@@ -692,7 +707,9 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
                                                 bool reduced_precision, CpuIsa isa, WeightFinite&& weight_finite) {
   // The tiles run over y's channels, those of the phase convs' output.
   const auto depthwise_phases = [&] {
-    return cpu_nhwc_tiles_avx512(transpose_phase_as_conv(g, 0).conv, channels_last, isa, element_bytes)
+    const ConvGeometry phase = transpose_phase_as_conv(g, 0).conv;
+    return cpu_nhwc_tiles_avx512(phase, channels_last, isa, element_bytes) ||
+                   cpu_nhwc_tiles_avx512_masked(phase, channels_last, isa, element_bytes, reduced_precision)
                ? ConvTransposePath::CpuDepthwisePhasesAvx512
                : ConvTransposePath::CpuDepthwisePhases;
   };

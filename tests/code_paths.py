@@ -75,12 +75,18 @@ def tiles_isas():
     return sorted({min(machine_isa(), "avx2", key=ISA_ORDER.index), machine_isa()}, key=ISA_ORDER.index)
 
 
-def tiles_kernel(path, isa=None, dtype=torch.float32, channels=16):
+def tiles_kernel(path, isa=None, dtype=torch.float32, channels=16, weight_grad=False):
     """A path that runs depthwise.cpp's channels-last register tiles (cpu_depthwise channels-last,
-    cpu_depthwise_channel_blocks on small planes, cpu_grouped_expanded, cpu_depthwise_phases) as the ISA (None: the
-    current FASTPAD_CPU_ISA) names it: on AVX-512 with float accumulation and 16 channels or more, its _avx512 twin."""
+    cpu_depthwise_channel_blocks on small planes, cpu_grouped_expanded, cpu_depthwise_phases; the channels-last
+    depthwise weight gradient's sums where weight_grad) as the ISA (None: the current FASTPAD_CPU_ISA) names it: on
+    AVX-512 its _avx512 twin with float accumulation and 16 channels or more, or in float32 with 9-15 channels, one
+    masked vector (kernel_paths.h's cpu_nhwc_tiles_avx512_masked: channels-last convs only, not the weight
+    gradient's sums nor NCHW's channel blocks)."""
     isa = isa or torch.ops.fastpad._cpu_isa()
-    wide = ISA_ORDER.index(isa) >= ISA_ORDER.index("avx512") and dtype != torch.float64 and channels >= 16
+    masked = (dtype == torch.float32 and 9 <= channels < 16 and not weight_grad
+              and path != "cpu_depthwise_channel_blocks")
+    wide = (ISA_ORDER.index(isa) >= ISA_ORDER.index("avx512") and dtype != torch.float64
+            and (channels >= 16 or masked))
     return f"{path}_avx512" if wide else path
 
 
@@ -266,6 +272,8 @@ for _isa in ("avx2", "avx512"):
         f"2d_grouped_few_channels_channels_last_reflect_{_isa}": _path(
             False, (28, 30), 16, 20, 3, groups=4, padding_mode="reflect", channels_last=True, isa=_isa,
             kernels=_kernels(_blocked if _isa == "avx2" else "cpu_tap_tiles_avx512", _folded, "cpu_tap_dots")),
+        # A channels-last depthwise conv with a multiplier of 3, to 12 channels: on AVX-512 one masked vector of the
+        # tiles (cpu_nhwc_tiles_avx512_masked); its weight gradient's sums stay at AVX2's vectors.
         f"2d_depthwise_x3_channels_last_{_isa}": _path(False, (12, 13), 4, 12, 3, groups=4, channels_last=True,
                                                        isa=_isa,
                                                        kernels=_kernels(tiles_kernel("cpu_depthwise", _isa,

@@ -155,13 +155,14 @@ def test_depthwise_widths_around_vector_lengths(width, channels_last, device):
         assert_memory_format_kept(x, y)
 
 
-@pytest.mark.parametrize("channels", [7, 8, 19, 32, 33, 77, 1024])
+@pytest.mark.parametrize("channels", [7, 8, 12, 19, 32, 33, 77, 1024])
 def test_channels_last_depthwise_channel_counts(channels, device):
     """Channels-last depthwise convs on depthwise.cpp's conv_nhwc: the per-pixel loop under a vector of channels (7)
     and in strided rows whose pixels are a multiple of 4 KiB (1024 channels at stride 2 in float32 and float64), the
-    register tiles (8 positions x a vector of channels) otherwise, with the next tile's pixels prefetched whole (up
-    to 128 bytes) or a 64-byte run of channels at a time (77 channels; 1024 in bfloat16): a dilated even kernel with
-    replicate pads and interior tiles, a stride with a partial last tile, a 3-d conv in reflect."""
+    register tiles (8 positions x a vector of channels; 12 in float32 one masked AVX-512 vector) otherwise, with the
+    next tile's pixels prefetched whole (up to 128 bytes) or a 64-byte run of channels at a time (77 channels; 1024 in
+    bfloat16): a dilated even kernel with replicate pads and interior tiles, a stride with a partial last tile, a 3-d
+    conv in reflect."""
     for size, kernel, stride, dilation, padding, mode in (((11, 21), 6, 1, 2, "same_lower", "replicate"),
                                                           ((9, 19), 3, 2, 1, "same", "zeros"),
                                                           ((5, 6, 13), 3, 1, 1, "same", "reflect")):
@@ -267,8 +268,10 @@ def test_channels_last_grouped_expanded(per_group, multiplier, groups, device):
 def test_avx512_tiles_bounds(isa):
     """kernel_paths.h's cpu_nhwc_tiles_avx512: depthwise.cpp's channels-last tiles take AVX-512's 16 floats (the paths'
     _avx512 twins) on a CPU with AVX-512F, for float accumulation (float32, bfloat16; not float64) and 16 channels or
-    more (15: no); NCHW channel blocks of 16 channels only where a block's image stays within 640 KiB (101 x 101 x 16
-    x 4 bytes = 653 KB: yes; 102 x 102 = 666 KB: no). At AVX2 never."""
+    more; NCHW channel blocks of 16 channels only where a block's image stays within 640 KiB (101 x 101 x 16 x 4 bytes
+    = 653 KB: yes; 102 x 102 = 666 KB: no). cpu_nhwc_tiles_avx512_masked: channels-last float32 rows of 9-15 channels
+    too, as one masked vector (8: no, one AVX2 vector; bfloat16: no; NCHW's 8-channel blocks and the weight gradient's
+    sums of 15 channels: no). At AVX2 never."""
     require_isa(isa)
 
     def path(size, channels, c_out=None, groups=None, channels_last=True, dtype=torch.float32):
@@ -291,7 +294,12 @@ def test_avx512_tiles_bounds(isa):
         x = x[:, :15].contiguous(memory_format=torch.channels_last)
         assert torch.ops.fastpad._conv_weight_grad_path(x, x, [15, 1, 3, 3], [1, 1], [1, 1], [1, 1], 15, "zeros",
                                                         "cpu") == "cpu_depthwise"
-    assert path((20, 20), 15) == "cpu_depthwise"
+    assert path((20, 20), 15) == "cpu_depthwise" + wide  # masked
+    assert path((20, 20), 9) == "cpu_depthwise" + wide  # masked
+    assert path((9, 9), 24, c_out=12, groups=4) == "cpu_grouped_expanded" + wide  # masked
+    assert path((20, 20), 8) == "cpu_depthwise"
+    assert path((20, 20), 15, dtype=torch.bfloat16) == "cpu_depthwise"
+    assert path((20, 20), 8, channels_last=False) == "cpu_depthwise_channel_blocks"
     assert path((20, 20), 16, dtype=torch.float64) == "cpu_depthwise"
     assert path((102, 102), 16, channels_last=False) == "cpu_depthwise_channel_blocks"
     assert path((9, 9), 16, c_out=8, groups=8) == "cpu_grouped_expanded"
@@ -307,7 +315,9 @@ def test_avx512_tiles_match_avx2_bitwise(dtype):
     channels-last depthwise weight gradient's sums (40 and 37 channels: with 2 threads, blocks of 32 + 8 and 32 + 5 on
     AVX-512, of 24 + 16 and 24 + 13 on AVX2, a last vector ending at C where a block is no whole number of vectors; a
     9-wide kernel, in runs of 8 and 1 taps), whose sums per channel are the same whatever the blocks; and with a
-    multiplier of 2 (the transposed conv's phases and the weight gradient over expanded x rows)."""
+    multiplier of 2 (the transposed conv's phases and the weight gradient over expanded x rows). In float32 also rows
+    of 9-15 channels, one masked vector on AVX-512 (a depthwise conv, a grouped conv to 15 channels, stride phases to
+    11)."""
     require_isa("avx512")
     ops = torch.ops.fastpad
     calls = [  # (path at AVX2, x's shape, weight's shape, groups, stride, pads, mode, channels_last, transposed)
@@ -318,6 +328,10 @@ def test_avx512_tiles_match_avx2_bitwise(dtype):
         ("cpu_depthwise_phases", (2, 40, 13, 30), (40, 1, 4, 4), 40, 2, (1, 2), "zeros", True, True),
         ("cpu_depthwise_phases", (2, 80, 13, 30), (80, 1, 4, 4), 40, 2, (1, 2), "zeros", True, True),
     ]
+    if dtype == torch.float32:  # rows of 9-15 channels: one masked AVX-512 vector, two AVX2 vectors
+        calls += [("cpu_depthwise", (2, 12, 30, 33), (12, 1, 5, 5), 12, 1, (2, 2), "reflect", True, False),
+                  ("cpu_grouped_expanded", (2, 30, 14, 19), (15, 6, 3, 3), 5, 1, (1, 1), "circular", True, False),
+                  ("cpu_depthwise_phases", (2, 11, 13, 30), (11, 1, 4, 4), 11, 2, (1, 2), "zeros", True, True)]
     for path, x_shape, w_shape, groups, stride, (lo, hi), mode, channels_last, transposed in calls:
         y_channels = w_shape[1] * groups if transposed else w_shape[0]
         x, w, b = (torch.randn(x_shape, dtype=dtype), torch.randn(w_shape, dtype=dtype),
@@ -350,7 +364,8 @@ def test_avx512_tiles_match_avx2_bitwise(dtype):
         grads = []
         for isa in ("avx2", "avx512"):
             with cpu_isa_limit(isa):
-                assert ops._conv_weight_grad_path(*args, "cpu") == tiles_kernel("cpu_depthwise", isa, dtype, c_out)
+                assert ops._conv_weight_grad_path(*args, "cpu") == tiles_kernel("cpu_depthwise", isa, dtype, c_out,
+                                                                                weight_grad=True)
                 grads.append(ops.conv_weight_grad(*args))
         assert grads[0].isfinite().all()
         assert torch.equal(grads[0], grads[1]), (channels, kernel)

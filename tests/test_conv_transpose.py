@@ -136,7 +136,7 @@ def test_medium_shapes_cross_tile_boundaries(c_in, c_out, size, kernel, stride, 
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=["float64", "float32", "bfloat16"])
-@pytest.mark.parametrize("channels, multiplier", [(5, 1), (16, 1), (77, 1), (8, 3), (16, 2)])
+@pytest.mark.parametrize("channels, multiplier", [(5, 1), (12, 1), (16, 1), (77, 1), (8, 3), (10, 3), (16, 2)])
 def test_channels_last_depthwise_stride_phases(channels, multiplier, dtype):
     """Channels-last depthwise transposed convs in zeros mode run as the depthwise convs their stride phases are, on
     depthwise.cpp's channels-last tiles, y row by y row (cpu_depthwise_phases): stride 1 (one phase, the kernel
@@ -145,8 +145,8 @@ def test_channels_last_depthwise_stride_phases(channels, multiplier, dtype):
     (5: the per-pixel loop), one vector, and 77 (a last vector ending at C); with a multiplier (m x channels per
     y channel: each phase a grouped conv over x rows expanded per thread, the rows of several phases in one cache); an
     inf weight, which must meet no zero outside x. Each call asserts the path (at AVX2 and at this CPU's own ISA: on
-    AVX-512 the tiles' _avx512 twin from 16 y channels in float32 and bfloat16) and is compared with the float64
-    reference."""
+    AVX-512 the tiles' _avx512 twin from 16 y channels in float32 and bfloat16, and from 9 in float32: one masked
+    vector) and is compared with the float64 reference."""
     cases = [((20, 21), 3, 1, 1, "same", 0), ((30, 26), 4, 2, 2, "same_lower", 1), ((25, 25), 2, 3, 1, "valid", 0),
              ((27, 30), 3, 2, 1, ((3, 4), (4, 3)), 1), ((4, 5, 26), 3, (1, 1, 2), 1, "same", 0)]
     for (size, kernel, stride, dilation, padding, output_padding), isa in itertools.product(cases, tiles_isas()):

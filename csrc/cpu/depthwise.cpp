@@ -417,6 +417,7 @@ template <typename acc_t>
 struct AtenVectors {
   using V = at::vec::Vectorized<acc_t>;
   static constexpr int64_t kLanes = V::size();
+  static constexpr bool kMaskedLanes = false;  // fewer channels than a vector run NhwcRows' per-pixel loop
   template <typename scalar_t>
   static V load(const scalar_t* p) { return load_vector<acc_t>(p); }
   static V zero() { return V(acc_t(0)); }
@@ -559,7 +560,8 @@ class NhwcRows {
   using acc_t = acc_type<scalar_t>;
   using Vec = at::vec::Vectorized<acc_t>;
 
-  // avx512: the tiles on AVX-512 (cpu_nhwc_tiles_avx512), for float accumulation and 16 channels or more.
+  // avx512: the tiles on AVX-512 (cpu_nhwc_tiles_avx512), for float accumulation and 16 channels or more, or float32
+  // and 8-15 channels, one masked vector (cpu_nhwc_tiles_avx512_masked).
   NhwcRows(const ConvGeometry& g, bool avx512)
       : g_(g),
         channels_(g.conv_out_channels),
@@ -585,8 +587,11 @@ class NhwcRows {
         }
       }
     }
-    TORCH_INTERNAL_ASSERT(!avx512 || (std::is_same_v<acc_t, float> && channels_ >= kNhwcTilesAvx512Lanes),
-                          "fastpad: the AVX-512 tiles need float accumulation and a vector of channels");
+    TORCH_INTERNAL_ASSERT(!avx512 || (std::is_same_v<acc_t, float> &&
+                                      (channels_ >= kNhwcTilesAvx512Lanes ||
+                                       (std::is_same_v<scalar_t, float> &&
+                                        channels_ >= kNhwcTilesAvx512MinMaskedChannels))),
+                          "fastpad: the AVX-512 tiles need float accumulation and a vector of channels (float32: 8)");
     // Fewer channels than a vector, or a strided row whose pixels are a multiple of 4 KiB apart: the per-pixel loop.
     // In such a row every vector a tile reads at one channel offset falls in the same L1 set, and at stride s tap
     // kw + s re-reads the lines that the taps between evicted (4x1024x28^2 k5 s2: 1.47x the per-pixel loop's time;

@@ -28,6 +28,9 @@ struct Isa {
   static V load(const Float16Bits* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
+  static constexpr bool kMaskedLanes = true;
+  static V load(const float* p, uint32_t lanes_mask) { return _mm512_maskz_loadu_ps(__mmask16(lanes_mask), p); }
+  static void store(float* p, V v, uint32_t lanes_mask) { _mm512_mask_storeu_ps(p, __mmask16(lanes_mask), v); }
   static V zero() { return _mm512_setzero_ps(); }
   static float scalar(float v) { return v; }
   static float scalar(BFloat16Bits v) { return _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(v.bits << 16))); }

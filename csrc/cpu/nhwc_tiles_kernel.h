@@ -1,20 +1,30 @@
 // The tile loops of a channels-last output row (cpu/nhwc_tiles.h), included once per instruction set inside that
 // set's namespace (depthwise.cpp, nhwc_tiles_avx512.cpp). Isa gives the vector of accumulators:
 //   V, kLanes; load(const scalar_t* or const acc_t*) -> V of acc_t; zero(); fmadd(a, b, c) = a * b + c;
-//   store(scalar_t*, V), rounding to scalar_t; store(acc_t*, V); scalar(scalar_t) -> acc_t.
+//   store(scalar_t*, V), rounding to scalar_t; store(acc_t*, V); scalar(scalar_t) -> acc_t; kMaskedLanes: whether
+//   it has load(const float*, uint32_t lanes_mask) and store(float*, V, uint32_t lanes_mask), for float32 rows of
+//   fewer channels than a vector (the other lanes load zeros and are not stored).
 // No include guard: each inclusion compiles these templates for its own instruction set.
 
 // One tile: kNhwcTile positions from ow0 (the first `kept` of them stored) x the vector of channels at c0, over every
-// tap row and the input channels per group of each tap (kGroups; otherwise one, known to the compiler).
-template <typename Isa, bool kGroups, typename scalar_t, typename acc_t>
+// tap row and the input channels per group of each tap (kGroups; otherwise one, known to the compiler). kMasked: the
+// row has fewer channels than a vector, which loads and stores only the lanes set in lanes_mask (Isa::kMaskedLanes).
+template <typename Isa, bool kGroups, bool kMasked, typename scalar_t, typename acc_t>
 void nhwc_tile(const NhwcRowTiles<scalar_t, acc_t>& a, const int64_t* tile_columns, bool interior, int64_t ow0,
-               int64_t kept, int64_t c0) {
+               int64_t kept, int64_t c0, uint32_t lanes_mask) {
   using V = typename Isa::V;
+  const auto load = [lanes_mask](const auto* p) {
+    if constexpr (kMasked) {
+      return Isa::load(p, lanes_mask);
+    } else {
+      return Isa::load(p);
+    }
+  };
   const int64_t reduction = kGroups ? a.reduction : 1;
   const int64_t channels = a.channels, kw_count = a.kw_count;
   const int64_t pixel_values = reduction * channels, pixel_step = a.stride_w * pixel_values;
   V acc[kNhwcTile];
-  const V init = a.bias ? Isa::load(a.bias + c0) : Isa::zero();
+  const V init = a.bias ? load(a.bias + c0) : Isa::zero();
 #pragma GCC unroll 8
   for (int64_t p = 0; p < kNhwcTile; ++p) acc[p] = init;
   for (int64_t r = 0; r < a.row_count; ++r) {
@@ -22,17 +32,17 @@ void nhwc_tile(const NhwcRowTiles<scalar_t, acc_t>& a, const int64_t* tile_colum
     const acc_t* w_row = a.w_taps + a.rows[r].first * kw_count * pixel_values + c0;
     for (int64_t kw = 0; kw < kw_count; ++kw) {
       for (int64_t ci = 0; ci < reduction; ++ci) {
-        const V w = Isa::load(w_row + (kw * reduction + ci) * channels);
+        const V w = load(w_row + (kw * reduction + ci) * channels);
         if (interior) {  // the tile's inputs a stride apart: no column look-up, no test
           const scalar_t* x_tap = x_row + tile_columns[kw] * pixel_values + ci * channels;
 #pragma GCC unroll 8
-          for (int64_t p = 0; p < kNhwcTile; ++p) acc[p] = Isa::fmadd(Isa::load(x_tap + p * pixel_step), w, acc[p]);
+          for (int64_t p = 0; p < kNhwcTile; ++p) acc[p] = Isa::fmadd(load(x_tap + p * pixel_step), w, acc[p]);
           continue;
         }
 #pragma GCC unroll 8
         for (int64_t p = 0; p < kNhwcTile; ++p) {
           const int64_t column = tile_columns[p * kw_count + kw];
-          if (column >= 0) acc[p] = Isa::fmadd(Isa::load(x_row + column * pixel_values + ci * channels), w, acc[p]);
+          if (column >= 0) acc[p] = Isa::fmadd(load(x_row + column * pixel_values + ci * channels), w, acc[p]);
         }
       }
     }
@@ -42,7 +52,11 @@ void nhwc_tile(const NhwcRowTiles<scalar_t, acc_t>& a, const int64_t* tile_colum
   for (int64_t p = 0; p < kNhwcTile; ++p) {
     if (p >= kept) break;
     const V out = acc[p];
-    Isa::store(a.y_row + (ow0 + p) * a.y_pixel_stride + c0, out);
+    if constexpr (kMasked) {
+      Isa::store(a.y_row + (ow0 + p) * a.y_pixel_stride + c0, out, lanes_mask);
+    } else {
+      Isa::store(a.y_row + (ow0 + p) * a.y_pixel_stride + c0, out);
+    }
   }
 }
 
@@ -81,8 +95,16 @@ void nhwc_row_tiles(const NhwcRowTiles<scalar_t, acc_t>& a) {
           }
         }
       }
-      nhwc_tile<Isa, kGroups>(a, a.columns + ow0 * kw_count, a.interior[tile], ow0,
-                              std::min(kNhwcTile, a.out_w - ow0), std::min(c, a.channels - Isa::kLanes));
+      const int64_t kept = std::min(kNhwcTile, a.out_w - ow0);
+      if constexpr (Isa::kMaskedLanes && std::is_same_v<scalar_t, float>) {
+        if (a.channels < Isa::kLanes) {  // one vector, masked to the channels (float32 rows: kernel_paths.h)
+          nhwc_tile<Isa, kGroups, true>(a, a.columns + ow0 * kw_count, a.interior[tile], ow0, kept, 0,
+                                        (uint32_t(1) << a.channels) - 1);
+          continue;
+        }
+      }
+      nhwc_tile<Isa, kGroups, false>(a, a.columns + ow0 * kw_count, a.interior[tile], ow0, kept,
+                                     std::min(c, a.channels - Isa::kLanes), 0);
     }
   }
 }
