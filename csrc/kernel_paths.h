@@ -59,6 +59,10 @@ enum class ConvTransposePath {
   CpuBlockedNoPlanesAvx512,  // the same, AVX-512
   CpuBlockedFoldedAvx2,    // another mode: the full transposed conv on the blocked kernel, then folded, AVX2
   CpuBlockedFoldedAvx512,  // the same, AVX-512
+  CpuTapTilesAvx2,    // stride 1, zeros: the conv its one phase is on conv's tap tiles (cpu_tap_tiles_transpose), AVX2
+  CpuTapTilesAvx512,  // the same, AVX-512
+  CpuTapTilesFoldedAvx2,    // stride 1, another mode: the full transposed conv on the tap tiles, then folded, AVX2
+  CpuTapTilesFoldedAvx512,  // the same, AVX-512
   CpuDepthwise,       // cpu/depthwise.cpp
   CpuDepthwisePhases,  // channels-last depthwise, zeros: the convs its stride phases are on depthwise.cpp's tiles
   CpuDepthwisePhasesAvx512,  // the same on AVX-512's tiles
@@ -394,28 +398,39 @@ inline bool cpu_blocked_no_planes(const ConvGeometry& g, bool channels_last, boo
 // stems 0.54-0.84x. From 128 the blocked kernel keeps them: the tap tiles were 1.03-1.23x its time on three random
 // stems with 92-220 output channels, 0.76-0.85x on two with 21-64.
 constexpr int64_t kTapTilesMinColumns = 14, kTapTilesMinStridedColumns = 28, kTapTilesChannelsLastMinTaps = 4;
-inline bool cpu_tap_tiles(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
-  if (isa == CpuIsa::Baseline || element_bytes != 4) return false;
+// Why cpu_tap_tiles takes a conv: an NCHW stem (in place of the column GEMM), at most half a vector of output channels
+// per group (either layout), or, NCHW at stride 1, fewer than two vectors.
+enum class TapTilesReason { None, Stem, HalfVector, TwoVectors };
+inline TapTilesReason cpu_tap_tiles_reason(const ConvGeometry& g, bool channels_last, CpuIsa isa,
+                                           int64_t element_bytes) {
+  if (isa == CpuIsa::Baseline || element_bytes != 4) return TapTilesReason::None;
   const int64_t c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
   const int64_t reduction = c_in * g.kernel_volume();
-  if (reduction < kBlockedMinReduction) return false;
+  if (reduction < kBlockedMinReduction) return TapTilesReason::None;
   // NCHW stems below the blocked kernel's reduction: in place of the column GEMM, any output channel count.
   if (!channels_last && g.groups == 1 && c_in < kTapGemmMinChannels && reduction < kBlockedStemMinReduction) {
-    return g.conv_out_sizes[2] >= kTapTilesMinColumns;
+    return g.conv_out_sizes[2] >= kTapTilesMinColumns ? TapTilesReason::Stem : TapTilesReason::None;
   }
   // In place of the blocked kernel, or of NCHW's tap GEMMs (a 1x1 kernel).
   if (!cpu_blocked_direct(g, channels_last, isa, element_bytes) && (channels_last || c_in < kTapGemmMinChannels)) {
-    return false;
+    return TapTilesReason::None;
   }
   const int64_t lanes = isa >= CpuIsa::Avx512 ? cpu::kBlockedDirectVectorAvx512 : cpu::kBlockedDirectVectorAvx2;
   const int64_t phases = g.stride[0] * g.stride[1] * g.stride[2], columns = g.conv_out_sizes[2];
   const bool wide_rows = columns >= (phases > 1 ? kTapTilesMinStridedColumns : kTapTilesMinColumns);
   if (channels_last) {
-    return 2 * c_out <= lanes && wide_rows && g.kernel_volume() >= kTapTilesChannelsLastMinTaps * phases;
+    return 2 * c_out <= lanes && wide_rows && g.kernel_volume() >= kTapTilesChannelsLastMinTaps * phases
+               ? TapTilesReason::HalfVector
+               : TapTilesReason::None;
   }
-  if (2 * c_out <= lanes && wide_rows) return true;
+  if (2 * c_out <= lanes && wide_rows) return TapTilesReason::HalfVector;
   const bool dot_products = isa == CpuIsa::Avx512Bf16 && c_in % 2 == 0;
-  return !dot_products && phases == 1 && c_out < 2 * lanes && columns >= kTapTilesMinStridedColumns;
+  return !dot_products && phases == 1 && c_out < 2 * lanes && columns >= kTapTilesMinStridedColumns
+             ? TapTilesReason::TwoVectors
+             : TapTilesReason::None;
+}
+inline bool cpu_tap_tiles(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
+  return cpu_tap_tiles_reason(g, channels_last, isa, element_bytes) != TapTilesReason::None;
 }
 
 // The geometry of the full transposed conv of g with zero padding: every position a tap reaches (transposed_full_size
@@ -510,6 +525,29 @@ inline bool cpu_gemm_col2im_nhwc(const ConvGeometry& g, bool channels_last, int6
          g.conv_in_channels_per_group() >= kCol2imNhwcMinYChannels &&
          g.conv_in_channels_per_group() * g.kernel_volume() >= kCol2imNhwcMinSpread &&
          g.batch * g.conv_out_volume() >= kCol2imNhwcMinPositions && g.conv_out_sizes[0] * g.conv_out_sizes[1] > 1;
+}
+
+// Whether a float32 stride-1 transposed conv that the blocked kernel takes (zeros, or folded from the full transposed
+// conv) runs the conv its one stride phase is on conv's tap tiles instead: vectors along y's positions, where the
+// blocked kernel's vectors along y's channels leave lanes empty. Where cpu_tap_tiles takes that conv for its few
+// output (y) channels per group: half a vector, or on AVX-512 NCHW's fewer than two vectors where the blocked kernel's
+// vectors would leave 30% of their lanes or more empty (kTapTilesTransposeMaxLaneUse); not as an NCHW stem (a stem's
+// alternative there is the column GEMM, here the blocked kernel). Random layers' calls, 2 cores (Sapphire Rapids),
+// interleaved, against the blocked kernel (benchmarks/RESULTS.md): 10 of seeds 1-4 + suite 1.07-3.24x faster (geomean
+// 1.92), 10 of seeds 5-12 1.15-2.59x, 10 of seeds 13-16 (held out) 1.06-2.70x (1.64), AVX2 5 of seeds 1-8
+// 1.22-2.37x. Taking every conv cpu_tap_tiles takes, the stems ran 0.81-1.23x, and on AVX-512 NCHW convs to 13-29 y
+// channels per group (the blocked kernel's lanes 72-94% used) 0.61-1.18x; on AVX2 the fewer-than-two-vectors rule
+// 0.80-1.20x. bfloat16 and float16 keep the blocked kernel (not measured).
+constexpr double kTapTilesTransposeMaxLaneUse = 0.7;
+inline bool cpu_tap_tiles_transpose(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes,
+                                    bool reduced_precision) {
+  if (transpose_phase_count(g) != 1 || reduced_precision) return false;
+  const TapTilesReason reason =
+      cpu_tap_tiles_reason(transpose_phase_as_conv(g, 0).conv, channels_last, isa, element_bytes);
+  if (reason == TapTilesReason::HalfVector) return true;
+  const int64_t c_y = g.conv_in_channels_per_group(), lanes = cpu::kBlockedDirectVectorAvx512;
+  return reason == TapTilesReason::TwoVectors && isa >= CpuIsa::Avx512 &&
+         static_cast<double>(c_y) <= kTapTilesTransposeMaxLaneUse * static_cast<double>(ceil_div(c_y, lanes) * lanes);
 }
 
 inline bool cpu_blocked_transpose_wasteful(const ConvGeometry& g, CpuIsa isa) {
@@ -736,6 +774,10 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
                                                          : ConvTransposePath::CpuGemmCol2imAvx2);
   if (blocked && (!folded || (!reduced_precision && folded_transpose_fits(g))) && weight_finite()) {
     if (cpu_blocked_transpose_wasteful(g, isa)) return gemm_col2im;
+    if (cpu_tap_tiles_transpose(g, channels_last, isa, element_bytes, reduced_precision)) {
+      if (avx512) return folded ? ConvTransposePath::CpuTapTilesFoldedAvx512 : ConvTransposePath::CpuTapTilesAvx512;
+      return folded ? ConvTransposePath::CpuTapTilesFoldedAvx2 : ConvTransposePath::CpuTapTilesAvx2;
+    }
     if (cpu_blocked_no_planes_transpose(g, channels_last, reduced_precision)) {
       return isa >= CpuIsa::Avx512 ? ConvTransposePath::CpuBlockedNoPlanesAvx512
                                    : ConvTransposePath::CpuBlockedNoPlanesAvx2;
@@ -1002,6 +1044,10 @@ inline const char* path_name(ConvTransposePath path) {
     case ConvTransposePath::CpuBlockedNoPlanesAvx512: return "cpu_blocked_no_planes_avx512";
     case ConvTransposePath::CpuBlockedFoldedAvx2: return "cpu_blocked_folded_avx2";
     case ConvTransposePath::CpuBlockedFoldedAvx512: return "cpu_blocked_folded_avx512";
+    case ConvTransposePath::CpuTapTilesAvx2: return "cpu_tap_tiles_avx2";
+    case ConvTransposePath::CpuTapTilesAvx512: return "cpu_tap_tiles_avx512";
+    case ConvTransposePath::CpuTapTilesFoldedAvx2: return "cpu_tap_tiles_folded_avx2";
+    case ConvTransposePath::CpuTapTilesFoldedAvx512: return "cpu_tap_tiles_folded_avx512";
     case ConvTransposePath::CpuDepthwise: return "cpu_depthwise";
     case ConvTransposePath::CpuDepthwisePhases: return "cpu_depthwise_phases";
     case ConvTransposePath::CpuDepthwisePhasesAvx512: return "cpu_depthwise_phases_avx512";

@@ -268,10 +268,13 @@ for _isa in ("avx2", "avx512"):
         # gradient, 5 channels per group). Their weight gradients take NCHW copies: with at most 12 output channels
         # per group the NCHW depthwise kernel's tap dots over several input channels per group, and that kernel
         # itself for the multiplier 3. With 5 output channels per group over rows of 30-40, the convs themselves
-        # take the tap tiles (on AVX2, the channels-last one keeps the blocked kernel: 5 of 8 lanes).
+        # take the tap tiles (on AVX2, the channels-last one keeps the blocked kernel: 5 of 8 lanes), and so do their
+        # stride-1 input gradients, to 4 y channels per group (cpu_tap_tiles_transpose; in reflect the full transposed
+        # conv, then folded).
         f"2d_grouped_few_channels_channels_last_reflect_{_isa}": _path(
             False, (28, 30), 16, 20, 3, groups=4, padding_mode="reflect", channels_last=True, isa=_isa,
-            kernels=_kernels(_blocked if _isa == "avx2" else "cpu_tap_tiles_avx512", _folded, "cpu_tap_dots")),
+            kernels=_kernels(_blocked if _isa == "avx2" else "cpu_tap_tiles_avx512", f"cpu_tap_tiles_folded_{_isa}",
+                             "cpu_tap_dots")),
         # A channels-last depthwise conv with a multiplier of 3, to 12 channels: on AVX-512 one masked vector of the
         # tiles (cpu_nhwc_tiles_avx512_masked); its weight gradient's sums stay at AVX2's vectors.
         f"2d_depthwise_x3_channels_last_{_isa}": _path(False, (12, 13), 4, 12, 3, groups=4, channels_last=True,
@@ -280,8 +283,8 @@ for _isa in ("avx2", "avx512"):
                                                                                      channels=12),
                                                                         _blocked, "cpu_depthwise")),
         f"1d_grouped_few_channels_causal_{_isa}": _path(False, (40,), 12, 15, 5, groups=3, padding="causal", isa=_isa,
-                                                        kernels=_kernels(f"cpu_tap_tiles_{_isa}", _blocked,
-                                                                         "cpu_tap_dots")),
+                                                        kernels=_kernels(f"cpu_tap_tiles_{_isa}",
+                                                                         f"cpu_tap_tiles_{_isa}", "cpu_tap_dots")),
         # Strided transposed convs with fewer than 16 x channels per group and 2^18 multiply-adds per phase run one
         # blocked conv per stride phase: in zeros (6 x channels, 4 phases of 4 taps; crops torch's cannot express),
         # and in reflect for a stride-2 conv's input gradient (10 x channels, 4 phases of about 2 taps). The first's

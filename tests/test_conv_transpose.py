@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import fastpad
-from code_paths import (RESULT_NAMES, CodePath, cpu_isa_limit, kernels_reached, reduction_tiles_kernel,
+from code_paths import (RESULT_NAMES, CodePath, cpu_isa_limit, kernels_reached, reduction_tiles_kernel, require_isa,
                         run_forward_backward, run_reference, tiles_isas, tiles_kernel)
 from fastpad.cases import ConvCase
 from reference import (CHANNELS_LAST, EXPLICIT_PADDINGS, GROUP_CASES, as_tuple, assert_matches,
@@ -303,6 +303,26 @@ CHANNELS_LAST_COL2IM = [((27, 27), 99, 30, 7, 1, ((0, 0), (0, 0)), "zeros"),
                         ((9, 11, 10), 8, 24, 3, 2, ((1, 1), (0, 1), (1, 0)), "circular")]
 
 
+def check_input_gradient(x, w, stride, pads, mode, groups, layout, expected_path, isa):
+    """The input gradient of fastpad's conv of x (a transposed conv in `mode`, grad_y in `layout`): its path, asserted
+    to be expected_path, and its values against float64 autograd, outputs poisoned first. Returns it."""
+    nd = x.dim() - 2
+    gy = torch.randn(expected_conv(x, w, None, stride=stride, padding=pads, padding_mode=mode,
+                                   groups=groups).shape).contiguous(memory_format=layout)
+    path = torch.ops.fastpad._conv_transpose_path(gy, w, None, [stride] * nd, [lo for lo, _ in pads],
+                                                  list(x.shape[2:]), [1] * nd, groups, mode, "cpu")
+    assert path == expected_path, (isa, path)
+    xr = x.detach().requires_grad_()
+    y = getattr(fastpad, f"conv{nd}d")(xr, w, stride=stride, padding=pads, padding_mode=mode, groups=groups)
+    x64 = x.double().requires_grad_()
+    (expected,) = torch.autograd.grad(expected_conv(x64, w.double(), None, stride=stride, padding=pads,
+                                                    padding_mode=mode, groups=groups), x64, gy.double())
+    poison(expected.shape, torch.float32)
+    (grad,) = torch.autograd.grad(y, xr, gy)
+    assert_matches(grad, expected, torch.float32, what="input gradient")
+    return grad
+
+
 @pytest.mark.parametrize("weight_format", ["contiguous", "channels_last"])
 @pytest.mark.parametrize("batch", [1, 2])
 @pytest.mark.parametrize("size, c_x, c_y, kernel, stride, pads, mode", CHANNELS_LAST_COL2IM)
@@ -333,19 +353,7 @@ def test_channels_last_col2im_threads_own_y_positions(size, c_x, c_y, kernel, st
                 continue
             x, w, _ = conv_inputs(size, c_y, c_x, kernel, 1, batch, bias=False, dtype=torch.float32)
             x, w = x.contiguous(memory_format=CHANNELS_LAST[x.dim()]), as_weight(w)
-            gy = torch.randn(expected_conv(x, w, None, stride=stride, padding=pads, padding_mode=mode).shape)
-            gy = gy.contiguous(memory_format=CHANNELS_LAST[x.dim()])
-            path = torch.ops.fastpad._conv_transpose_path(gy, w, None, [stride] * nd, [lo for lo, _ in pads],
-                                                          list(size), [1] * nd, 1, mode, "cpu")
-            assert path == expected_path, (isa, path)
-            xr = x.detach().requires_grad_()
-            y = getattr(fastpad, f"conv{nd}d")(xr, w, stride=stride, padding=pads, padding_mode=mode)
-            x64 = x.double().requires_grad_()
-            (expected,) = torch.autograd.grad(expected_conv(x64, w.double(), None, stride=stride, padding=pads,
-                                                            padding_mode=mode), x64, gy.double())
-            poison(expected.shape, torch.float32)
-            (grad,) = torch.autograd.grad(y, xr, gy)
-            assert_matches(grad, expected, torch.float32, what="input gradient")
+            check_input_gradient(x, w, stride, pads, mode, 1, CHANNELS_LAST[x.dim()], expected_path, isa)
 
 
 # (x size, x channels, y channels, kernel, stride, pads, groups, batch, mode, takes the channels-last copies) of NCHW
@@ -385,20 +393,58 @@ def test_nchw_col2im_on_channels_last_copies(size, c_x, c_y, kernel, stride, pad
                 assert y.is_contiguous()
                 continue
             x, w, _ = conv_inputs(size, c_y, c_x, kernel, groups, batch, bias=False, dtype=torch.float32)
-            gy = torch.randn(expected_conv(x, w, None, stride=stride, padding=pads, padding_mode=mode,
-                                           groups=groups).shape)
-            path = torch.ops.fastpad._conv_transpose_path(gy, w, None, [stride] * nd, [lo for lo, _ in pads],
-                                                          list(size), [1] * nd, groups, mode, "cpu")
-            assert path == expected_path, (isa, path)
-            xr = x.detach().requires_grad_()
-            y = getattr(fastpad, f"conv{nd}d")(xr, w, stride=stride, padding=pads, padding_mode=mode, groups=groups)
-            x64 = x.double().requires_grad_()
-            (expected,) = torch.autograd.grad(expected_conv(x64, w.double(), None, stride=stride, padding=pads,
-                                                            padding_mode=mode, groups=groups), x64, gy.double())
-            poison(expected.shape, torch.float32)
-            (grad,) = torch.autograd.grad(y, xr, gy)
-            assert_matches(grad, expected, torch.float32, what="input gradient")
+            grad = check_input_gradient(x, w, stride, pads, mode, groups, torch.contiguous_format, expected_path, isa)
             assert grad.is_contiguous()
+
+
+# (x size, x channels, y channels, kernel, groups, stride, channels-last, mode, the ISAs at which the tap tiles take
+# it) of stride-1 transposed convs around kernel_paths.h's cpu_tap_tiles_transpose: the conv their one stride phase is
+# on conv's tap tiles where it has few y channels per group; zeros, and the input gradients of reflect and circular
+# convs (the full transposed conv on the tiles, then folded).
+TAP_TILES_TRANSPOSES = [
+    ((26, 26), 52, 8, 3, 4, 1, True, "zeros", ("avx2", "avx512")),  # 2 y channels per group: half a vector
+    ((5, 6, 30), 16, 4, 3, 4, 1, True, "zeros", ("avx2", "avx512")),  # 3-d
+    ((40,), 15, 12, 5, 3, 1, False, "zeros", ("avx2", "avx512")),  # NCHW, 4 y channels per group
+    ((60,), 240, 22, 5, 1, 1, False, "zeros", ("avx512",)),  # 22 y channels: 69% of two vectors' lanes
+    ((60,), 240, 23, 5, 1, 1, False, "zeros", ()),  # 23: 72%, the blocked kernel
+    ((60,), 5, 141, 5, 1, 1, False, "zeros", ()),  # an NCHW stem: the blocked kernel
+    ((64, 70), 6, 20, 4, 1, 2, False, "zeros", ()),  # a stride: the blocked kernel's phases
+    ((28, 30), 20, 16, 3, 4, 1, True, "reflect", ("avx2", "avx512")),  # 4 y channels per group, folded
+    ((2000,), 15, 12, 5, 3, 1, False, "circular", ("avx2", "avx512")),
+]
+
+
+@pytest.mark.parametrize("size, c_x, c_y, kernel, groups, stride, channels_last, mode, taken", TAP_TILES_TRANSPOSES)
+def test_stride_one_transposes_on_tap_tiles(size, c_x, c_y, kernel, groups, stride, channels_last, mode, taken):
+    """Stride-1 transposed convs with few y channels per group run the conv their one stride phase is on conv's tap
+    tiles (cpu_tap_tiles_avx2/_avx512; cpu_tap_tiles_folded_* in another mode), and past each bound (lanes, stems,
+    a stride, bfloat16) the blocked kernel: the path at AVX2 and this CPU's ISA, float32 against the float64
+    reference (zeros) or float64 autograd (the other modes' input gradients), outputs poisoned first, the layout
+    kept."""
+    require_isa("avx2")
+    nd = len(size)
+    pads = tuple(((kernel - 1) // 2, kernel // 2) for _ in size)
+    layout = CHANNELS_LAST[nd + 2] if channels_last else torch.contiguous_format
+    for isa in tiles_isas():
+        wide = "avx2" if isa == "avx2" else "avx512"
+        folded = "_folded" if mode != "zeros" else ""
+        expected_path = f"cpu_{'tap_tiles' if wide in taken else 'blocked'}{folded}_{wide}"
+        with cpu_isa_limit(isa):
+            if mode == "zeros":
+                x, w, b = conv_inputs(size, c_x, c_y, kernel, groups, 2, transposed=True, dtype=torch.float32)
+                x = x.to(memory_format=layout)
+                crop_lo, out_size = resolve_crops(pads, size, as_tuple(kernel, nd), (stride,) * nd, (1,) * nd, 0)
+                args = ([stride] * nd, crop_lo, out_size, [1] * nd, groups, "zeros", "cpu")
+                assert torch.ops.fastpad._conv_transpose_path(x, w, b, *args) == expected_path, isa
+                assert torch.ops.fastpad._conv_transpose_path(x.bfloat16(), w.bfloat16(), b.bfloat16(),
+                                                              *args) == f"cpu_blocked_{wide}", isa
+                y = check_conv_transpose(x, w, b, stride=stride, padding=pads, groups=groups)
+                assert_memory_format_kept(x, y)
+                continue
+            x, w, _ = conv_inputs(size, c_y, c_x, kernel, groups, 2, bias=False, dtype=torch.float32)
+            x = x.to(memory_format=layout)
+            assert_memory_format_kept(x, check_input_gradient(x, w, stride, pads, mode, groups, layout, expected_path,
+                                                              isa))
 
 
 @pytest.mark.parametrize("nd", NDIMS)

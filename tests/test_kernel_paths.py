@@ -34,6 +34,8 @@ def test_every_cpu_kernel_path_is_reached():
     every |= {("conv_transpose", name) for name in ("cpu_torch", "cpu_blocked_avx2", "cpu_blocked_avx512",
                                                     "cpu_blocked_no_planes_avx2", "cpu_blocked_no_planes_avx512",
                                                     "cpu_blocked_folded_avx2", "cpu_blocked_folded_avx512",
+                                                    "cpu_tap_tiles_avx2", "cpu_tap_tiles_avx512",
+                                                    "cpu_tap_tiles_folded_avx2", "cpu_tap_tiles_folded_avx512",
                                                     "cpu_depthwise", "cpu_depthwise_phases",
                                                     "cpu_depthwise_phases_avx512", "cpu_grouped_expanded",
                                                     "cpu_grouped_planes",

@@ -1,5 +1,5 @@
-// The torch-side driver of the register-blocked direct kernels (conv.cpp's blocked_direct_conv): conv's
-// cpu_blocked_* paths, and conv_transpose's, which hand it the conv a stride-1 transposed conv is.
+// The torch-side drivers of conv's register-blocked direct kernels (conv.cpp's blocked_direct_conv: conv's
+// cpu_blocked_* paths) and of its tap tiles, which conv_transpose hands the convs its stride phases are.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -17,5 +17,11 @@ enum class BlockedKernel { Avx2, Avx512, Avx512Bf16 };
 // float16). no_planes: the tiles read x in place (kernel_paths.h's cpu_blocked_no_planes holds).
 void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                   at::Tensor& y, bool channels_last, BlockedKernel kernel, bool no_planes = false);
+
+// y = conv(x, weight, bias) for g on conv's tap tiles (conv.cpp's tap_gemm_conv on cpu/reduction_tiles.h, AVX-512 or
+// AVX2: kernel_paths.h's cpu_tap_tiles), y a dense tensor of the output's shape in the layout channels_last says; float
+// accumulation. conv_transpose's cpu_tap_tiles_* paths hand it the conv a stride-1 transposed conv is.
+void tap_tiles_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                    at::Tensor& y, bool channels_last, bool avx512);
 
 }  // namespace fastpad::cpu

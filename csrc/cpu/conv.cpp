@@ -712,6 +712,18 @@ void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& 
   });
 }
 
+void tap_tiles_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                    at::Tensor& y, bool channels_last, bool avx512) {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_tap_tiles_conv", [&] {
+    if constexpr (std::is_same_v<acc_type<scalar_t>, float>) {
+      tap_gemm_conv<scalar_t>(g, x, weight, bias, y, /*tap_gemms=*/true, channels_last,
+                              avx512 ? &reduction_tiles_avx512 : &reduction_tiles_avx2);
+    } else {
+      TORCH_INTERNAL_ASSERT(false, "fastpad: the tap tiles take float accumulation only");
+    }
+  });
+}
+
 TORCH_LIBRARY_IMPL(fastpad, CPU, m) {
   m.impl("conv", &conv_cpu);
 }

@@ -451,15 +451,23 @@ at::Tensor per_channel(const at::Tensor& bias, int64_t dims) {
 
 // y = the transposed conv of g in zeros mode as the convs its stride phases are (transpose_phase_as_conv), each on the
 // blocked kernel (cpu/blocked_conv.h), reading x in place with no_planes (kernel_paths.h's
-// cpu_blocked_no_planes_transpose). At stride 1 the one phase writes y itself; with a stride, each phase writes its
-// y positions a stride apart in place (a strided view of y), and a phase no tap reaches is the bias (or zero).
-void blocked_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                    at::Tensor& y, at::MemoryFormat format, BlockedKernel kernel, bool no_planes = false) {
+// cpu_blocked_no_planes_transpose), or, with tap_tiles (stride 1 only: cpu_tap_tiles_transpose), on conv's tap tiles.
+// At stride 1 the one phase writes y itself; with a stride, each phase writes its y positions a stride apart in place
+// (a strided view of y), and a phase no tap reaches is the bias (or zero).
+void phase_convs(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                 at::Tensor& y, at::MemoryFormat format, BlockedKernel kernel, bool no_planes = false,
+                 bool tap_tiles = false) {
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   const int64_t phases = transpose_phase_count(g), spatial = y.dim() - 2;
+  TORCH_INTERNAL_ASSERT(!tap_tiles || phases == 1, "fastpad: the tap tiles run stride-1 transposed convs only");
   if (phases == 1) {
-    blocked_conv(transpose_phase_as_conv(g, 0).conv, x, transpose_phase_weight(g, weight, 0), bias, y, channels_last,
-                 kernel, no_planes);
+    const ConvGeometry conv = transpose_phase_as_conv(g, 0).conv;
+    const at::Tensor conv_weight = transpose_phase_weight(g, weight, 0);
+    if (tap_tiles) {
+      tap_tiles_conv(conv, x, conv_weight, bias, y, channels_last, kernel == BlockedKernel::Avx512);
+    } else {
+      blocked_conv(conv, x, conv_weight, bias, y, channels_last, kernel, no_planes);
+    }
     return;
   }
   for (int64_t phase = 0; phase < phases; ++phase) {
@@ -524,11 +532,19 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
   }
   const bool no_planes =
       path == ConvTransposePath::CpuBlockedNoPlanesAvx2 || path == ConvTransposePath::CpuBlockedNoPlanesAvx512;
-  if (path == ConvTransposePath::CpuBlockedAvx2 || path == ConvTransposePath::CpuBlockedAvx512 || no_planes) {
+  const bool tap_tiles = path == ConvTransposePath::CpuTapTilesAvx2 || path == ConvTransposePath::CpuTapTilesAvx512;
+  const bool tap_tiles_folded =
+      path == ConvTransposePath::CpuTapTilesFoldedAvx2 || path == ConvTransposePath::CpuTapTilesFoldedAvx512;
+  const BlockedKernel kernel =
+      path == ConvTransposePath::CpuBlockedAvx512 || path == ConvTransposePath::CpuBlockedNoPlanesAvx512 ||
+              path == ConvTransposePath::CpuBlockedFoldedAvx512 || path == ConvTransposePath::CpuTapTilesAvx512 ||
+              path == ConvTransposePath::CpuTapTilesFoldedAvx512
+          ? BlockedKernel::Avx512
+          : BlockedKernel::Avx2;
+  if (path == ConvTransposePath::CpuBlockedAvx2 || path == ConvTransposePath::CpuBlockedAvx512 || no_planes ||
+      tap_tiles) {
     const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
-    const bool avx512 =
-        path == ConvTransposePath::CpuBlockedAvx512 || path == ConvTransposePath::CpuBlockedNoPlanesAvx512;
-    blocked_phases(g, x, weight, b, y, format, avx512 ? BlockedKernel::Avx512 : BlockedKernel::Avx2, no_planes);
+    phase_convs(g, x, weight, b, y, format, kernel, no_planes, tap_tiles);
     return y;
   }
   if (path == ConvTransposePath::CpuDepthwisePhases || path == ConvTransposePath::CpuDepthwisePhasesAvx512) {
@@ -536,12 +552,12 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     depthwise_conv_transpose_phases(g, x, weight, b, y, path == ConvTransposePath::CpuDepthwisePhasesAvx512);
     return y;
   }
-  if (path == ConvTransposePath::CpuBlockedFoldedAvx2 || path == ConvTransposePath::CpuBlockedFoldedAvx512) {
+  if (path == ConvTransposePath::CpuBlockedFoldedAvx2 || path == ConvTransposePath::CpuBlockedFoldedAvx512 ||
+      tap_tiles_folded) {
     const ConvGeometry full = full_transpose_geometry(g);
     at::Tensor full_y = at::empty(tensor_shape(g.batch, g.conv_in_channels, full.conv_in_sizes, spatial),
                                   input.options().memory_format(format));
-    blocked_phases(full, x, weight, at::Tensor(), full_y, format,
-                   path == ConvTransposePath::CpuBlockedFoldedAvx512 ? BlockedKernel::Avx512 : BlockedKernel::Avx2);
+    phase_convs(full, x, weight, at::Tensor(), full_y, format, kernel, /*no_planes=*/false, tap_tiles_folded);
     const at::Tensor folded = fold_padding(g, full_y, spatial);
     if (bias.has_value() && bias->defined()) {
       at::add_out(y, folded, per_channel(*bias, y.dim()));
