@@ -375,7 +375,7 @@ def test_channels_last_transposed_with_one_channel_per_group(isa):
 # conv on the blocked kernel (with a stride, one conv per phase) and folds the padded positions back. Reflect pads up
 # to size - 1 (one bounce folds onto every position but the edges), replicate pads longer than the size, few and many
 # channels, 1-3 dims. (Where the input gradient has few channels per group, at stride 1 the tap tiles take it:
-# tests/test_conv_transpose.py's test_stride_one_transposes_on_tap_tiles.)
+# tests/test_conv_transpose.py's test_transposes_on_tap_tiles.)
 FOLDED_CASES = [ConvCase(False, (30, 31), 16, 24, 3, 1, ((1, 2), (2, 0)), padding_mode="reflect"),
                 ConvCase(False, (20, 21), 9, 12, 3, 1, ((5, 5), (6, 1)), dilation=(1, 2), padding_mode="reflect",
                          layout="channels_last", batch=4),
@@ -412,8 +412,9 @@ def test_the_input_gradient_folds_the_padding_mode(isa, case):
 
 # Strided transposed convs with fewer than 16 x channels per group and 2^18 multiply-adds per stride phase or more: one
 # blocked conv per stride phase, each writing its positions of y in place: 2-d channels-last with groups, 1-d, 3-d
-# with a phase-less k2 s3 dim, and a single image of 2^23.7 multiply-adds over 4 phases.
-STRIDED_TRANSPOSED = [ConvCase(True, (29, 32), 48, 64, 6, 2, "same", groups=8, layout="channels_last", batch=7),
+# with a phase-less k2 s3 dim, and a single image of 2^23.7 multiply-adds over 4 phases. (With half a vector of y
+# channels per group or fewer, channels-last phases take the tap tiles on AVX-512: test_conv_transpose.py.)
+STRIDED_TRANSPOSED = [ConvCase(True, (29, 32), 48, 64, 6, 2, "same", groups=4, layout="channels_last", batch=7),
                       ConvCase(True, (600,), 12, 96, 7, 3, ((2, 5),), dilation=2, batch=4),
                       ConvCase(True, (6, 7, 8), 10, 64, (3, 4, 2), (2, 2, 3), "same", batch=4, bias=False),
                       ConvCase(True, (27, 27), 12, 32, 7, 2, "same", layout="channels_last", batch=1)]

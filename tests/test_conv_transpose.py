@@ -397,38 +397,41 @@ def test_nchw_col2im_on_channels_last_copies(size, c_x, c_y, kernel, stride, pad
             assert grad.is_contiguous()
 
 
-# (x size, x channels, y channels, kernel, groups, stride, channels-last, mode, the ISAs at which the tap tiles take
-# it) of stride-1 transposed convs around kernel_paths.h's cpu_tap_tiles_transpose: the conv their one stride phase is
-# on conv's tap tiles where it has few y channels per group; zeros, and the input gradients of reflect and circular
-# convs (the full transposed conv on the tiles, then folded).
+# (x size, x channels, y channels, kernel, groups, stride, channels-last, mode, the kernels at AVX2 and AVX-512) of
+# transposed convs around kernel_paths.h's cpu_tap_tiles_transpose: the convs their stride phases are on
+# conv's tap tiles where they have few y channels per group (with a stride: channels-last on AVX-512); zeros, and the
+# input gradients of reflect and circular convs (the full transposed conv on the tiles, then folded).
 TAP_TILES_TRANSPOSES = [
-    ((26, 26), 52, 8, 3, 4, 1, True, "zeros", ("avx2", "avx512")),  # 2 y channels per group: half a vector
-    ((5, 6, 30), 16, 4, 3, 4, 1, True, "zeros", ("avx2", "avx512")),  # 3-d
-    ((40,), 15, 12, 5, 3, 1, False, "zeros", ("avx2", "avx512")),  # NCHW, 4 y channels per group
-    ((60,), 240, 22, 5, 1, 1, False, "zeros", ("avx512",)),  # 22 y channels: 69% of two vectors' lanes
-    ((60,), 240, 23, 5, 1, 1, False, "zeros", ()),  # 23: 72%, the blocked kernel
-    ((60,), 5, 141, 5, 1, 1, False, "zeros", ()),  # an NCHW stem: the blocked kernel
-    ((64, 70), 6, 20, 4, 1, 2, False, "zeros", ()),  # a stride: the blocked kernel's phases
-    ((28, 30), 20, 16, 3, 4, 1, True, "reflect", ("avx2", "avx512")),  # 4 y channels per group, folded
-    ((2000,), 15, 12, 5, 3, 1, False, "circular", ("avx2", "avx512")),
+    ((26, 26), 52, 8, 3, 4, 1, True, "zeros", ("tap_tiles", "tap_tiles")),  # 2 y channels per group: half a vector
+    ((5, 6, 30), 16, 4, 3, 4, 1, True, "zeros", ("tap_tiles", "tap_tiles")),  # 3-d
+    ((40,), 15, 12, 5, 3, 1, False, "zeros", ("tap_tiles", "tap_tiles")),  # NCHW, 4 y channels per group
+    ((60,), 240, 22, 5, 1, 1, False, "zeros", ("blocked", "tap_tiles")),  # 22 y channels: 69% of two vectors' lanes
+    ((60,), 240, 23, 5, 1, 1, False, "zeros", ("blocked", "blocked")),  # 23: 72%
+    ((60,), 5, 141, 5, 1, 1, False, "zeros", ("blocked", "blocked")),  # an NCHW stem
+    ((64, 70), 6, 20, 4, 1, 2, False, "zeros", ("blocked", "blocked")),  # an NCHW stride: the blocked phases
+    ((30, 30), 32, 16, 4, 4, 2, True, "zeros", ("blocked", "tap_tiles")),  # channels-last strided: AVX-512 only
+    ((29, 32), 48, 64, 6, 8, 2, True, "zeros", ("blocked", "tap_tiles")),  # 8 y channels per group
+    ((28, 30), 20, 16, 3, 4, 1, True, "reflect", ("tap_tiles_folded", "tap_tiles_folded")),  # 4 y channels per group
+    ((2000,), 15, 12, 5, 3, 1, False, "circular", ("tap_tiles_folded", "tap_tiles_folded")),
+    ((60, 62), 16, 8, 4, 2, 2, True, "reflect", ("blocked_folded", "tap_tiles_folded")),  # the full conv's phases
 ]
 
 
-@pytest.mark.parametrize("size, c_x, c_y, kernel, groups, stride, channels_last, mode, taken", TAP_TILES_TRANSPOSES)
-def test_stride_one_transposes_on_tap_tiles(size, c_x, c_y, kernel, groups, stride, channels_last, mode, taken):
-    """Stride-1 transposed convs with few y channels per group run the conv their one stride phase is on conv's tap
-    tiles (cpu_tap_tiles_avx2/_avx512; cpu_tap_tiles_folded_* in another mode), and past each bound (lanes, stems,
-    a stride, bfloat16) the blocked kernel: the path at AVX2 and this CPU's ISA, float32 against the float64
-    reference (zeros) or float64 autograd (the other modes' input gradients), outputs poisoned first, the layout
-    kept."""
+@pytest.mark.parametrize("size, c_x, c_y, kernel, groups, stride, channels_last, mode, kernels",
+                         TAP_TILES_TRANSPOSES)
+def test_transposes_on_tap_tiles(size, c_x, c_y, kernel, groups, stride, channels_last, mode, kernels):
+    """Transposed convs with few y channels per group run the convs their stride phases are on conv's tap tiles
+    (cpu_tap_tiles_avx2/_avx512; cpu_tap_tiles_folded_* in another mode; with a stride each phase writes a strided
+    view of a channels-last y), and past each bound (lanes, stems, an NCHW stride, a stride on AVX2, bfloat16) the
+    blocked kernel: the path at AVX2 and this CPU's ISA, float32 against the float64 reference (zeros) or float64
+    autograd (the other modes' input gradients), outputs poisoned first, the layout kept."""
     require_isa("avx2")
     nd = len(size)
     pads = tuple(((kernel - 1) // 2, kernel // 2) for _ in size)
     layout = CHANNELS_LAST[nd + 2] if channels_last else torch.contiguous_format
     for isa in tiles_isas():
         wide = "avx2" if isa == "avx2" else "avx512"
-        folded = "_folded" if mode != "zeros" else ""
-        expected_path = f"cpu_{'tap_tiles' if wide in taken else 'blocked'}{folded}_{wide}"
+        expected_path = f"cpu_{kernels[wide == 'avx512']}_{wide}"
         with cpu_isa_limit(isa):
             if mode == "zeros":
                 x, w, b = conv_inputs(size, c_x, c_y, kernel, groups, 2, transposed=True, dtype=torch.float32)

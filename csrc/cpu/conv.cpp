@@ -535,6 +535,8 @@ void tap_gemm_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor&
   const acc_t* bias_data = bias_acc.defined() ? bias_acc.const_data_ptr<acc_t>() : nullptr;
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
   scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
+  const auto y_strides = element_strides(y);  // channels-last: any strided view whose channels are contiguous
+  TORCH_INTERNAL_ASSERT(!channels_last || y_strides[1] == 1, "fastpad: a channels-last y's channels are contiguous");
   // The band's own buffers: out[Cg_out, band], plus the columns when they are used.
   const int64_t bytes_per_position = (c_out + (tap_gemms ? 0 : c_in * taps_2d)) * static_cast<int64_t>(sizeof(acc_t));
   // The tiles split the rows in bands for the threads as the blocked kernel does.
@@ -601,12 +603,12 @@ void tap_gemm_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor&
           }
         }
         if (channels_last) {  // each kept position's c_out values into its pixel's channels
-          scalar_t* y_band = y_data + (((n * g.conv_out_sizes[0] + od) * g.conv_out_sizes[1] + band.row0) * out_w +
-                                       band.col0) * g.conv_out_channels + group * c_out;
+          scalar_t* y_band = y_data + n * y_strides[0] + od * y_strides[2] + band.row0 * y_strides[3] +
+                             band.col0 * y_strides[4] + group * c_out;
           for (int64_t r = 0; r < band.rows; ++r) {
             for (int64_t c = 0; c < band.cols; ++c) {
               const acc_t* position = out.data() + r * planes.pitch() + c;
-              scalar_t* pixel = y_band + (r * out_w + c) * g.conv_out_channels;
+              scalar_t* pixel = y_band + r * y_strides[3] + c * y_strides[4];
               for (int64_t co = 0; co < c_out; ++co) pixel[co] = static_cast<scalar_t>(position[co * band_size]);
             }
           }

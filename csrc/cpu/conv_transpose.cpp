@@ -451,7 +451,7 @@ at::Tensor per_channel(const at::Tensor& bias, int64_t dims) {
 
 // y = the transposed conv of g in zeros mode as the convs its stride phases are (transpose_phase_as_conv), each on the
 // blocked kernel (cpu/blocked_conv.h), reading x in place with no_planes (kernel_paths.h's
-// cpu_blocked_no_planes_transpose), or, with tap_tiles (stride 1 only: cpu_tap_tiles_transpose), on conv's tap tiles.
+// cpu_blocked_no_planes_transpose), or, with tap_tiles (cpu_tap_tiles_transpose), on conv's tap tiles.
 // At stride 1 the one phase writes y itself; with a stride, each phase writes its y positions a stride apart in place
 // (a strided view of y), and a phase no tap reaches is the bias (or zero).
 void phase_convs(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
@@ -459,7 +459,8 @@ void phase_convs(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& w
                  bool tap_tiles = false) {
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   const int64_t phases = transpose_phase_count(g), spatial = y.dim() - 2;
-  TORCH_INTERNAL_ASSERT(!tap_tiles || phases == 1, "fastpad: the tap tiles run stride-1 transposed convs only");
+  TORCH_INTERNAL_ASSERT(!tap_tiles || phases == 1 || channels_last,
+                        "fastpad: the tap tiles write the strided y of a phase channels-last only");
   if (phases == 1) {
     const ConvGeometry conv = transpose_phase_as_conv(g, 0).conv;
     const at::Tensor conv_weight = transpose_phase_weight(g, weight, 0);
@@ -486,7 +487,13 @@ void phase_convs(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& w
       }
       continue;
     }
-    blocked_conv(t.conv, x, transpose_phase_weight(g, weight, phase), bias, y_phase, channels_last, kernel, no_planes);
+    if (tap_tiles) {
+      tap_tiles_conv(t.conv, x, transpose_phase_weight(g, weight, phase), bias, y_phase, channels_last,
+                     kernel == BlockedKernel::Avx512);
+    } else {
+      blocked_conv(t.conv, x, transpose_phase_weight(g, weight, phase), bias, y_phase, channels_last, kernel,
+                   no_planes);
+    }
   }
 }
 
