@@ -59,9 +59,9 @@ enum class ConvTransposePath {
   CpuBlockedNoPlanesAvx512,  // the same, AVX-512
   CpuBlockedFoldedAvx2,    // another mode: the full transposed conv on the blocked kernel, then folded, AVX2
   CpuBlockedFoldedAvx512,  // the same, AVX-512
-  CpuTapTilesAvx2,    // stride 1, zeros: the conv its one phase is on conv's tap tiles (cpu_tap_tiles_transpose), AVX2
+  CpuTapTilesAvx2,    // zeros: the convs its stride phases are on conv's tap tiles (cpu_tap_tiles_transpose), AVX2
   CpuTapTilesAvx512,  // the same, AVX-512
-  CpuTapTilesFoldedAvx2,    // stride 1, another mode: the full transposed conv on the tap tiles, then folded, AVX2
+  CpuTapTilesFoldedAvx2,    // another mode: the full transposed conv on the tap tiles, then folded, AVX2
   CpuTapTilesFoldedAvx512,  // the same, AVX-512
   CpuDepthwise,       // cpu/depthwise.cpp
   CpuDepthwisePhases,  // channels-last depthwise, zeros: the convs its stride phases are on depthwise.cpp's tiles
@@ -531,10 +531,10 @@ inline bool cpu_gemm_col2im_nhwc(const ConvGeometry& g, bool channels_last, int6
 // runs the convs its stride phases are on conv's tap tiles instead: vectors along y's positions, where the blocked
 // kernel's vectors along y's channels leave lanes empty. At stride 1, or on AVX-512 channels-last with a stride (each
 // phase writing its y positions a stride apart: 8 random calls of seeds 1-16 1.07-1.66x faster than the blocked
-// phases; AVX2 1 call 0.95x). Where cpu_tap_tiles takes the (first) phase's conv for its few
-// output (y) channels per group: half a vector, or on AVX-512 NCHW's fewer than two vectors where the blocked kernel's
-// vectors would leave 30% of their lanes or more empty (kTapTilesTransposeMaxLaneUse); not as an NCHW stem (a stem's
-// alternative there is the column GEMM, here the blocked kernel). Random layers' calls, 2 cores (Sapphire Rapids),
+// phases; AVX2 1 call 0.95x). Where cpu_tap_tiles takes the (first) phase's conv for its few output (y) channels per
+// group: half a vector, or on AVX-512 NCHW's fewer than two vectors where the blocked kernel's vectors would leave 30%
+// of their lanes or more empty (kTapTilesTransposeMaxLaneUse); not as an NCHW stem (a stem's alternative there is the
+// column GEMM, here the blocked kernel). Random layers' calls, 2 cores (Sapphire Rapids),
 // interleaved, against the blocked kernel (benchmarks/RESULTS.md): 10 of seeds 1-4 + suite 1.07-3.24x faster (geomean
 // 1.92), 10 of seeds 5-12 1.15-2.59x, 10 of seeds 13-16 (held out) 1.06-2.70x (1.64), AVX2 5 of seeds 1-8
 // 1.22-2.37x. Taking every conv cpu_tap_tiles takes, the stems ran 0.81-1.23x, and on AVX-512 NCHW convs to 13-29 y

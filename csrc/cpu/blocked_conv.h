@@ -19,8 +19,9 @@ void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& 
                   at::Tensor& y, bool channels_last, BlockedKernel kernel, bool no_planes = false);
 
 // y = conv(x, weight, bias) for g on conv's tap tiles (conv.cpp's tap_gemm_conv on cpu/reduction_tiles.h, AVX-512 or
-// AVX2: kernel_paths.h's cpu_tap_tiles), y a dense tensor of the output's shape in the layout channels_last says; float
-// accumulation. conv_transpose's cpu_tap_tiles_* paths hand it the conv a stride-1 transposed conv is.
+// AVX2: kernel_paths.h's cpu_tap_tiles), x and y in the layout channels_last says: NCHW y dense, a channels-last y any
+// strided tensor of the output's shape whose channels are contiguous; float accumulation. conv_transpose's
+// cpu_tap_tiles_* paths hand it the convs a transposed conv's stride phases are.
 void tap_tiles_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                     at::Tensor& y, bool channels_last, bool avx512);
 

@@ -561,7 +561,7 @@ class NhwcRows {
   using Vec = at::vec::Vectorized<acc_t>;
 
   // avx512: the tiles on AVX-512 (cpu_nhwc_tiles_avx512), for float accumulation and 16 channels or more, or float32
-  // and 8-15 channels, one masked vector (cpu_nhwc_tiles_avx512_masked).
+  // and 9-15 channels, one masked vector (cpu_nhwc_tiles_avx512_masked).
   NhwcRows(const ConvGeometry& g, bool avx512)
       : g_(g),
         channels_(g.conv_out_channels),
@@ -591,7 +591,7 @@ class NhwcRows {
                                       (channels_ >= kNhwcTilesAvx512Lanes ||
                                        (std::is_same_v<scalar_t, float> &&
                                         channels_ >= kNhwcTilesAvx512MinMaskedChannels))),
-                          "fastpad: the AVX-512 tiles need float accumulation and a vector of channels (float32: 8)");
+                          "fastpad: the AVX-512 tiles need float accumulation and a vector of channels (float32: 9)");
     // Fewer channels than a vector, or a strided row whose pixels are a multiple of 4 KiB apart: the per-pixel loop.
     // In such a row every vector a tile reads at one channel offset falls in the same L1 set, and at stride s tap
     // kw + s re-reads the lines that the taps between evicted (4x1024x28^2 k5 s2: 1.47x the per-pixel loop's time;
