@@ -218,6 +218,13 @@ inline bool cpu_nhwc_tiles_avx512_masked(const ConvGeometry& g, bool channels_la
   return channels_last && isa >= CpuIsa::Avx512 && element_bytes == 4 && !reduced_precision &&
          g.conv_out_channels >= kNhwcTilesAvx512MinMaskedChannels && g.conv_out_channels < kNhwcTilesAvx512Lanes;
 }
+// Whether the forward tiles (conv's, and the convs of a transposed conv's depthwise phases) run on AVX-512: whole
+// vectors of channels (cpu_nhwc_tiles_avx512) or one masked vector (cpu_nhwc_tiles_avx512_masked).
+inline bool cpu_nhwc_conv_tiles_avx512(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes,
+                                       bool reduced_precision) {
+  return cpu_nhwc_tiles_avx512(g, channels_last, isa, element_bytes) ||
+         cpu_nhwc_tiles_avx512_masked(g, channels_last, isa, element_bytes, reduced_precision);
+}
 
 // Whether a channels-last grouped conv with more than one input channel per group runs depthwise.cpp's channels-last
 // kernel over expanded rows (cpu_grouped_expanded): each output channel's lane reads its own group's input channels,
@@ -694,8 +701,7 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
                                                                      : ConvPath::CudaDirect;
   }
   if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g), reduced_precision, isa)) return ConvPath::CpuTorch;
-  const bool avx512_tiles = cpu_nhwc_tiles_avx512(g, channels_last, isa, element_bytes) ||
-                            cpu_nhwc_tiles_avx512_masked(g, channels_last, isa, element_bytes, reduced_precision);
+  const bool avx512_tiles = cpu_nhwc_conv_tiles_avx512(g, channels_last, isa, element_bytes, reduced_precision);
   if (cpu_depthwise(g, channels_last, /*expanded_rows=*/true)) {
     if (cpu_depthwise_channel_blocks(g, channels_last, element_bytes)) {
       return avx512_tiles ? ConvPath::CpuDepthwiseChannelBlocksAvx512 : ConvPath::CpuDepthwiseChannelBlocks;
@@ -748,9 +754,8 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
                                                 bool reduced_precision, CpuIsa isa, WeightFinite&& weight_finite) {
   // The tiles run over y's channels, those of the phase convs' output.
   const auto depthwise_phases = [&] {
-    const ConvGeometry phase = transpose_phase_as_conv(g, 0).conv;
-    return cpu_nhwc_tiles_avx512(phase, channels_last, isa, element_bytes) ||
-                   cpu_nhwc_tiles_avx512_masked(phase, channels_last, isa, element_bytes, reduced_precision)
+    return cpu_nhwc_conv_tiles_avx512(transpose_phase_as_conv(g, 0).conv, channels_last, isa, element_bytes,
+                                      reduced_precision)
                ? ConvTransposePath::CpuDepthwisePhasesAvx512
                : ConvTransposePath::CpuDepthwisePhases;
   };

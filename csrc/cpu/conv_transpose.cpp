@@ -461,14 +461,17 @@ void phase_convs(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& w
   const int64_t phases = transpose_phase_count(g), spatial = y.dim() - 2;
   TORCH_INTERNAL_ASSERT(!tap_tiles || phases == 1 || channels_last,
                         "fastpad: the tap tiles write the strided y of a phase channels-last only");
-  if (phases == 1) {
-    const ConvGeometry conv = transpose_phase_as_conv(g, 0).conv;
-    const at::Tensor conv_weight = transpose_phase_weight(g, weight, 0);
+  // Phase `phase`'s conv on the chosen kernel, into y_phase (y, or a strided view of it).
+  const auto phase_conv = [&](const ConvGeometry& conv, int64_t phase, at::Tensor& y_phase) {
+    const at::Tensor conv_weight = transpose_phase_weight(g, weight, phase);
     if (tap_tiles) {
-      tap_tiles_conv(conv, x, conv_weight, bias, y, channels_last, kernel == BlockedKernel::Avx512);
+      tap_tiles_conv(conv, x, conv_weight, bias, y_phase, channels_last, kernel == BlockedKernel::Avx512);
     } else {
-      blocked_conv(conv, x, conv_weight, bias, y, channels_last, kernel, no_planes);
+      blocked_conv(conv, x, conv_weight, bias, y_phase, channels_last, kernel, no_planes);
     }
+  };
+  if (phases == 1) {
+    phase_conv(transpose_phase_as_conv(g, 0).conv, 0, y);
     return;
   }
   for (int64_t phase = 0; phase < phases; ++phase) {
@@ -487,13 +490,7 @@ void phase_convs(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& w
       }
       continue;
     }
-    if (tap_tiles) {
-      tap_tiles_conv(t.conv, x, transpose_phase_weight(g, weight, phase), bias, y_phase, channels_last,
-                     kernel == BlockedKernel::Avx512);
-    } else {
-      blocked_conv(t.conv, x, transpose_phase_weight(g, weight, phase), bias, y_phase, channels_last, kernel,
-                   no_planes);
-    }
+    phase_conv(t.conv, phase, y_phase);
   }
 }
 
