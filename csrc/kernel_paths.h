@@ -91,6 +91,8 @@ enum class WeightGradPath {
   CpuPhasePlanes,          // NCHW: chunked GEMM reductions over phase-plane columns (torch's GEMM)
   CpuPhasePlanesAvx2,      // the same, the GEMMs on cpu/reduction_tiles.h's AVX2 tiles (cpu_weight_grad_tiles)
   CpuPhasePlanesAvx512,    // ... on its AVX-512 tiles
+  CpuPhasePlanesRowsAvx2,    // the same, few positions: the gradient's rows written in place (cpu_weight_grad_rows)
+  CpuPhasePlanesRowsAvx512,  // ... on its AVX-512 tiles
   CpuChannelsLastGemm,     // channels-last: chunked GEMM reductions over im2col columns (torch's GEMM)
   CpuChannelsLastGemmAvx2,    // the same, the GEMMs on cpu/reduction_tiles.h's AVX2 tiles (cpu_weight_grad_tiles)
   CpuChannelsLastGemmAvx512,  // ... on its AVX-512 tiles
@@ -943,6 +945,26 @@ inline bool cpu_weight_grad_tiles(const ConvGeometry& g, bool channels_last_gemm
   return channels_last_gemm || g.conv_in_channels_per_group() * g.kernel_volume() >= kWeightGradTilesMinReduction;
 }
 
+// Whether the NCHW phase planes' weight gradient on the tiles writes the gradient's rows in place,
+// grad[Cg_out, Cg_in*K] = gy @ cols^T with each band's columns transposed into [positions, Cg_in*K], instead of the
+// transposed product partial[Cg_in*K, Cg_out] += cols @ gy^T. That one zeroes its partial, transposes it into the
+// gradient and copies it out: passes over the whole weight that a reduction over few positions does not repay (a
+// 300 -> 367 k7 d2 3-d conv over one output position: 147 ms, 44 ms in rows). The rows' transposes of the columns
+// move Cg_in*K x positions values instead, which outweigh those passes from about twice Cg_out positions, and their
+// tiles, whose depth is the positions, ran slower than the transposed product's on longer reductions: forced on all
+// 145 calls of seeds 1-4 and the suite, 0.30-1.02x the time up to 128 positions (but 1.10x for 19 output channels
+// over 125), 0.78-1.50x from 129 to 512, 0.44-3.49x past. A 3-d output deeper than one slice reduces slice by slice,
+// each slice a pass over the gradient (8 -> 99 k6 over 16 images of 2x2x2 outputs: 1.11x the time, AVX2 1.28x):
+// excluded.
+// Random layers, float32, 2 cores, conv_weight_grad alone, interleaved (benchmarks/RESULTS.md): 15 calls of seeds
+// 1-4 and the suite 1.05-3.32x faster (geomean 1.54), held out 64 of seeds 5-16 0.87-4.09x (1.38; the slower ones
+// calls of 20-112 us, and one of 1.2 ms at 0.97x), AVX2 37 calls of seeds 1-8 0.96-3.63x (1.39).
+constexpr int64_t kWeightGradRowsMaxPositions = 128;
+inline bool cpu_weight_grad_rows(const ConvGeometry& g) {
+  return g.conv_out_sizes[0] == 1 &&
+         g.batch * g.conv_out_volume() <= std::min(kWeightGradRowsMaxPositions, 2 * g.conv_out_channels_per_group());
+}
+
 // Whether a depthwise conv_weight_grad (one input and one output channel per group) runs on channel vectors
 // (conv_weight_grad.cu: depthwise_weight_grad_vectors_kernel): x and grad_output with their channels in aligned
 // 16-byte vectors (cuda.channel_vectors says both), whole vectors of channels. The reduction path it replaces gave
@@ -985,6 +1007,9 @@ inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend bac
   if (cpu_depthwise(g, /*channels_last=*/false)) return WeightGradPath::CpuDepthwise;
   if (g.conv_out_channels_per_group() <= kTapDotsMaxOutChannels) return WeightGradPath::CpuTapDots;
   if (!cpu_weight_grad_tiles(g, /*channels_last_gemm=*/false, isa, element_bytes)) return WeightGradPath::CpuPhasePlanes;
+  if (cpu_weight_grad_rows(g)) {
+    return avx512 ? WeightGradPath::CpuPhasePlanesRowsAvx512 : WeightGradPath::CpuPhasePlanesRowsAvx2;
+  }
   return avx512 ? WeightGradPath::CpuPhasePlanesAvx512 : WeightGradPath::CpuPhasePlanesAvx2;
 }
 
@@ -1087,6 +1112,8 @@ inline const char* path_name(WeightGradPath path) {
     case WeightGradPath::CpuPhasePlanes: return "cpu_phase_planes";
     case WeightGradPath::CpuPhasePlanesAvx2: return "cpu_phase_planes_avx2";
     case WeightGradPath::CpuPhasePlanesAvx512: return "cpu_phase_planes_avx512";
+    case WeightGradPath::CpuPhasePlanesRowsAvx2: return "cpu_phase_planes_rows_avx2";
+    case WeightGradPath::CpuPhasePlanesRowsAvx512: return "cpu_phase_planes_rows_avx512";
     case WeightGradPath::CpuChannelsLastGemm: return "cpu_channels_last_gemm";
     case WeightGradPath::CpuChannelsLastGemmAvx2: return "cpu_channels_last_gemm_avx2";
     case WeightGradPath::CpuChannelsLastGemmAvx512: return "cpu_channels_last_gemm_avx512";

@@ -359,6 +359,11 @@ for isa in ("avx2", "avx512"):
     CODE_PATHS[f"2d_nchw_input_gradient_on_channels_last_gemm_{isa}"] = _path(
         False, (16, 16), 48, 24, 5, stride=2, isa=isa,
         kernels=_kernels(f"cpu_blocked_{isa}", f"cpu_gemm_col2im_nhwc_{isa}", f"cpu_phase_planes_{isa}"))
+    # An NCHW conv over 2 images of 6 x 6 positions to 40 channels: its weight gradient reduces 72 positions, at most
+    # twice its output channels, and writes the gradient's rows in place (cpu_weight_grad_rows).
+    CODE_PATHS[f"2d_nchw_weight_gradient_rows_{isa}"] = _path(
+        False, (6, 6), 24, 40, 3, padding_mode="reflect", isa=isa,
+        kernels=_kernels(f"cpu_blocked_{isa}", f"cpu_gemm_col2im_{isa}", f"cpu_phase_planes_rows_{isa}"))
     CODE_PATHS[f"2d_dense_channels_last_valid_s2_{isa}"] = _path(
         False, (12, 13), 16, 24, 3, stride=2, padding="valid", channels_last=True, isa=isa,
         kernels=_kernels(f"cpu_blocked_no_planes_{isa}", f"cpu_gemm_col2im_{isa}", f"cpu_channels_last_gemm_{isa}"))

@@ -230,10 +230,12 @@ def test_conv_transpose_grads_vs_reference(padding, dtype, device):
 
 # (size, c_in, c_out, kernel, stride, groups, mode, dtype): NCHW weight gradients over images of few positions, which
 # the CPU's phase planes reduce several images to a GEMM (a short last run of images: batch 7); 1-d and 2-d, grouped.
-FEW_POSITION_WEIGHT_GRADS = [((9,), 24, 20, 4, 3, 1, "reflect", torch.float32),
+# Each has more positions over the batch than twice its output channels per group, so the tiles keep the transposed
+# product (cpu_weight_grad_rows: see test_weight_gradients_over_few_positions_write_the_gradient_rows).
+FEW_POSITION_WEIGHT_GRADS = [((9,), 24, 20, 4, 1, 1, "reflect", torch.float32),
                              ((5, 6), 16, 56, 3, 2, 4, "zeros", torch.float32),
                              ((4, 4), 12, 26, 2, 1, 2, "circular", torch.float64),
-                             ((7,), 16, 28, 5, 2, 2, "replicate", torch.bfloat16)]
+                             ((7,), 16, 28, 5, 1, 2, "replicate", torch.bfloat16)]
 
 
 @pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512"])
@@ -255,6 +257,47 @@ def test_weight_gradients_of_images_of_few_positions(size, c_in, c_out, kernel, 
         assert path == reduction_tiles_kernel("cpu_phase_planes", dtype)
         poison(expected.shape, dtype)
         assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected, dtype, what="weight gradient")
+
+
+# (size, c_in, c_out, kernel, stride, dilation, batch, groups, mode, dtype): NCHW weight gradients over at most 128
+# positions and at most twice their output channels per group, which the tiles write as the gradient's rows
+# (kernel_paths.h's cpu_weight_grad_rows): one image, its rows 13 x 9 = 117 values (a masked last vector) and
+# 37 output channels (blocks of 12 rows and one of 1); 5 images to one GEMM, grouped, bfloat16; 3 groups of one
+# part each, 3-d with an output depth of 1, dilated; 128 positions exactly, split into two parts of channels.
+WEIGHT_ROWS_GRADS = [((7, 7), 13, 37, 3, 1, 1, 1, 1, "replicate", torch.float32),
+                     ((8,), 12, 40, 3, 1, 1, 5, 2, "circular", torch.bfloat16),
+                     ((1, 6, 5), 9, 96, 3, 1, (1, 2, 1), 2, 3, "zeros", torch.float32),
+                     ((8, 8), 16, 64, 1, 1, 1, 2, 1, "reflect", torch.float32)]
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("size, c_in, c_out, kernel, stride, dilation, batch, groups, mode, dtype", WEIGHT_ROWS_GRADS)
+def test_weight_gradients_over_few_positions_write_the_gradient_rows(size, c_in, c_out, kernel, stride, dilation,
+                                                                     batch, groups, mode, dtype, isa):
+    """cpu_phase_planes_rows_avx2/_avx512 against float64 autograd, the result poisoned first; one more position
+    (or a float64 input) keeps the transposed product (or torch's GEMM)."""
+    require_isa(isa)
+    nd = len(size)
+    dilation = as_tuple(dilation, nd)
+    x, _, _ = conv_inputs(size, c_in, c_out, kernel, groups, batch, dtype=dtype)
+    pads = [((kernel - 1) * d, 0) for d in dilation]  # causal: torch's symmetric padding cannot express it
+    gy = torch.randn(batch, c_out, *[(i - 1) // stride + 1 for i in size], dtype=dtype)
+    args = ([c_out, c_in // groups] + [kernel] * nd, [stride] * nd, [lo for lo, _ in pads], list(dilation), groups,
+            mode)
+    w64 = torch.zeros(args[0], dtype=torch.float64, requires_grad=True)
+    y64 = expected_conv(x.double(), w64, None, stride=stride, padding=pads, dilation=dilation, groups=groups,
+                        padding_mode=mode)
+    (expected,) = torch.autograd.grad(y64, w64, gy.double())
+    with cpu_isa_limit(isa):
+        assert torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu") == f"cpu_phase_planes_rows_{isa}"
+        poison(expected.shape, dtype)
+        grad = torch.ops.fastpad.conv_weight_grad(x, gy, *args)
+        assert_matches(grad, expected, dtype, what="weight gradient")
+        assert grad.is_contiguous() and grad.stride() == torch.empty(args[0]).stride()
+        assert torch.ops.fastpad._conv_weight_grad_path(x.double(), gy.double(), *args, "cpu") == "cpu_phase_planes"
+        longer = torch.cat([gy, gy[:1]])  # one more image: past 128 or twice the output channels per group
+        assert torch.ops.fastpad._conv_weight_grad_path(torch.cat([x, x[:1]]), longer, *args,
+                                                        "cpu") == f"cpu_phase_planes_{isa}"
 
 
 # (size, c_in, c_out, kernel, stride, batch): channels-last weight gradients on the reduction tiles, which

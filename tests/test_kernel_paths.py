@@ -45,7 +45,8 @@ def test_every_cpu_kernel_path_is_reached():
                                                     "cpu_gemm_col2im_nhwc_avx2", "cpu_gemm_col2im_nhwc_avx512")}
     every |= {("conv_weight_grad", name) for name in ("cpu_depthwise", "cpu_depthwise_avx512", "cpu_tap_dots",
                                                       "cpu_phase_planes", "cpu_phase_planes_avx2",
-                                                      "cpu_phase_planes_avx512", "cpu_channels_last_gemm",
+                                                      "cpu_phase_planes_avx512", "cpu_phase_planes_rows_avx2",
+                                                      "cpu_phase_planes_rows_avx512", "cpu_channels_last_gemm",
                                                       "cpu_channels_last_gemm_avx2",
                                                       "cpu_channels_last_gemm_avx512")}
     assert reached == every
@@ -64,7 +65,7 @@ def test_nchw_weight_gradients_take_the_reduction_tiles_within_their_bounds():
         tiles = f"cpu_phase_planes_{isa}"
         assert path(isa=isa) == tiles  # reduction 8
         assert path(c_in=4, kernel=2, isa=isa) == tiles
-        assert path(batch=1, size=1, isa=isa) == tiles
+        assert path(batch=1, size=1, isa=isa) == f"cpu_phase_planes_rows_{isa}"  # one position: cpu_weight_grad_rows
         assert path(dtype=torch.bfloat16, isa=isa) == tiles
         for others in (path(c_in=7, isa=isa), path(c_in=2, kernel=3, isa=isa), path(dtype=torch.float64, isa=isa),
                        path(isa="baseline")):

@@ -120,6 +120,12 @@ constexpr int64_t kMinPartChannels = 4;
 // L2 (k4 64->64 @56, batch 4: 30 ms with 1 MiB bands, 18 ms with 4 MiB).
 constexpr int64_t kWeightGradBandBytes = 4 * 1024 * 1024;
 
+// The rows of the gradient the weight_rows product sweeps at a time (a multiple of the tiles' 6 rows on AVX-512 and
+// 4 on AVX2): the tiles walk a product column of vectors by column, all rows down each, which over the gradient's
+// long rows (a page or more apart) ran 2.6x slower than these short blocks swept along the rows (random layer,
+// 8 -> 99 k6 3-d, 128 positions; float32, 2 cores).
+constexpr int64_t kWeightRowsBlock = 12;
+
 // NCHW, per (image, output depth, band of output rows), the same chunked reduction: the group's input channels become
 // phase planes (cpu/phase_planes.h), the kept columns of every tap are copied from them into
 // cols[(ci, kd, kh, kw), band] (contiguous runs, no index math), and
@@ -131,15 +137,21 @@ constexpr int64_t kWeightGradBandBytes = 4 * 1024 * 1024;
 // each group's input channels are split into parts, one per thread, each gathering its channels and reducing its rows
 // of one partial over every job, instead of chunks of jobs summing into partials of the whole weight (which a weight of
 // megabytes over a few hundred positions spent most of its time zeroing, writing and adding).
+// weight_rows (the tiles only, kernel_paths.h's cpu_weight_grad_rows): no partial; one chunk, each thread writing
+// its part's columns of the gradient in place, grad[Cg_out, Cg_in*K] (=) gy @ cols^T, each job's columns transposed
+// into [positions, Cg_in*K] and gy gathered as [Cg_out, positions] in float; the first job overwrites.
 template <typename scalar_t>
 at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
-                                        ReductionTilesKernel tiles) {
+                                        at::IntArrayRef weight_shape, ReductionTilesKernel tiles,
+                                        bool weight_rows = false) {
   using acc_t = acc_type<scalar_t>;
+  TORCH_INTERNAL_ASSERT(!weight_rows || (tiles && std::is_same_v<acc_t, float>), "weight_rows runs on the tiles");
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
   const int64_t groups = g.groups, c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
   const int64_t taps = g.kernel_volume(), taps_2d = g.kernel[1] * g.kernel[2], reduce = c_in * taps;
   const int64_t slice = g.conv_in_sizes[1] * g.conv_in_sizes[2], out_w = g.conv_out_sizes[2];
-  const int64_t bytes_per_position = reduce * static_cast<int64_t>(sizeof(acc_t));  // the columns
+  // The columns (and, for weight_rows, their transposed copy).
+  const int64_t bytes_per_position = (weight_rows ? 2 : 1) * reduce * static_cast<int64_t>(sizeof(acc_t));
   const int64_t bands = PhasePlanes<acc_t>(g, c_in, kWeightGradBandBytes, bytes_per_position).bands();
   const int64_t images_per_job =
       bands == 1 && g.conv_out_sizes[0] == 1
@@ -151,31 +163,40 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
   const int64_t parts = tiles && groups < threads
                             ? std::max<int64_t>(1, std::min(c_in / kMinPartChannels, (threads + groups - 1) / groups))
                             : 1;
-  const int64_t chunks = parts > 1 ? 1 : std::max<int64_t>(1, std::min<int64_t>(threads, work));
+  const int64_t chunks = parts > 1 || weight_rows ? 1 : std::max<int64_t>(1, std::min<int64_t>(threads, work));
   const int64_t out_pitch = reduction_tiles_columns(c_out);
-  auto partial = tiles ? at::zeros({chunks, groups, reduce, out_pitch}, x.options().dtype(acc_dtype))
-                       : at::zeros({chunks, groups, c_out, reduce}, x.options().dtype(acc_dtype));
+  // weight_rows: the gradient itself, [G * Cg_out, Cg_in * K], written by the tiles in place.
+  auto grad_rows = weight_rows ? at::empty(std::is_same_v<scalar_t, acc_t> ? weight_shape
+                                                                           : at::IntArrayRef{groups * c_out, reduce},
+                                           x.options().dtype(acc_dtype))
+                               : at::Tensor();
+  auto partial = weight_rows ? at::Tensor()
+                 : tiles     ? at::zeros({chunks, groups, reduce, out_pitch}, x.options().dtype(acc_dtype))
+                             : at::zeros({chunks, groups, c_out, reduce}, x.options().dtype(acc_dtype));
   const auto gy_flat = flatten_positions(grad_output, /*channels_last=*/false);
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
   // On the tiles, each job's gy and partial are addressed through raw pointers: a job of a small grouped conv is a few
   // microseconds of work, less than the ATen views it once made.
   const scalar_t* gy_data = grad_output.const_data_ptr<scalar_t>();
   const int64_t gy_image_stride = g.conv_out_channels * g.conv_out_volume();
-  acc_t* partial_data = partial.template mutable_data_ptr<acc_t>();
+  acc_t* partial_data = weight_rows ? grad_rows.template mutable_data_ptr<acc_t>()
+                                    : partial.template mutable_data_ptr<acc_t>();
 
   at::parallel_for(0, chunks * groups * parts, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes(g, c_in, kWeightGradBandBytes, bytes_per_position);
     const int64_t max_columns = planes.band_outputs() * images_per_job;
     std::vector<acc_t> cols(reduce * max_columns);
-    std::vector<acc_t> gy_gathered(images_per_job > 1 && !tiles ? c_out * max_columns : 0);
-    std::vector<acc_t> gy_transposed(tiles ? max_columns * out_pitch : 0);  // zeros: the padding columns stay so
+    std::vector<acc_t> gy_gathered((images_per_job > 1 && !tiles) || weight_rows ? c_out * max_columns : 0);
+    std::vector<acc_t> gy_transposed(tiles && !weight_rows ? max_columns * out_pitch : 0);  // zeros: padding stays
+    std::vector<acc_t> cols_transposed(weight_rows ? max_columns * reduce : 0);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t chunk = item / (groups * parts), group = item / parts % groups, part = item % parts;
       const int64_t ci_begin = part * c_in / parts, ci_end = (part + 1) * c_in / parts;
       // The partial of (chunk, group): the tiles' [reduce, out_pitch], or torch's GEMM's [Cg_out, reduce].
       acc_t* acc_tiles = tiles ? partial_data + (chunk * groups + group) * reduce * out_pitch : nullptr;
       at::Tensor acc = tiles ? at::Tensor() : partial[chunk][group];
-      for (int64_t job = chunk * work / chunks; job < (chunk + 1) * work / chunks; ++job) {
+      const int64_t first_job = chunk * work / chunks;
+      for (int64_t job = first_job; job < (chunk + 1) * work / chunks; ++job) {
         const int64_t b = job % bands, od = (job / bands) % g.conv_out_sizes[0],
                       n0 = job / (bands * g.conv_out_sizes[0]) * images_per_job;
         const int64_t images = std::min(images_per_job, g.batch - n0);
@@ -209,6 +230,31 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
         // The band's outputs are contiguous in gy: whole rows, or part of one row.
         const int64_t first_output = (od * g.conv_out_sizes[1] + band.row0) * out_w + band.col0;
         if constexpr (std::is_same_v<acc_t, float>) {
+          if (weight_rows) {
+            // grad[Cg_out, part's columns] (=) gy[Cg_out, columns] @ cols^T: the part's rows of cols transposed into
+            // [columns, part's reduce], gy's [Cg_out, images, positions] gathered as [Cg_out, columns] in float.
+            const int64_t row_begin = ci_begin * taps, rows = (ci_end - ci_begin) * taps;
+            transpose_to_rows(cols.data() + row_begin * columns, 0, columns, 1, columns, rows, cols_transposed.data(),
+                              rows);
+            const scalar_t* gy_band =
+                gy_data + n0 * gy_image_stride + group * c_out * g.conv_out_volume() + first_output;
+            for (int64_t co = 0; co < c_out; ++co) {
+              for (int64_t image = 0; image < images; ++image) {
+                const scalar_t* from = gy_band + image * gy_image_stride + co * g.conv_out_volume();
+                std::transform(from, from + positions, gy_gathered.data() + co * columns + image * positions,
+                               [](scalar_t v) { return static_cast<float>(v); });
+              }
+            }
+            // By blocks of kWeightRowsBlock rows of the gradient, each swept along its whole width.
+            for (int64_t co = 0; co < c_out; co += kWeightRowsBlock) {
+              ReductionTiles product{gy_gathered.data() + co * columns, columns, 1, cols_transposed.data(), rows,
+                                     partial_data + (group * c_out + co) * reduce + row_begin, reduce,
+                                     std::min(kWeightRowsBlock, c_out - co), rows, columns};
+              product.overwrite = job == first_job;
+              tiles(product);
+            }
+            continue;
+          }
           if (tiles) {
             // gy's [Cg_out, images, positions], channels conv_out_volume() apart, images gy_image_stride apart.
             const scalar_t* gy_band =
@@ -234,6 +280,7 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
       }
     }
   });
+  if (weight_rows) return grad_rows;
   if (!tiles) return partial.sum(0).view({groups * c_out, c_in, taps});
   const at::Tensor sum = chunks == 1 ? partial[0] : partial.sum(0);  // [G, Cg_in*K, out_pitch]
   auto grad = at::empty({groups * c_out, reduce}, sum.options());
@@ -286,19 +333,32 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
         grad = weight_grad_gemm<scalar_t>(g, x, gy, &reduction_tiles_avx512);
         break;
       case WeightGradPath::CpuPhasePlanes:
-        grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy, nullptr);
+        grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy, weight_shape, nullptr);
         break;
       case WeightGradPath::CpuPhasePlanesAvx2:
-        grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy, &reduction_tiles_avx2);
+        grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy, weight_shape, &reduction_tiles_avx2);
         break;
       case WeightGradPath::CpuPhasePlanesAvx512:
-        grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy, &reduction_tiles_avx512);
+        grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy, weight_shape, &reduction_tiles_avx512);
+        break;
+      case WeightGradPath::CpuPhasePlanesRowsAvx2:
+        grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy, weight_shape, &reduction_tiles_avx2,
+                                                      /*weight_rows=*/true);
+        break;
+      case WeightGradPath::CpuPhasePlanesRowsAvx512:
+        grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy, weight_shape, &reduction_tiles_avx512,
+                                                      /*weight_rows=*/true);
         break;
       default:
         TORCH_INTERNAL_ASSERT(false, "fastpad conv_weight_grad: no CPU path");
     }
   });
-  // A fresh tensor, so the strides are the canonical contiguous ones even where a dim has size 1.
+  // A fresh tensor, so the strides are the canonical contiguous ones even where a dim has size 1 (as the kernels'
+  // own at::empty(weight_shape) are).
+  if (!grad.is_view() && grad.sizes().equals(weight_shape) && grad.is_contiguous() &&
+      grad.scalar_type() == input.scalar_type()) {
+    return grad;
+  }
   auto result = at::empty(weight_shape, input.options());
   result.copy_(grad.reshape(weight_shape));
   return result;

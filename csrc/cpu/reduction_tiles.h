@@ -24,7 +24,7 @@ struct ReductionTiles {
   int64_t b_depth_stride;
   float* c;  // c[r][v] at c + r * c_row_stride + v
   int64_t c_row_stride;
-  int64_t rows, columns, depth;  // columns: a whole number of kReductionTilesColumnMultiple
+  int64_t rows, columns, depth;  // columns: any number, a last part vector read and written through masks
   bool overwrite = false;  // c = a b: c's values are neither read nor need initialising
   // Several taps summed in the same registers: c[r][v] += sum over k < taps, d < depth of a[r, d] of tap k (at
   // + k * a_tap_stride) * b_taps[k][d * b_depth_stride + v] (NCHW conv's tap GEMMs over phase planes, whose output
@@ -37,10 +37,11 @@ struct ReductionTiles {
   int64_t depth_chunk = 0;
 };
 
-// b's and c's columns come in whole multiples of this many floats, AVX2's vector (AVX-512 reads and writes a last half
-// vector through masks): the weight gradients and the GEMM + col2im pad their buffers with zero columns, whose results
-// they drop, to whole AVX-512 vectors (kReductionTilesPaddedMultiple, reduction_tiles_columns); the transposed phase
-// planes' rows are whole vectors of at::vec's 8.
+// Most callers give b and c whole vectors of columns, so that no mask is needed: the weight gradients' transposed
+// products and the GEMM + col2im pad their buffers with zero columns, whose results they drop, to whole AVX-512
+// vectors (kReductionTilesPaddedMultiple, reduction_tiles_columns); the transposed phase planes' rows are whole
+// vectors of at::vec's 8 (this multiple). The weight gradient's rows (cpu_weight_grad_rows) write the gradient itself,
+// its rows' last vector through masks.
 constexpr int64_t kReductionTilesColumnMultiple = 8;
 constexpr int64_t kReductionTilesPaddedMultiple = 16;
 inline int64_t reduction_tiles_columns(int64_t columns) {
