@@ -28,10 +28,20 @@ namespace {
 // time (channels-last resnet50 k3 weight gradients: the tiles at about 63% of the FMA peak, Sapphire Rapids class).
 constexpr int64_t kWeightGradTilesDepth = 64;
 
+// The fewest positions a channels-last tile of im2col columns holds on the register tiles: a reduction (Cg_in x taps)
+// too long for that many in the column buffer (over 4096 floats) is taken by blocks of rows of taps (kd, kh), each
+// block's tile sized for kWeightGradTilesDepth positions. A whole reduction's tile of a few positions re-reads and
+// re-writes the whole partial gradient for a few multiply-adds per element (a 3-d conv from 479 channels, k6x6x3:
+// 2 positions a tile). Random layers, float32, 2 cores, conv_weight_grad alone, interleaved (benchmarks/RESULTS.md):
+// 7 calls of seeds 1-4 1.27x faster (geomean; 0.99-1.90x), held out 23 of seeds 5-16 1.11x (0.88-1.41x, the unchanged
+// calls 0.88-1.05x), AVX2 16 of seeds 1-8 1.13x (0.94-1.39x). From 33 positions up, blocks lost (1.08x the time).
+constexpr int64_t kWeightGradBlockMinPositions = 32;
+
 // Channels-last: the reduction over images and output tiles is split into a fixed number of chunks, each summing
 // into its own partial gradient, then the partials are added in chunk order: bitwise reproducible for a fixed thread
 // count. partial[Cg_out, K*Cg_in] += gy[tile, Cg_out]^T @ cols[tile, K*Cg_in], with cols a fused im2col tile; on the
-// register tiles, cols' rows (and the partial's) are padded with zero columns to whole vectors.
+// register tiles, cols' rows (and the partial's) are padded with zero columns to whole vectors, or for a long
+// reduction, each block of tap rows gathered and reduced in turn (kWeightGradBlockMinPositions).
 template <typename scalar_t>
 at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
                             ReductionTilesKernel tiles) {
@@ -40,34 +50,50 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
   const int64_t groups = g.groups, in_per_group = g.conv_in_channels_per_group(),
                 out_per_group = g.conv_out_channels_per_group(), taps = g.kernel_volume();
   const int64_t reduce = in_per_group * taps, pitch = tiles ? reduction_tiles_columns(reduce) : reduce;
+  // The tiles' im2col columns by blocks of rows of taps (kd, kh) (kWeightGradBlockMinPositions).
+  const int64_t tap_rows = g.kernel[0] * g.kernel[1], row_values = g.kernel[2] * in_per_group;
+  const int64_t acc_bytes = static_cast<int64_t>(sizeof(acc_t));
+  const int64_t block_rows =
+      tiles && kColumnBufferBytes / (pitch * acc_bytes) < kWeightGradBlockMinPositions
+          ? std::clamp<int64_t>(kColumnBufferBytes / (kWeightGradTilesDepth * row_values * acc_bytes), 1, tap_rows)
+          : tap_rows;
+  const int64_t block_pitch = block_rows == tap_rows ? pitch : reduction_tiles_columns(block_rows * row_values);
   const auto gy_flat = flatten_positions(grad_output, /*channels_last=*/true);
-  const TilePlan plan(g, /*channels_last=*/true, pitch * static_cast<int64_t>(sizeof(acc_t)));
+  const TilePlan plan(g, /*channels_last=*/true, block_pitch * static_cast<int64_t>(sizeof(acc_t)));
   const int64_t work = g.batch * plan.tiles;  // (image, tile) pairs to reduce over
   const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), work));
   auto partial = at::zeros({chunks, groups, out_per_group, pitch}, x.options().dtype(acc_dtype));
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
 
   at::parallel_for(0, chunks * groups, 1, [&](int64_t begin, int64_t end) {
-    std::vector<acc_t> cols(pitch * plan.buffer_positions());  // zeros: the padding columns stay so
+    std::vector<acc_t> cols(block_pitch * plan.buffer_positions());  // zeros: the padding columns stay so
     for (int64_t item = begin; item < end; ++item) {
       const int64_t chunk = item / groups, group = item % groups;
       at::Tensor acc = partial[chunk][group];
       for (int64_t job = chunk * work / chunks; job < (chunk + 1) * work / chunks; ++job) {
         const int64_t n = job / plan.tiles;
         const auto [pixel_begin, tile_pixels] = plan.tile(job % plan.tiles);
-        im2col_nhwc(g, x_data + n * g.conv_in_volume() * g.conv_in_channels, group, pixel_begin,
-                  pixel_begin + tile_pixels, cols.data(), pitch);
+        const scalar_t* x_image = x_data + n * g.conv_in_volume() * g.conv_in_channels;
         const auto gy = gy_flat[n].narrow(0, pixel_begin, tile_pixels).narrow(1, group * out_per_group, out_per_group);
         if constexpr (std::is_same_v<acc_t, float>) {
           if (tiles) {
             const at::Tensor gy_float = gy.to(acc_dtype);  // gy itself in float32, else a [tile, Cg_out] copy
-            ReductionTiles product{gy_float.const_data_ptr<float>(), gy_float.stride(1), gy_float.stride(0),
-                                   cols.data(), pitch, acc.data_ptr<float>(), pitch, out_per_group, pitch, tile_pixels};
-            product.depth_chunk = kWeightGradTilesDepth;
-            tiles(product);
+            for (int64_t row0 = 0; row0 < tap_rows; row0 += block_rows) {
+              const int64_t row1 = std::min(tap_rows, row0 + block_rows);
+              im2col_nhwc(g, x_image, group, pixel_begin, pixel_begin + tile_pixels, cols.data(), block_pitch, row0,
+                          row1);
+              // One block: its padded pitch, zeros past the reduction; a block of several: its columns exactly.
+              const int64_t columns = block_rows == tap_rows ? pitch : (row1 - row0) * row_values;
+              ReductionTiles product{gy_float.const_data_ptr<float>(), gy_float.stride(1), gy_float.stride(0),
+                                     cols.data(), block_pitch, acc.data_ptr<float>() + row0 * row_values, pitch,
+                                     out_per_group, columns, tile_pixels};
+              product.depth_chunk = kWeightGradTilesDepth;
+              tiles(product);
+            }
             continue;
           }
         }
+        im2col_nhwc(g, x_image, group, pixel_begin, pixel_begin + tile_pixels, cols.data(), pitch);
         acc.addmm_(gy.to(acc_dtype).t(), wrap_buffer(cols.data(), {tile_pixels, reduce}));
       }
     }

@@ -77,10 +77,13 @@ inline at::Tensor flatten_positions(const at::Tensor& t, bool channels_last) {
 
 // Channels-last: cols[t * row_pitch + ((kd, kh, kw), c)] for output pixels [pixel_begin, pixel_end), t = pixel -
 // pixel_begin; a row's values past the kernel volume x C_in/groups are left as they are. `x_image` points at one image
-// [D, H, W, C_in]; the group's channels start at group * C_in/groups.
+// [D, H, W, C_in]; the group's channels start at group * C_in/groups. Only the rows of taps (kd, kh) numbered
+// [tap_row_begin, tap_row_end) in (kd, kh) order, where given: each pixel's row then starts at that first tap row.
 template <typename scalar_t, typename acc_t>
 void im2col_nhwc(const ConvGeometry& g, const scalar_t* x_image, int64_t group, int64_t pixel_begin,
-                 int64_t pixel_end, acc_t* cols, int64_t row_pitch) {
+                 int64_t pixel_end, acc_t* cols, int64_t row_pitch, int64_t tap_row_begin = 0,
+                 int64_t tap_row_end = -1) {
+  if (tap_row_end < 0) tap_row_end = g.kernel[0] * g.kernel[1];
   const int64_t in_h = g.conv_in_sizes[1], in_w = g.conv_in_sizes[2];
   const int64_t out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
   const int64_t channels = g.conv_in_channels_per_group(), kernel_w = g.kernel[2];
@@ -93,23 +96,19 @@ void im2col_nhwc(const ConvGeometry& g, const scalar_t* x_image, int64_t group, 
     const int64_t ow = pixel % out_w, oh = (pixel / out_w) % out_h, od = pixel / (out_w * out_h);
     const int64_t iw_first = g.tap_position(2, ow, 0);
     const bool row_inside = whole_tap_rows && iw_first >= 0 && iw_first + kernel_w <= in_w;
-    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-      const int64_t id = g.tap_source(0, od, kd);
-      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-        const int64_t ih = g.tap_source(1, oh, kh);
-        if (row_inside && id >= 0 && ih >= 0) {
-          at::vec::convert(x_group + ((id * in_h + ih) * in_w + iw_first) * g.conv_in_channels, dst,
-                           kernel_w * channels);
-          dst += kernel_w * channels;
-          continue;
-        }
-        for (int64_t kw = 0; kw < kernel_w; ++kw, dst += channels) {
-          const int64_t iw = g.tap_source(2, ow, kw);
-          if (id < 0 || ih < 0 || iw < 0) {
-            std::fill_n(dst, channels, acc_t(0));
-          } else {
-            at::vec::convert(x_group + ((id * in_h + ih) * in_w + iw) * g.conv_in_channels, dst, channels);
-          }
+    for (int64_t tap_row = tap_row_begin; tap_row < tap_row_end; ++tap_row) {
+      const int64_t id = g.tap_source(0, od, tap_row / g.kernel[1]), ih = g.tap_source(1, oh, tap_row % g.kernel[1]);
+      if (row_inside && id >= 0 && ih >= 0) {
+        at::vec::convert(x_group + ((id * in_h + ih) * in_w + iw_first) * g.conv_in_channels, dst, kernel_w * channels);
+        dst += kernel_w * channels;
+        continue;
+      }
+      for (int64_t kw = 0; kw < kernel_w; ++kw, dst += channels) {
+        const int64_t iw = g.tap_source(2, ow, kw);
+        if (id < 0 || ih < 0 || iw < 0) {
+          std::fill_n(dst, channels, acc_t(0));
+        } else {
+          at::vec::convert(x_group + ((id * in_h + ih) * in_w + iw) * g.conv_in_channels, dst, channels);
         }
       }
     }
