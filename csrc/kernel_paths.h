@@ -957,7 +957,7 @@ inline bool cpu_weight_grad_tiles(const ConvGeometry& g, bool channels_last_gemm
 // each slice a pass over the gradient (8 -> 99 k6 over 16 images of 2x2x2 outputs: 1.11x the time, AVX2 1.28x):
 // excluded.
 // Random layers, float32, 2 cores, conv_weight_grad alone, interleaved (benchmarks/RESULTS.md): 15 calls of seeds
-// 1-4 and the suite 1.05-3.32x faster (geomean 1.54), held out 64 of seeds 5-16 0.87-4.09x (1.38; the slower ones
+// 1-4 and the suite 1.05-3.32x faster (geomean 1.54), held out 64 of seeds 5-16 0.87-4.09x (1.38; under 1.0x only
 // calls of 20-112 us, and one of 1.2 ms at 0.97x), AVX2 37 calls of seeds 1-8 0.96-3.63x (1.39).
 constexpr int64_t kWeightGradRowsMaxPositions = 128;
 inline bool cpu_weight_grad_rows(const ConvGeometry& g) {

@@ -41,7 +41,8 @@ struct ReductionTiles {
 // products and the GEMM + col2im pad their buffers with zero columns, whose results they drop, to whole AVX-512
 // vectors (kReductionTilesPaddedMultiple, reduction_tiles_columns); the transposed phase planes' rows are whole
 // vectors of at::vec's 8 (this multiple). The weight gradient's rows (cpu_weight_grad_rows) write the gradient itself,
-// its rows' last vector through masks.
+// and the channels-last weight gradient's blocks of tap rows their columns of the partial: their last vector through
+// masks.
 constexpr int64_t kReductionTilesColumnMultiple = 8;
 constexpr int64_t kReductionTilesPaddedMultiple = 16;
 inline int64_t reduction_tiles_columns(int64_t columns) {
