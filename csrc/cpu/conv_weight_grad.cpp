@@ -43,8 +43,12 @@ constexpr int64_t kWeightGradBlockMinPositions = 32;
 // register tiles, cols' rows (and the partial's) are padded with zero columns to whole vectors, or for a long
 // reduction, each block of tap rows gathered and reduced in turn (kWeightGradBlockMinPositions).
 template <typename scalar_t>
+void transpose_to_rows(const scalar_t* src, int64_t image_stride, int64_t channel_stride, int64_t images,
+                       int64_t positions, int64_t channels, float* dst, int64_t pitch);
+
+template <typename scalar_t>
 at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
-                            ReductionTilesKernel tiles) {
+                            at::IntArrayRef weight_shape, ReductionTilesKernel tiles) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
   const int64_t groups = g.groups, in_per_group = g.conv_in_channels_per_group(),
@@ -98,6 +102,31 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
       }
     }
   });
+  if constexpr (std::is_same_v<acc_t, float>) {
+    if (tiles) {
+      // [chunks, G, Cg_out, pitch] -> the weight's [G * Cg_out, Cg_in, K]: each row's chunks summed in chunk order,
+      // then its [K, Cg_in] transposed into place, one pass where a sum, a reshape and the op's copy made three
+      // (random layers, float32, 2 cores, every call on the AVX-512 tiles alone: 74 calls of seeds 1-4 and the suite
+      // 0.99-1.30x faster, geomean 1.07; 66 held out of seeds 5-8 1.08; AVX2 66 calls 1.07).
+      const int64_t rows = groups * out_per_group;
+      auto grad = at::empty(std::is_same_v<scalar_t, float> ? weight_shape : at::IntArrayRef{rows, in_per_group, taps},
+                            x.options().dtype(acc_dtype));
+      const float* partial_data = partial.template const_data_ptr<float>();
+      float* grad_data = grad.template mutable_data_ptr<float>();
+      at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
+        std::vector<float> sum(reduce);
+        for (int64_t row = begin; row < end; ++row) {
+          std::copy_n(partial_data + row * pitch, reduce, sum.data());
+          for (int64_t chunk = 1; chunk < chunks; ++chunk) {
+            const float* other = partial_data + (chunk * rows + row) * pitch;
+            for (int64_t i = 0; i < reduce; ++i) sum[i] += other[i];
+          }
+          transpose_to_rows(sum.data(), 0, in_per_group, 1, in_per_group, taps, grad_data + row * reduce, taps);
+        }
+      });
+      return grad;
+    }
+  }
   // [G, Cg_out, K, Cg_in] -> [G * Cg_out, Cg_in, K]
   return partial.sum(0).narrow(2, 0, reduce).reshape({groups * out_per_group, taps, in_per_group}).transpose(1, 2);
 }
@@ -350,13 +379,13 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
         grad = depthwise_weight_grad(g, x, gy, kernel_channels_last, /*avx512_tiles=*/true);
         break;
       case WeightGradPath::CpuChannelsLastGemm:
-        grad = weight_grad_gemm<scalar_t>(g, x, gy, nullptr);
+        grad = weight_grad_gemm<scalar_t>(g, x, gy, weight_shape, nullptr);
         break;
       case WeightGradPath::CpuChannelsLastGemmAvx2:
-        grad = weight_grad_gemm<scalar_t>(g, x, gy, &reduction_tiles_avx2);
+        grad = weight_grad_gemm<scalar_t>(g, x, gy, weight_shape, &reduction_tiles_avx2);
         break;
       case WeightGradPath::CpuChannelsLastGemmAvx512:
-        grad = weight_grad_gemm<scalar_t>(g, x, gy, &reduction_tiles_avx512);
+        grad = weight_grad_gemm<scalar_t>(g, x, gy, weight_shape, &reduction_tiles_avx512);
         break;
       case WeightGradPath::CpuPhasePlanes:
         grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy, weight_shape, nullptr);
