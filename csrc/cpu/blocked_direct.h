@@ -71,7 +71,8 @@ inline int64_t blocked_direct_weight_tap_pitch(int64_t lanes, int64_t block_widt
   return (lines | 1) * line;
 }
 
-// `channels`: the real output channels (per group); the blocks beyond them are never read or written.
+// `channels`: the real output channels (per group); the blocks beyond them are never read or written, nor the lanes
+// past them in the last vector (masked loads and stores: the output may hold the next group's channels there).
 void blocked_direct_avx2(const BlockedDirectArgs<float>& args, int64_t channels);
 void blocked_direct_avx512(const BlockedDirectArgs<float>& args, int64_t channels);
 void blocked_direct_avx512_bf16(const BlockedDirectArgs<uint16_t>& args, int64_t channels);

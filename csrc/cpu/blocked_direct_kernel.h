@@ -34,16 +34,22 @@ using Args = BlockedDirectArgs<typename Isa::Element>;
 using Element = typename Isa::Element;
 
 template <int P, int U, class Positions>
-inline void tile(const Args& a, const Element* w_block, int64_t block_width, const Positions& at, int64_t c0) {
+inline void tile(const Args& a, const Element* w_block, int64_t block_width, const Positions& at, int64_t c0,
+                 int last_lanes) {
   using V = typename Isa::V;
   using W = typename Isa::W;
+  const bool partial = last_lanes < Isa::kLanes;  // the last vector's lanes past the channels are not out's
   V acc[P][U];
 #pragma GCC unroll 32
   for (int p = 0; p < P; ++p) {
 #pragma GCC unroll 4
     for (int u = 0; u < U; ++u) {
-      acc[p][u] = a.accumulate ? Isa::load(at.output(a, p) + c0 + u * Isa::kLanes)
-                               : Isa::load(a.init + c0 + u * Isa::kLanes);
+      float* out = at.output(a, p) + c0 + u * Isa::kLanes;
+      if (!a.accumulate) {
+        acc[p][u] = Isa::load(a.init + c0 + u * Isa::kLanes);
+      } else {
+        acc[p][u] = u == U - 1 && partial ? Isa::load_first(out, last_lanes) : Isa::load(out);
+      }
     }
   }
   int64_t x_offsets[P];
@@ -68,7 +74,14 @@ inline void tile(const Args& a, const Element* w_block, int64_t block_width, con
 #pragma GCC unroll 32
   for (int p = 0; p < P; ++p) {
 #pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) Isa::store(at.output(a, p) + c0 + u * Isa::kLanes, acc[p][u]);
+    for (int u = 0; u < U; ++u) {
+      float* out = at.output(a, p) + c0 + u * Isa::kLanes;
+      if (u == U - 1 && partial) {
+        Isa::store_first(out, acc[p][u], last_lanes);
+      } else {
+        Isa::store(out, acc[p][u]);
+      }
+    }
   }
 }
 
@@ -80,11 +93,11 @@ constexpr int kTilePositions = std::min(kMaxPositions, (Isa::kRegisters - U - 1)
 // A tile of exactly `left` (<= P) positions.
 template <int P, int U, class Positions>
 inline void remainder_tile(int64_t left, const Args& a, const Element* w_block, int64_t block_width,
-                           const Positions& at, int64_t c0) {
+                           const Positions& at, int64_t c0, int last_lanes) {
   if constexpr (P > 1) {
-    if (left < P) return remainder_tile<P - 1, U>(left, a, w_block, block_width, at, c0);
+    if (left < P) return remainder_tile<P - 1, U>(left, a, w_block, block_width, at, c0, last_lanes);
   }
-  tile<P, U>(a, w_block, block_width, at, c0);
+  tile<P, U>(a, w_block, block_width, at, c0, last_lanes);
 }
 
 // Every kept position of the band for U vectors of channels at c0 (the columns past a row's last kept one are never
@@ -94,7 +107,7 @@ inline void remainder_tile(int64_t left, const Args& a, const Element* w_block, 
 // tile's positions (listed one by one) running on into the next row: within rows, short ones split into small tiles
 // (rows of 8 at P = 6: 4 + 4), each loading the weights for fewer positions. Otherwise each row is a run.
 template <int P, int U>
-inline void all_positions(const Args& a, const Element* w_block, int64_t block_width, int64_t c0) {
+inline void all_positions(const Args& a, const Element* w_block, int64_t block_width, int64_t c0, int last_lanes) {
   if (a.cols <= 0 || a.rows <= 0) return;
   if constexpr (P <= Isa::kMaxListedPositions) {
     const int64_t run = a.rows * a.cols, tiles = (run + P - 1) / P, size = run / tiles, larger = run % tiles;
@@ -110,7 +123,7 @@ inline void all_positions(const Args& a, const Element* w_block, int64_t block_w
           ++r;
         }
       }
-      remainder_tile<P, U>(positions, a, w_block, block_width, at, c0);
+      remainder_tile<P, U>(positions, a, w_block, block_width, at, c0, last_lanes);
     }
   } else {
     const int64_t tiles = (a.cols + P - 1) / P, size = a.cols / tiles, larger = a.cols % tiles;
@@ -118,7 +131,7 @@ inline void all_positions(const Args& a, const Element* w_block, int64_t block_w
       RowRun at{r * a.x_row_stride, a.out + r * a.out_row_stride};  // the row's first position's
       for (int64_t i = 0; i < tiles; ++i) {
         const int64_t positions = size + (i < larger ? 1 : 0);
-        remainder_tile<P, U>(positions, a, w_block, block_width, at, c0);
+        remainder_tile<P, U>(positions, a, w_block, block_width, at, c0, last_lanes);
         at.x0 += positions * a.x_position_stride;
         at.out += positions * a.out_pitch;
       }
@@ -129,18 +142,20 @@ inline void all_positions(const Args& a, const Element* w_block, int64_t block_w
 // The block's vectors of channels that hold real ones, U of them: one tile shape each.
 template <int U>
 inline void block_of_vectors(int64_t vectors, const Args& a, const Element* w_block, int64_t block_width,
-                             int64_t c0) {
+                             int64_t c0, int last_lanes) {
   if constexpr (U > 1) {
-    if (vectors < U) return block_of_vectors<U - 1>(vectors, a, w_block, block_width, c0);
+    if (vectors < U) return block_of_vectors<U - 1>(vectors, a, w_block, block_width, c0, last_lanes);
   }
-  all_positions<kTilePositions<U>, U>(a, w_block, block_width, c0);
+  all_positions<kTilePositions<U>, U>(a, w_block, block_width, c0, last_lanes);
 }
 
 inline void blocked_direct(const Args& a, int64_t channels) {
   const int64_t block_width = a.block_width;  // at most Isa::kVectors vectors
   for (int64_t b = a.co_block_begin; b < a.co_block_end; ++b) {
-    const int64_t c0 = b * block_width, vectors = (std::min(channels - c0, block_width) + Isa::kLanes - 1) / Isa::kLanes;
-    block_of_vectors<Isa::kVectors>(vectors, a, a.weights + b * a.weight_block_stride, block_width, c0);
+    const int64_t c0 = b * block_width, real = std::min(channels - c0, block_width);
+    const int64_t vectors = (real + Isa::kLanes - 1) / Isa::kLanes;
+    const int last_lanes = static_cast<int>(real - (vectors - 1) * Isa::kLanes);  // the last vector's real channels
+    block_of_vectors<Isa::kVectors>(vectors, a, a.weights + b * a.weight_block_stride, block_width, c0, last_lanes);
   }
 }
 

@@ -345,11 +345,13 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   // Output-channel blocks are split across work items only where images, groups and bands leave threads idle.
   const int64_t slices = g.batch * groups * bands;
   const int64_t co_splits = std::clamp<int64_t>((2 * at::get_num_threads() + slices - 1) / slices, 1, co_blocks);
-  // A float32 output with contiguous channels, each group's a whole number of vectors, is written by the tiles in
-  // place: no band buffer to fill and copy from (no vector of the tiles passes a group's last channel). Against the
-  // copy (2 cores, Zen 5, interleaved): the suite's channels-last blocked layers 0.83-0.99x forward, 0.98-1.00x
-  // forward+backward (benchmarks/RESULTS.md).
-  const bool in_place = std::is_same_v<scalar_t, float> && y_stride[1] == 1 && c_out % vector == 0;
+  // A float32 output with contiguous channels is written by the tiles in place, the last vector of a group's channels
+  // masked to them: no band buffer to fill and copy from. Against the copy (2 cores, interleaved, typical calls): the
+  // suite's channels-last blocked layers 0.83-0.99x forward (groups of whole vectors, Zen 5); where a group's channels
+  // end inside a vector (Sapphire Rapids), the random layers' calls 0.65-1.03x (seeds 1-4, geomean 0.91), 0.65-1.32x
+  // and 0.67-1.19x held out (0.94, 0.92), AVX2 0.68-1.02x (0.93): the copy, a call per pixel, cost most where a group
+  // has few channels (benchmarks/RESULTS.md).
+  const bool in_place = std::is_same_v<scalar_t, float> && y_stride[1] == 1;
 
   // In place, tap (kh, kw) of a band reads x from its first position's pixel on, positions stride_w pixels apart and
   // rows stride_h rows apart; the planes hold a position's c_in channels together, a row pitch of positions apart.
@@ -413,7 +415,7 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
             args.taps = taps + tap0;
             args.num_taps = std::min(taps_per_pass, taps_2d - tap0);
             args.weights = w_kd + tap0 * tap_pitch;
-            micro_kernel(args, c_out);
+            micro_kernel(args, in_place ? c_out : out_pitch);  // the band buffer's lanes past c_out need no mask
             args.accumulate = true;
           }
         }

@@ -2,8 +2,8 @@
 on every fastpad op call (conv, conv_transpose, conv_weight_grad) of the chosen layers whose kernel path is in
 --paths: the random layers of --seeds, the 23-layer suite (--suite, both layouts or --layout nchw|cl), the forward's
 calls and the backward's (or --forward-only); --nchw-only skips channels-last inputs. Each call timed alone,
-interleaved across the variants, medians of 7 rounds (each the best of enough calls for 20 ms); outputs asserted equal
-to 1e-5 relative (--tolerance). Run from the repository root with PYTHONPATH=tests, e.g.
+interleaved across the variants, medians of 7 rounds (each the best of enough calls for 20 ms, or with --typical their
+median); outputs asserted equal to 1e-5 relative (--tolerance). Run from the repository root with PYTHONPATH=tests, e.g.
   python ab_variants.py --seeds 1,2,3,4 --suite --nchw-only --variants "new:;old:AB_OLD=1" --paths cpu_blocked_avx512
 Variants: 'name:VAR=val,VAR2=val;name2:...' (empty: none set); ratios are each variant's time over the first's."""
 import argparse
@@ -31,6 +31,9 @@ p.add_argument("--forward-only", action="store_true")
 p.add_argument("--layout", default="both")
 p.add_argument("--nchw-only", action="store_true")
 p.add_argument("--tolerance", type=float, default=1e-5)  # relative to the largest output; reorderings of long sums
+# Each round's time: the best of its calls (default), or their median (--typical: counts what a fresh output's page
+# faults cost in a typical call, which the best call of a round may escape)
+p.add_argument("--typical", action="store_true")
 args_ns = p.parse_args()
 PATHS = set(args_ns.paths.split(","))
 VARIANTS = []
@@ -99,7 +102,8 @@ for layer in layers:
             times = {name: [] for name, _ in VARIANTS}
             for _ in range(ROUNDS):
                 for name, env in VARIANTS:
-                    times[name].append(min(timed(op, a, env) for _ in range(reps)))
+                    round_times = [timed(op, a, env) for _ in range(reps)]
+                    times[name].append(statistics.median(round_times) if args_ns.typical else min(round_times))
         med = {n: statistics.median(t) * 1e3 for n, t in times.items()}
         base = VARIANTS[0][0]
         cols = " ".join(f"{n} {med[n]:.3f}" for n in med)
