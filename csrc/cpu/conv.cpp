@@ -212,9 +212,6 @@ inline int64_t thread_row_bands(const ConvGeometry& g, int64_t items) {
                              ceil_div(2 * at::get_num_threads(), std::max<int64_t>(items, 1)));
 }
 constexpr int64_t kBlockedWeightPassBytes = 512 * 1024;
-// The band rows (positions) and channels from which the NCHW output copy goes through the register transpose
-// (transpose_floats_*) rather than element by element: below, most of its kLanes x kLanes blocks are empty lanes.
-constexpr int64_t kTransposeMinPositions = 12, kTransposeMinChannels = 8;
 
 // Dense and grouped with float accumulation on an AVX2 or AVX-512 CPU, NCHW or channels-last: per (image, group, band
 // of output rows, range of output-channel blocks), the group's input channels become channels-last phase planes (the
@@ -436,8 +433,8 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
               at::vec::convert(out_row + c * out_pitch + co_begin, y_row + c * y_stride[4] + co_begin,
                                co_end - co_begin);
             }
-          } else if (std::is_same_v<scalar_t, float> && transpose != nullptr && band.cols >= kTransposeMinPositions &&
-                     co_end - co_begin >= kTransposeMinChannels && float_transpose_takes(y_stride[4])) {
+          } else if (std::is_same_v<scalar_t, float> && transpose != nullptr &&
+                     float_transpose_pays(band.cols, co_end - co_begin) && float_transpose_takes(y_stride[4])) {
             transpose({out_row + co_begin, out_pitch, band.cols, co_end - co_begin,
                        reinterpret_cast<float*>(y_row + co_begin * y_stride[1]), y_stride[1], y_stride[4]});
           } else {  // transposed kChannelBlock channels at a time: each pixel's channels read whole
@@ -517,12 +514,16 @@ void phase_plane_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at:
 // the planes, W_tap[Cg_out, Cg_in] @ planes_tap[Cg_in, band]: no im2col at all. With `tiles` (cpu_tap_tiles_*: float
 // accumulation), the tap GEMMs are summed in cpu/reduction_tiles.h's registers, out read and written once per band
 // and kernel depth, vectors along the output positions (no lane wasted on a few output channels); a channels-last x
-// is then gathered into the planes a run of channels per pixel at a time, and y written a pixel's channels at a time.
+// is then gathered into the planes a run of channels per pixel at a time, and y written a pixel's channels at a time,
+// float32 through `transpose` (the ISA's transpose_floats) where float_transpose_pays: blocks of pixels x channels
+// transposed in registers, not a value at a time (random channels-last calls with 8+ channels, 2 cores, Sapphire
+// Rapids: up to 1.37x faster, geomean 1.07 on seeds 1-4, 1.01 and 1.16 held out, AVX2 1.04; benchmarks/RESULTS.md).
 // Otherwise (NCHW only) torch's GEMM per tap. With few input channels the taps are copied into columns first, so that
 // one GEMM reduces over channels and taps together (K = Cg_in * kh * kw).
 template <typename scalar_t>
 void tap_gemm_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                   at::Tensor& y, bool tap_gemms, bool channels_last = false, ReductionTilesKernel tiles = nullptr) {
+                   at::Tensor& y, bool tap_gemms, bool channels_last = false, ReductionTilesKernel tiles = nullptr,
+                   void (*transpose)(const FloatTranspose&) = nullptr) {
   using acc_t = acc_type<scalar_t>;
   TORCH_INTERNAL_ASSERT(!channels_last || tiles, "fastpad: channels-last tap GEMMs run on the tiles only");
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
@@ -566,7 +567,7 @@ void tap_gemm_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor&
           if (id < 0) continue;
           if (channels_last) {
             planes.gather_channels(x_data + (n * g.conv_in_sizes[0] + id) * slice * g.conv_in_channels + group * c_in,
-                                   band, c_in, g.conv_in_channels);
+                                   band, c_in, g.conv_in_channels, transpose);
           } else {
             for (int64_t ci = 0; ci < c_in; ++ci) {
               planes.gather(x_data + (n * g.conv_in_channels + group * c_in + ci) * g.conv_in_volume() + id * slice,
@@ -608,6 +609,13 @@ void tap_gemm_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor&
           scalar_t* y_band = y_data + n * y_strides[0] + od * y_strides[2] + band.row0 * y_strides[3] +
                              band.col0 * y_strides[4] + group * c_out;
           for (int64_t r = 0; r < band.rows; ++r) {
+            if constexpr (std::is_same_v<scalar_t, float>) {
+              if (transpose != nullptr && float_transpose_pays(band.cols, c_out)) {  // out[co, t] to pixel t's co
+                transpose({out.data() + r * planes.pitch(), band_size, c_out, band.cols, y_band + r * y_strides[3],
+                           y_strides[4], 1});
+                continue;
+              }
+            }
             for (int64_t c = 0; c < band.cols; ++c) {
               const acc_t* position = out.data() + r * planes.pitch() + c;
               scalar_t* pixel = y_band + r * y_strides[3] + c * y_strides[4];
@@ -680,8 +688,7 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
         break;
       case ConvPath::CpuTapTilesAvx2:
       case ConvPath::CpuTapTilesAvx512:
-        tap_gemm_conv<scalar_t>(g, x, weight, b, y, /*tap_gemms=*/true, channels_last,
-                                path == ConvPath::CpuTapTilesAvx512 ? &reduction_tiles_avx512 : &reduction_tiles_avx2);
+        tap_tiles_conv(g, x, weight, b, y, channels_last, path == ConvPath::CpuTapTilesAvx512);
         break;
       default:
         TORCH_INTERNAL_ASSERT(false, "fastpad conv: no CPU kernel for path ", path_name(path));
@@ -721,7 +728,8 @@ void tap_tiles_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_tap_tiles_conv", [&] {
     if constexpr (std::is_same_v<acc_type<scalar_t>, float>) {
       tap_gemm_conv<scalar_t>(g, x, weight, bias, y, /*tap_gemms=*/true, channels_last,
-                              avx512 ? &reduction_tiles_avx512 : &reduction_tiles_avx2);
+                              avx512 ? &reduction_tiles_avx512 : &reduction_tiles_avx2,
+                              avx512 ? &transpose_floats_avx512 : &transpose_floats_avx2);
     } else {
       TORCH_INTERNAL_ASSERT(false, "fastpad: the tap tiles take float accumulation only");
     }

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "cpu/blocked_direct.h"
 #include "cpu/row_ops.h"
 #include "geometry.h"
 
@@ -179,8 +180,11 @@ class PhasePlanes {
   // whose pixels are `pixel_stride` elements apart, channel c at pixel + c: each pixel's channels are read in runs of
   // kChannelRun (a 64-byte line of float32) and written to their planes, so the slice is read once, where a gather per
   // channel would read every line of it once per channel.
+  // transpose (float32 only; transpose_floats_avx2/_avx512 in cpu/blocked_direct.h): each interior run moved through
+  // the registers a block of pixels x channels at a time, not a value at a time.
   template <typename scalar_t>
-  void gather_channels(const scalar_t* slice, const Band& band, int64_t channels, int64_t pixel_stride) {
+  void gather_channels(const scalar_t* slice, const Band& band, int64_t channels, int64_t pixel_stride,
+                       void (*transpose)(const FloatTranspose&) = nullptr) {
     TORCH_INTERNAL_ASSERT(lanes_ == 1, "gather_channels fills planes of one lane per position");
     constexpr int64_t kChannelRun = 16;
     for_each_phase_row(0, band, [&](acc_t* dst, int64_t in_row, const Columns& columns) {
@@ -197,6 +201,12 @@ class PhasePlanes {
       const scalar_t* first = src + columns.interior_source * pixel_stride;
       acc_t* out = dst + columns.interior_begin;
       const int64_t step = stride_w_ * pixel_stride;
+      if constexpr (std::is_same_v<scalar_t, float> && std::is_same_v<acc_t, float>) {
+        if (transpose != nullptr && float_transpose_pays(columns.interior_count, channels)) {  // pixel t's c to c's t
+          transpose({first, step, columns.interior_count, channels, out, channel_stride_, 1});
+          return;
+        }
+      }
       for (int64_t c0 = 0; c0 < channels; c0 += kChannelRun) {
         const int64_t run = std::min(kChannelRun, channels - c0);
         for (int64_t t = 0; t < columns.interior_count; ++t) {
