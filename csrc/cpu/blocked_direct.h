@@ -109,7 +109,7 @@ struct FloatTranspose {
 inline bool float_transpose_takes(int64_t dst_col_stride) { return dst_col_stride == 1 || dst_col_stride == 2; }
 // Whether a copy of `positions` x `channels` goes through the register transpose rather than element by element:
 // below these counts most of its kLanes x kLanes blocks are empty lanes (the tap tiles' channels-last output of 2-5
-// channels a group took 1.2-1.4x longer through it, benchmarks/RESULTS.md).
+// channels a group took 1.2-1.45x longer through it, benchmarks/RESULTS.md).
 constexpr int64_t kTransposeMinPositions = 12, kTransposeMinChannels = 8;
 inline bool float_transpose_pays(int64_t positions, int64_t channels) {
   return positions >= kTransposeMinPositions && channels >= kTransposeMinChannels;
