@@ -629,3 +629,43 @@ def test_phase_planes_on_the_reduction_tiles(dtype):
                 poison(expected.shape, dtype)
                 (grad,) = torch.autograd.grad(y, xr, gy)
             assert_matches(grad, expected, dtype, what="input gradient")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64],
+                         ids=["float32", "bfloat16", "float64"])
+def test_phase_planes_split_y_channels(dtype):
+    """Where images x groups leave threads idle, the NCHW transposed phase planes split each slice's y channels into
+    runs, one per thread (conv_transpose.cpp's phase_plane_transpose_nchw): 1 image on 2 threads (33 y channels: runs
+    of 16 and 17), 3 images (2 runs of 10), 1 image of 3 groups (each group's 16 in 2 runs of 8), 1 image on 4 threads
+    (20 channels: 2 runs, each of 8 rows or more), and a replicate conv's input gradient over 2-d (the split runs
+    scattered into the padding's fold). Each call asserts the phase planes path and is compared with the float64
+    reference, its output poisoned first."""
+    # (threads, batch, groups, x channels, y channels) of a zeros transposed conv over 310 positions, k5 s2
+    cases = [(2, 1, 1, 16, 33), (2, 3, 1, 16, 20), (2, 1, 3, 48, 48), (4, 1, 1, 16, 20)]
+    previous_threads = torch.get_num_threads()
+    try:
+        for threads, batch, groups, c_x, c_y in cases:
+            torch.set_num_threads(threads)
+            x, w, b = conv_inputs((310,), c_x, c_y, 5, groups, batch=batch, transposed=True, dtype=dtype)
+            crop_lo, out_size = resolve_crops(((1, 2),), (310,), (5,), (2,), (1,), 0)
+            path = torch.ops.fastpad._conv_transpose_path(x, w, b, [2], crop_lo, out_size, [1], groups, "zeros", "cpu")
+            assert path == reduction_tiles_kernel("cpu_phase_planes", dtype), (threads, batch, groups, path)
+            check_conv_transpose(x, w, b, stride=2, padding=((1, 2),), groups=groups)
+        torch.set_num_threads(2)
+        cx, cw, _ = conv_inputs((40, 46), 17, 33, 3, 1, batch=1, bias=False, dtype=dtype)
+        pads = ((1, 0), (0, 1))
+        gy = torch.randn(expected_conv(cx, cw, None, stride=2, padding=pads, padding_mode="replicate").shape,
+                         dtype=dtype)
+        path = torch.ops.fastpad._conv_transpose_path(gy, cw, None, [2, 2], [1, 0], [40, 46], [1, 1], 1, "replicate",
+                                                      "cpu")
+        assert path == reduction_tiles_kernel("cpu_phase_planes", dtype), path
+        xr = cx.detach().requires_grad_()
+        y = fastpad.conv2d(xr, cw, stride=2, padding=pads, padding_mode="replicate")
+        x64 = cx.double().requires_grad_()
+        (expected,) = torch.autograd.grad(
+            expected_conv(x64, cw.double(), None, stride=2, padding=pads, padding_mode="replicate"), x64, gy.double())
+        poison(expected.shape, dtype)
+        (grad,) = torch.autograd.grad(y, xr, gy)
+        assert_matches(grad, expected, dtype, what="input gradient")
+    finally:
+        torch.set_num_threads(previous_threads)

@@ -13,6 +13,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <numeric>
 #include <type_traits>
 #include <vector>
 
@@ -367,9 +368,9 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
 
 // NCHW with enough channels on both sides, the adjoint of conv.cpp's tap GEMMs, per (image, group): for each band
 // of x rows, planes_tap[Cg_y, band] += W_tap^T[Cg_y, Cg_x] @ x_band[Cg_x, band] for every (kh, kw) tap into
-// zeroed phase planes, which scatter_add then folds into y. Bands of one y plane share halo rows, so one thread
-// owns each (image, group). x_band's discarded columns are zero, so they add exactly nothing as long as every
-// weight is finite; the caller checks that.
+// zeroed phase planes, which scatter_add then folds into y. Bands of one y plane share halo rows, so one thread owns
+// each (image, group, run of y channels). x_band's discarded columns are zero, so they add exactly nothing as long as
+// every weight is finite; the caller checks that.
 template <typename scalar_t>
 void phase_plane_transpose_nchw(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
                                 at::Tensor& y_acc, ReductionTilesKernel tiles) {
@@ -389,8 +390,11 @@ void phase_plane_transpose_nchw(const ConvGeometry& g, const at::Tensor& x, cons
   const int64_t bytes_per_position = c_x * static_cast<int64_t>(sizeof(acc_t));
   const auto options = at::TensorOptions(acc_dtype);
 
-  const auto run_item = [&](int64_t n, int64_t group) {
-    PhasePlanes<acc_t> planes(g, c_y, kGemmPhasePlaneBytes, bytes_per_position);
+  // One (image, group) and its y channels [cy_begin, cy_end): their phase planes, their rows of each tap's GEMM and
+  // their scatter; x's band is read whole.
+  const auto run_item = [&](int64_t n, int64_t group, int64_t cy_begin, int64_t cy_end) {
+    const int64_t rows = cy_end - cy_begin;
+    PhasePlanes<acc_t> planes(g, rows, kGemmPhasePlaneBytes, bytes_per_position);
     const int64_t band_size = planes.band_buffer_size();
     std::vector<acc_t> x_band(c_x * band_size, acc_t(0));  // discarded columns stay zero
     for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
@@ -409,37 +413,48 @@ void phase_plane_transpose_nchw(const ConvGeometry& g, const at::Tensor& x, cons
           const int64_t id = g.tap_source(0, od, kd);
           if (id < 0) continue;
           planes.zero();
-          const acc_t* w_kd = w_data + (group * g.kernel[0] + kd) * taps_2d * c_y * c_x;
+          const acc_t* w_kd = w_data + ((group * g.kernel[0] + kd) * taps_2d * c_y + cy_begin) * c_x;
           for (int64_t tap = 0; tap < taps_2d; ++tap) {
             if constexpr (std::is_same_v<acc_t, float>) {
               if (tiles) {  // n_pos: whole vectors of at::vec's 8 floats
                 tiles({w_kd + tap * c_y * c_x, c_x, 1, x_band.data(), band_size, planes.taps()[tap],
-                       planes.channel_stride(), c_y, n_pos, c_x});
+                       planes.channel_stride(), rows, n_pos, c_x});
                 continue;
               }
             }
-            at::from_blob(planes.taps()[tap], {c_y, n_pos}, {planes.channel_stride(), 1},
-                          options)
-                .addmm_(wrap_buffer(const_cast<acc_t*>(w_kd) + tap * c_y * c_x, {c_y, c_x}), x_view);
+            at::from_blob(planes.taps()[tap], {rows, n_pos}, {planes.channel_stride(), 1}, options)
+                .addmm_(wrap_buffer(const_cast<acc_t*>(w_kd) + tap * c_y * c_x, {rows, c_x}), x_view);
           }
-          for (int64_t cy = 0; cy < c_y; ++cy) {
-            planes.scatter_add(y_data + (n * g.conv_in_channels + group * c_y + cy) * g.conv_in_volume() + id * y_slice,
-                               band, cy);
+          for (int64_t cy = 0; cy < rows; ++cy) {
+            planes.scatter_add(
+                y_data + (n * g.conv_in_channels + group * c_y + cy_begin + cy) * g.conv_in_volume() + id * y_slice,
+                band, cy);
           }
         }
       }
     }
   };
 
-  const int64_t items = g.batch * groups;
-  if (items >= at::get_num_threads()) {
-    at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t item = begin; item < end; ++item) run_item(item / groups, item % groups);
-    });
-  } else {
-    // Few (image, group) slices: run them in turn, each GEMM using every thread.
-    for (int64_t item = 0; item < items; ++item) run_item(item / groups, item % groups);
-  }
+  // Items: (image, group, run of y channels). Where images x groups would leave the threads idle more than a tenth of
+  // the call (kMinThreadUsePercent: before, a batch-1 layer's input gradient ran on one thread, 3 images on 2 threads
+  // took the time of 4), each slice's y channels are split evenly into enough runs to make the items a multiple of the
+  // threads, of kMinSplitRows rows or more. Random layers' NCHW calls this splits, float32, 2 cores (Sapphire Rapids
+  // class), interleaved against a thread per slice: 1.24-1.93x faster on 5 of seeds 1-4 and the suite (geomean 1.63),
+  // 1.12-1.85x on 8 of seeds 5-12 (1.45), 1.70-1.96x on 4 of seeds 13-16 (held out, 1.87); AVX2 1.10-2.07x on 18 of
+  // seeds 1-8 (1.58), 1.08-1.91x on 10 of seeds 9-12 (held out, 1.57). Splitting every odd count of slices ran 15
+  // images 1.38x slower on AVX2 (two runs of 9 rows on its 4-row tiles, each re-reading x's band and ending in a
+  // tile of one row) (benchmarks/RESULTS.md).
+  constexpr int64_t kMinThreadUsePercent = 90, kMinSplitRows = 8;
+  const int64_t slices = g.batch * groups, threads = at::get_num_threads();
+  const bool idle = 100 * slices < kMinThreadUsePercent * ceil_div(slices, threads) * threads;
+  const int64_t splits =
+      idle ? std::max<int64_t>(1, std::min(threads / std::gcd(slices, threads), c_y / kMinSplitRows)) : 1;
+  at::parallel_for(0, slices * splits, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t slice = item / splits, split = item % splits;
+      run_item(slice / groups, slice % groups, split * c_y / splits, (split + 1) * c_y / splits);
+    }
+  });
 }
 
 // A [C] bias as [1, C, 1, ...] with `dims` dims, to broadcast over an output's images and positions.
