@@ -592,6 +592,29 @@ def test_batch_one_layers_split_their_rows_between_threads(isa, case):
     run_case(case, isa)
 
 
+# Batch-1 layers whose bands, as the planes' budget sizes them, would not divide evenly among 2 threads: conv.cpp's
+# thread_band_multiple rounds their count up to an even one (PhasePlanes' row_band_multiple), bands then shorter than
+# their halo and of rows as even as they divide (20 rows in 8 bands: 2 + 3 + 2 + 3 ...). A channels-last 298 -> 48 k5
+# (planes of 3 rows: 7 bands -> 8), the tap tiles' NCHW 105 -> 3 k7 d2 (5 -> 6), a channels-last transposed k7's
+# phase conv.
+EVEN_BANDS = [(ConvCase(False, (20, 20), 298, 48, 5, 1, "same_lower", padding_mode="replicate", batch=1,
+                        layout="channels_last"), "cpu_blocked"),
+              (ConvCase(False, (72, 72), 105, 3, 7, 1, "causal", dilation=2, batch=1), "cpu_tap_tiles"),
+              (ConvCase(True, (75, 75), 8, 41, 7, 1, "same", batch=1, layout="channels_last"), "cpu_blocked")]
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("case,kernel", EVEN_BANDS, ids=[case.describe() for case, _ in EVEN_BANDS])
+def test_batch_one_bands_divide_evenly_among_the_threads(isa, case, kernel):
+    require_isa(isa)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        run_case(case, isa, expected_path=f"{kernel}_{isa}")
+    finally:
+        torch.set_num_threads(previous)
+
+
 # NCHW outputs, which the blocked driver copies from its channels-last band buffer into y through the register transpose
 # (transpose_floats_*, where a band row holds 12 positions or more and a block 8 channels or more, and y's columns
 # are 1 or 2 apart) or element by element: rows and channel counts that leave partial blocks of positions and of

@@ -52,9 +52,11 @@ class PhasePlanes {
   // `bytes_per_position` for each flattened output position, fit `budget_bytes`: whole rows where one row fits, else
   // a tile of one row's columns with the halo its taps read (never narrower than kMinTileColumns), so that a long
   // 1-d row never sizes a buffer. wanted_row_bands: whole rows are split into up to this many bands (more work items
-  // for the threads), none shorter than its halo (so no row is gathered more than twice).
+  // for the threads), none shorter than its halo (so no row is gathered more than twice); row_band_multiple: their
+  // count is rounded up to a multiple of it (conv.cpp's thread_band_multiple), bands then shorter than the halo.
   explicit PhasePlanes(const ConvGeometry& g, int64_t channels = 1, int64_t budget_bytes = kPhasePlaneBytes,
-                       int64_t bytes_per_position = 0, int64_t lanes = 1, int64_t wanted_row_bands = 1)
+                       int64_t bytes_per_position = 0, int64_t lanes = 1, int64_t wanted_row_bands = 1,
+                       int64_t row_band_multiple = 1)
       : g_(g),
         stride_h_(g.stride[1]),
         stride_w_(g.stride[2]),
@@ -77,7 +79,12 @@ class PhasePlanes {
                                                       std::max({ceil_div(g.conv_out_sizes[1], wanted_row_bands),
                                                                 extra_rows_, int64_t(1)}));
     row_bands_ = (g.conv_out_sizes[1] + band_rows_ - 1) / band_rows_;
-    // As many bands, of rows as even as they divide (27 rows at most 11 a band: 9 + 9 + 9, not 11 + 11 + 5).
+    // A whole multiple of row_band_multiple bands (capped at one a row), so that the threads share them evenly.
+    if (row_band_multiple > 1) {
+      row_bands_ = std::min(ceil_div(row_bands_, row_band_multiple) * row_band_multiple, g.conv_out_sizes[1]);
+    }
+    // As many bands, of rows as even as they divide (27 rows at most 11 a band: 9 + 9 + 9, not 11 + 11 + 5; 20 rows in
+    // 8 bands: 2 + 3 + 2 + 3 ...); band_rows_ is the most.
     if (row_bands_ > 0) band_rows_ = (g.conv_out_sizes[1] + row_bands_ - 1) / row_bands_;
     plane_rows_ = band_rows_ + extra_rows_;
     // Vector loops run over a whole number of vectors, so every buffer has one vector (plus the widest tap
@@ -100,8 +107,9 @@ class PhasePlanes {
   int64_t bands() const { return row_bands_ * col_tiles_; }
   // Band b: column tiles vary fastest, so one thread's bands of a slice go along each row in order.
   Band band(int64_t b) const {
-    const int64_t row0 = (b / col_tiles_) * band_rows_, col0 = (b % col_tiles_) * tile_cols_;
-    return {row0, std::min(band_rows_, g_.conv_out_sizes[1] - row0), col0,
+    const int64_t row_band = b / col_tiles_, col0 = (b % col_tiles_) * tile_cols_;
+    const int64_t row0 = row_band * g_.conv_out_sizes[1] / row_bands_;
+    return {row0, (row_band + 1) * g_.conv_out_sizes[1] / row_bands_ - row0, col0,
             std::min(tile_cols_, g_.conv_out_sizes[2] - col0)};
   }
   // Flattened positions a vector loop covers for a band of `rows` output rows: a whole number of vectors.
