@@ -395,6 +395,12 @@ FOLDED_CASES = [ConvCase(False, (30, 31), 16, 24, 3, 1, ((1, 2), (2, 0)), paddin
 @pytest.mark.parametrize("case", FOLDED_CASES, ids=[case.describe() for case in FOLDED_CASES])
 def test_the_input_gradient_folds_the_padding_mode(isa, case):
     require_isa(isa)
+    check_folded_input_gradient(case, isa)
+
+
+def check_folded_input_gradient(case, isa):
+    """The input gradient of a conv in another mode than zeros, on the folded blocked transpose at `isa`, against the
+    float64 reference, its output poisoned first."""
     x, w, b = case.random_inputs()
     stride, pad_lo, _, dilation, groups, mode = case.conv_op_arguments()
     x64 = x.double().requires_grad_()
@@ -425,6 +431,28 @@ STRIDED_TRANSPOSED = [ConvCase(True, (29, 32), 48, 64, 6, 2, "same", groups=4, l
 def test_strided_transposed_convs_run_their_phases_on_the_blocked_kernel(isa, case):
     require_isa(isa)
     run_case(case, isa)
+
+
+# Single images whose stride phases are each too small to split among the threads (under 2^23 multiply-adds): on 2
+# threads the phases run side by side, a thread each (conv_transpose.cpp's phase_convs), in place into their
+# positions of y: channels-last 4 phases, 1-d 3 phases, 3-d with a phase-less k2 s3 dim (those phases write the bias),
+# and a reflect conv's input gradient through the fold.
+SIDE_BY_SIDE = [ConvCase(True, (27, 27), 12, 32, 7, 2, "same", layout="channels_last", batch=1),
+                ConvCase(True, (600,), 12, 96, 7, 3, ((2, 5),), dilation=2, batch=1),
+                ConvCase(True, (6, 7, 8), 10, 64, (3, 4, 2), (2, 2, 3), "same", batch=1)]
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_small_stride_phases_run_side_by_side(isa):
+    require_isa(isa)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for case in SIDE_BY_SIDE:
+            run_case(case, isa)
+        check_folded_input_gradient(replace(FOLDED_CASES[5], batch=1), isa)
+    finally:
+        torch.set_num_threads(previous)
 
 
 # Channels-last float32 transposed convs whose stride phases read no padding of x (a kernel as wide as the stride, or

@@ -464,6 +464,9 @@ at::Tensor per_channel(const at::Tensor& bias, int64_t dims) {
   return bias.view(shape);
 }
 
+// The most multiply-adds per stride phase where phase_convs runs the phases side by side.
+constexpr int64_t kSideBySidePhaseMaxMultiplyAdds = int64_t(1) << 23;
+
 // y = the transposed conv of g in zeros mode as the convs its stride phases are (transpose_phase_as_conv), each on the
 // blocked kernel (cpu/blocked_conv.h), reading x in place with no_planes (kernel_paths.h's
 // cpu_blocked_no_planes_transpose), or, with tap_tiles (cpu_tap_tiles_transpose), on conv's tap tiles.
@@ -489,9 +492,9 @@ void phase_convs(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& w
     phase_conv(transpose_phase_as_conv(g, 0).conv, 0, y);
     return;
   }
-  for (int64_t phase = 0; phase < phases; ++phase) {
+  const auto run_phase = [&](int64_t phase) {
     const TransposePhase t = transpose_phase_as_conv(g, phase);
-    if (t.conv.conv_out_volume() == 0) continue;  // no y position has this phase
+    if (t.conv.conv_out_volume() == 0) return;  // no y position has this phase
     at::Tensor y_phase = y;
     for (int64_t dim = 0; dim < spatial; ++dim) {
       const int d = static_cast<int>(kMaxSpatial - spatial + dim);
@@ -503,10 +506,26 @@ void phase_convs(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& w
       } else {
         y_phase.zero_();
       }
-      continue;
+      return;
     }
     phase_conv(t.conv, phase, y_phase);
+  };
+  // The phases write disjoint positions of y. Where the kernels would leave threads idle inside each phase (images x
+  // groups fewer than the threads, and each phase too small to split its rows among them,
+  // kSideBySidePhaseMaxMultiplyAdds), the phases run side by side, a thread each, their kernels inline; otherwise in
+  // turn, each kernel using every thread. Random layers' calls this takes, float32, 2 cores (Sapphire Rapids class),
+  // interleaved against the phases in turn: 1.10-1.53x faster on the 3 of seeds 1-4 and the suite, 0.95-1.23x on the 3
+  // of seeds 5-12, AVX2 1.01-1.47x on the 3 of seeds 1-8 (benchmarks/RESULTS.md).
+  const int64_t threads = at::get_num_threads();
+  const bool side_by_side = phases >= threads && g.batch * g.groups < threads &&
+                            conv_multiply_adds(g) < phases * kSideBySidePhaseMaxMultiplyAdds;
+  if (side_by_side) {
+    at::parallel_for(0, phases, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t phase = begin; phase < end; ++phase) run_phase(phase);
+    });
+    return;
   }
+  for (int64_t phase = 0; phase < phases; ++phase) run_phase(phase);
 }
 
 // The positions of full_y (full_transpose_geometry(g), a full transposed conv with zeros) folded into y's: y[q] is
