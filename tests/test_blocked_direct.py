@@ -552,9 +552,10 @@ def test_float64_never_takes_the_blocked_kernels():
 
 def test_the_fma_peak_bounds_what_the_gemms_reach():
     """The peak is an upper bound that fastpad's own register tiles come close to: the channels-last weight gradient
-    (cpu/reduction_tiles.h) reached 70-73% of it on the 2-core AMD Zen 5 fastpad is developed on, and no GEMM may
-    exceed it. When the compiler merged the microbenchmark's twelve FMA chains into one (all started from the same
-    value), the peak read 2.5-3x too high, which puts the tiles under 30% of it. (Torch's sgemm is no such witness
+    (cpu/reduction_tiles.h) reached 70-73% of it on the 2-core AMD Zen 5 fastpad is developed on, 48-53% on a 2-core
+    Sapphire Rapids class Xeon (44% in one CI run there, which failed a bound at 45%), and no GEMM may exceed it. When
+    the compiler merged the microbenchmark's twelve FMA chains into one (all started from the same value), the peak
+    read 2.5-3x too high, which puts the tiles under 30% of it: the bound is 35%. (Torch's sgemm is no such witness
     there: MKL takes its generic AVX2 kernel on that CPU and reached 39-41% of the peak, so a bound at 40% failed
     by chance.)"""
     if machine_isa() == "baseline":
@@ -579,7 +580,7 @@ def test_the_fma_peak_bounds_what_the_gemms_reach():
     a, b = torch.randn(1536, 1536), torch.randn(1536, 1536)
     sgemm = best_gflops(lambda: a @ b, 2 * 1536 ** 3)
     message = f"FMA peak {peak:.0f} GFLOP/s, fastpad's tiles {tiles:.0f}, torch's sgemm {sgemm:.0f}"
-    assert 0.45 * peak <= tiles <= 1.05 * peak, message
+    assert 0.35 * peak <= tiles <= 1.05 * peak, message
     assert sgemm <= 1.05 * peak, message
 
 
