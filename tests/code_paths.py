@@ -127,6 +127,17 @@ def cpu_isa_limit(isa):
             os.environ["FASTPAD_CPU_ISA"] = saved
 
 
+@contextlib.contextmanager
+def intra_op_threads(count):
+    """torch.set_num_threads(count) for the duration, the previous count restored after."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def require_isa(isa):
     """Skips the test where this CPU lacks `isa` (its calls would reach another kernel)."""
     if ISA_ORDER.index(isa) > ISA_ORDER.index(machine_isa()):

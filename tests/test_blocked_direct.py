@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa, reduction_tiles_kernel, require_isa
+from code_paths import ISA_ORDER, cpu_isa_limit, intra_op_threads, machine_isa, reduction_tiles_kernel, require_isa
 from reference import assert_matches, poison
 from fastpad.cases import ConvCase, arrange
 
@@ -445,14 +445,10 @@ SIDE_BY_SIDE = [ConvCase(True, (27, 27), 12, 32, 7, 2, "same", layout="channels_
 @pytest.mark.parametrize("isa", ["avx2", "avx512"])
 def test_small_stride_phases_run_side_by_side(isa):
     require_isa(isa)
-    previous = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
+    with intra_op_threads(2):
         for case in SIDE_BY_SIDE:
             run_case(case, isa)
         check_folded_input_gradient(replace(FOLDED_CASES[5], batch=1), isa)
-    finally:
-        torch.set_num_threads(previous)
 
 
 # Channels-last float32 transposed convs whose stride phases read no padding of x (a kernel as wide as the stride, or
@@ -636,12 +632,8 @@ EVEN_BANDS = [(ConvCase(False, (20, 20), 298, 48, 5, 1, "same_lower", padding_mo
 @pytest.mark.parametrize("case,kernel", EVEN_BANDS, ids=[case.describe() for case, _ in EVEN_BANDS])
 def test_batch_one_bands_divide_evenly_among_the_threads(isa, case, kernel):
     require_isa(isa)
-    previous = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
+    with intra_op_threads(2):
         run_case(case, isa, expected_path=f"{kernel}_{isa}")
-    finally:
-        torch.set_num_threads(previous)
 
 
 # NCHW outputs, which the blocked driver copies from its channels-last band buffer into y through the register transpose

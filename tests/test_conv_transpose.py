@@ -8,8 +8,9 @@ import torch
 import torch.nn.functional as F
 
 import fastpad
-from code_paths import (RESULT_NAMES, CodePath, cpu_isa_limit, kernels_reached, reduction_tiles_kernel, require_isa,
-                        run_forward_backward, run_reference, tiles_isas, tiles_kernel)
+from code_paths import (RESULT_NAMES, CodePath, cpu_isa_limit, intra_op_threads, kernels_reached,
+                        reduction_tiles_kernel, require_isa, run_forward_backward, run_reference, tiles_isas,
+                        tiles_kernel)
 from fastpad.cases import ConvCase
 from reference import (CHANNELS_LAST, EXPLICIT_PADDINGS, GROUP_CASES, as_tuple, assert_matches,
                        assert_memory_format_kept, check_conv_transpose, conv_inputs, effective_kernel, expected_conv,
@@ -642,20 +643,17 @@ def test_phase_planes_split_y_channels(dtype):
     reference, its output poisoned first."""
     # (threads, batch, groups, x channels, y channels) of a zeros transposed conv over 310 positions, k5 s2
     cases = [(2, 1, 1, 16, 33), (2, 3, 1, 16, 20), (2, 1, 3, 48, 48), (4, 1, 1, 16, 20)]
-    previous_threads = torch.get_num_threads()
-    try:
-        for threads, batch, groups, c_x, c_y in cases:
-            torch.set_num_threads(threads)
+    for threads, batch, groups, c_x, c_y in cases:
+        with intra_op_threads(threads):
             x, w, b = conv_inputs((310,), c_x, c_y, 5, groups, batch=batch, transposed=True, dtype=dtype)
             crop_lo, out_size = resolve_crops(((1, 2),), (310,), (5,), (2,), (1,), 0)
             path = torch.ops.fastpad._conv_transpose_path(x, w, b, [2], crop_lo, out_size, [1], groups, "zeros", "cpu")
             assert path == reduction_tiles_kernel("cpu_phase_planes", dtype), (threads, batch, groups, path)
             check_conv_transpose(x, w, b, stride=2, padding=((1, 2),), groups=groups)
-        torch.set_num_threads(2)
-        cx, cw, _ = conv_inputs((40, 46), 17, 33, 3, 1, batch=1, bias=False, dtype=dtype)
-        pads = ((1, 0), (0, 1))
-        gy = torch.randn(expected_conv(cx, cw, None, stride=2, padding=pads, padding_mode="replicate").shape,
-                         dtype=dtype)
+    cx, cw, _ = conv_inputs((40, 46), 17, 33, 3, 1, batch=1, bias=False, dtype=dtype)
+    pads = ((1, 0), (0, 1))
+    gy = torch.randn(expected_conv(cx, cw, None, stride=2, padding=pads, padding_mode="replicate").shape, dtype=dtype)
+    with intra_op_threads(2):
         path = torch.ops.fastpad._conv_transpose_path(gy, cw, None, [2, 2], [1, 0], [40, 46], [1, 1], 1, "replicate",
                                                       "cpu")
         assert path == reduction_tiles_kernel("cpu_phase_planes", dtype), path
@@ -666,6 +664,4 @@ def test_phase_planes_split_y_channels(dtype):
             expected_conv(x64, cw.double(), None, stride=2, padding=pads, padding_mode="replicate"), x64, gy.double())
         poison(expected.shape, dtype)
         (grad,) = torch.autograd.grad(y, xr, gy)
-        assert_matches(grad, expected, dtype, what="input gradient")
-    finally:
-        torch.set_num_threads(previous_threads)
+    assert_matches(grad, expected, dtype, what="input gradient")

@@ -12,21 +12,11 @@ import contextlib
 import pytest
 import torch
 
-from code_paths import (CODE_PATHS, RESULT_NAMES, assert_bitwise_equal, bitwise_equal, run_forward_backward,
-                        run_reference, skip_unless_isa)
+from code_paths import (CODE_PATHS, RESULT_NAMES, assert_bitwise_equal, bitwise_equal, intra_op_threads,
+                        run_forward_backward, run_reference, skip_unless_isa)
 from reference import assert_matches
 
 DTYPES = (torch.float32, torch.bfloat16, torch.float64)
-
-
-@contextlib.contextmanager
-def intra_op_threads(count):
-    previous = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 @contextlib.contextmanager
