@@ -11,7 +11,6 @@
 #include <torch/library.h>
 
 #include <algorithm>
-#include <numeric>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -221,8 +220,7 @@ inline int64_t thread_row_bands(const ConvGeometry& g, int64_t items) {
 // 1.05-1.34x on 11 of seeds 5-8 (1.18) and 1.01-1.28x on 12 of seeds 9-12 (1.11), AVX2 1.01-1.24x on 9 of seeds 1-4
 // (1.10). A first rule, a multiple of the wanted bands, also split calls already even (2 bands into 4: 0.84-0.92x).
 inline int64_t thread_band_multiple(int64_t others, int64_t wanted_row_bands) {
-  const int64_t threads = at::get_num_threads();
-  return wanted_row_bands > 1 ? threads / std::gcd(std::max<int64_t>(others, 1), threads) : 1;
+  return wanted_row_bands > 1 ? threads_share_multiple(others) : 1;
 }
 constexpr int64_t kBlockedWeightPassBytes = 512 * 1024;
 

@@ -13,7 +13,6 @@
 #include <torch/library.h>
 
 #include <algorithm>
-#include <numeric>
 #include <type_traits>
 #include <vector>
 
@@ -448,7 +447,7 @@ void phase_plane_transpose_nchw(const ConvGeometry& g, const at::Tensor& x, cons
   const int64_t slices = g.batch * groups, threads = at::get_num_threads();
   const bool idle = 100 * slices < kMinThreadUsePercent * ceil_div(slices, threads) * threads;
   const int64_t splits =
-      idle ? std::max<int64_t>(1, std::min(threads / std::gcd(slices, threads), c_y / kMinSplitRows)) : 1;
+      idle ? std::max<int64_t>(1, std::min(threads_share_multiple(slices), c_y / kMinSplitRows)) : 1;
   at::parallel_for(0, slices * splits, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t slice = item / splits, split = item % splits;

@@ -13,10 +13,12 @@
 // input column each border position reads) and once per phase row; scatter_add is gather's exact adjoint.
 #pragma once
 
+#include <ATen/Parallel.h>
 #include <ATen/cpu/vec/vec.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <numeric>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -40,6 +42,12 @@ constexpr int64_t kMinTileColumns = 1024;
 struct Band {
   int64_t row0, rows, col0, cols;
 };
+
+// The fewest copies of `items` work items (bands, runs of channels) that divide evenly among the threads.
+inline int64_t threads_share_multiple(int64_t items) {
+  const int64_t threads = at::get_num_threads();
+  return threads / std::gcd(std::max<int64_t>(items, 1), threads);
+}
 
 template <typename acc_t>
 class PhasePlanes {
