@@ -466,6 +466,40 @@ def test_non_contiguous(device):
     assert_memory_format_kept(x, y)
 
 
+# (x size, x channels, y channels, kernel, groups, stride, the ISA the path needs) of float32 transposed convs whose
+# stride phases run as convs on the blocked kernel, each phase's weight written from the transposed conv's weight by
+# conv_params.cpp's transpose_phase_weight: strided with 16 x channels or more (AVX-512), strided with fewer x
+# channels per group, grouped, 3-d, and at stride 1 (each channel's taps one block, read backwards).
+PHASE_WEIGHT_CASES = [
+    ((24, 24), 32, 24, 4, 1, 2, "avx512"),
+    ((400,), 16, 24, 6, 2, 3, "avx2"),
+    ((6, 8, 10), 12, 20, (3, 4, 2), 1, (1, 2, 2), "avx2"),
+    ((12, 14), 24, 40, (3, 5), 4, 1, "avx2"),
+]
+
+
+@pytest.mark.parametrize("size, c_x, c_y, kernel, groups, stride, isa", PHASE_WEIGHT_CASES)
+@pytest.mark.parametrize("weight_layout", ["contiguous", "transposed channels, strided taps"])
+def test_phase_weights_from_any_weight_layout(size, c_x, c_y, kernel, groups, stride, isa, weight_layout):
+    """Each stride phase's weight, its taps flipped and its channels swapped, read from a contiguous weight and from
+    one whose channels are transposed and whose taps are a stride apart: the blocked kernel's path asserted, float32
+    against the float64 reference, the output poisoned first."""
+    require_isa(isa)
+    nd = len(size)
+    x, w, b = conv_inputs(size, c_x, c_y, kernel, groups, 2, transposed=True, dtype=torch.float32)
+    if weight_layout != "contiguous":
+        # The same values, stored [C_y / groups, C_x, *k] with a gap after every tap.
+        stored = torch.empty((w.shape[1], w.shape[0]) + tuple(2 * k for k in w.shape[2:]), dtype=w.dtype)
+        w = stored.transpose(0, 1)[(Ellipsis,) + (slice(None, None, 2),) * nd].copy_(w)
+        assert not w.is_contiguous()
+    pads = tuple(((k - 1) // 2, k // 2) for k in as_tuple(kernel, nd))
+    crop_lo, out_size = resolve_crops(pads, size, as_tuple(kernel, nd), as_tuple(stride, nd), (1,) * nd, 0)
+    args = (list(as_tuple(stride, nd)), crop_lo, out_size, [1] * nd, groups, "zeros", "cpu")
+    with cpu_isa_limit(isa):
+        assert torch.ops.fastpad._conv_transpose_path(x, w, b, *args) == f"cpu_blocked_{isa}"
+        check_conv_transpose(x, w, b, stride=stride, padding=pads, groups=groups)
+
+
 @pytest.mark.parametrize(
     "crop_lo, out_size",
     [([0, 0], [9, 11]), ([2, 1], [5, 6]), ([0, 3], [14, 12]), ([4, 0], [3, 20])],
