@@ -241,23 +241,28 @@ def test_16_bit_output_accumulates_a_few_images_at_a_time(groups, channels_last)
     assert_matches(fastpad.conv_transpose2d(x, w, b, **kwargs), expected, torch.bfloat16)
 
 
-# (size, x channels, y channels, kernel, stride, groups, layout, dtype): images of few x positions, where the CPU's
-# GEMM + col2im runs one GEMM over several whole images (up to an even share of the images per thread), 1-3 dims.
-FEW_POSITIONS = [((4,), 24, 20, 5, 3, 1, "contiguous", torch.float32),
-                 ((3, 3), 16, 12, 2, 2, 4, "channels_last", torch.float32),
-                 ((3, 2), 12, 10, 3, 2, 2, "contiguous", torch.float64),
-                 ((2, 3, 2), 8, 6, 3, 2, 1, "channels_last", torch.float64),
-                 ((5,), 16, 8, 4, 2, 2, "contiguous", torch.bfloat16)]
+# (size, x channels, y channels, kernel, stride, groups, layout, dtype, batch): images of few x positions, where the
+# CPU's GEMM + col2im runs one GEMM over several whole images (up to an even share of the images per thread), 1-3
+# dims. 15 and 16 images of 36 and 40 positions are runs evened out between the threads (at most 7 and 6 images per
+# run: 4 runs of 4, not 7 + 7 + 2 or 6 + 6 + 4).
+FEW_POSITIONS = [((4,), 24, 20, 5, 3, 1, "contiguous", torch.float32, 7),
+                 ((3, 3), 16, 12, 2, 2, 4, "channels_last", torch.float32, 7),
+                 ((3, 2), 12, 10, 3, 2, 2, "contiguous", torch.float64, 7),
+                 ((2, 3, 2), 8, 6, 3, 2, 1, "channels_last", torch.float64, 7),
+                 ((5,), 16, 8, 4, 2, 2, "contiguous", torch.bfloat16, 7),
+                 ((6, 6), 23, 28, 4, 2, 1, "contiguous", torch.float32, 16),
+                 ((40,), 12, 10, 3, 2, 1, "contiguous", torch.float64, 15),
+                 ((6, 6), 10, 12, 3, 2, 2, "channels_last", torch.float32, 15)]
 
 
 @pytest.mark.parametrize("isa", ["baseline", None])
-@pytest.mark.parametrize("size, c_x, c_y, kernel, stride, groups, layout, dtype", FEW_POSITIONS)
-def test_images_of_few_positions_share_a_gemm(size, c_x, c_y, kernel, stride, groups, layout, dtype, isa):
-    """7 images (tiles of several whole images, the last one short) through the GEMM + col2im, against the
-    reference, the output poisoned first; crops (1, 0) along every dim, which torch's own transposed conv cannot
-    express. The GEMM runs on torch's GEMM (isa capped at baseline) and on this CPU's reduction tiles (float
-    accumulation: float32 and bfloat16)."""
-    x, w, b = conv_inputs(size, c_x, c_y, kernel, groups, 7, True, transposed=True, dtype=dtype)
+@pytest.mark.parametrize("size, c_x, c_y, kernel, stride, groups, layout, dtype, batch", FEW_POSITIONS)
+def test_images_of_few_positions_share_a_gemm(size, c_x, c_y, kernel, stride, groups, layout, dtype, batch, isa):
+    """7, 15 or 16 images (tiles of several whole images, the last one short where the batch is 7 or 15) through
+    the GEMM + col2im, against the reference, the output poisoned first; crops (1, 0) along every dim, which torch's
+    own transposed conv cannot express. The GEMM runs on torch's GEMM (isa capped at baseline) and on this CPU's
+    reduction tiles (float accumulation: float32 and bfloat16)."""
+    x, w, b = conv_inputs(size, c_x, c_y, kernel, groups, batch, True, transposed=True, dtype=dtype)
     if layout == "channels_last":
         x = x.contiguous(memory_format=CHANNELS_LAST[x.dim()])
     padding = tuple((1, 0) for _ in size)

@@ -82,7 +82,7 @@ at::Tensor tap_major_weight(const ConvGeometry& g, const at::Tensor& weight, int
 // x is on the geometry's conv_out side and y on its conv_in side (see ConvGeometry).
 // Per (group, tile of x positions): cols = W^T x (one GEMM), then col2im adds cols into y. A tile is part of one image,
 // or, for images of few x positions, a run of whole images (gemm_tiles.h's images_per_shared_gemm), whose GEMM reads
-// the group's weights once for all of them.
+// the group's weights once for all of them; the runs are evened out between the threads (images_per_even_run).
 // NCHW: cols[(c, kd, kh, kw), t]; channels-last: cols[t, (kd, kh, kw), c]; t runs over the tile's images in turn.
 // tiles: the GEMM on cpu/reduction_tiles.h's register tiles (float accumulation), or null for torch's GEMM. The tiles
 // take whole vectors along c's rows: channels-last pads the weight's and cols' rows (spread) with zero columns,
@@ -110,8 +110,10 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
   // same image of y).
   const int64_t threads = at::get_num_threads();
   const int64_t buffer_capacity = kColumnBufferBytes / (spread_pitch * static_cast<int64_t>(sizeof(acc_t)));
-  const int64_t images_per_tile = std::min(images_per_shared_gemm(x_volume, g.batch, groups, threads),
-                                           std::max<int64_t>(buffer_capacity / std::max<int64_t>(x_volume, 1), 1));
+  const int64_t images_per_tile =
+      images_per_even_run(std::min(images_per_shared_gemm(x_volume, g.batch, groups, threads),
+                                   std::max<int64_t>(buffer_capacity / std::max<int64_t>(x_volume, 1), 1)),
+                          g.batch, groups, threads);
   TORCH_INTERNAL_ASSERT(images_per_tile == 1 || plan.tiles == 1);
   const int64_t image_tiles = (g.batch + images_per_tile - 1) / images_per_tile;
   const int64_t max_columns = images_per_tile * plan.buffer_positions();
