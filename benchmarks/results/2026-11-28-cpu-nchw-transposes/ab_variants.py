@@ -5,6 +5,8 @@ calls and the backward's (or --forward-only); --nchw-only skips channels-last in
 interleaved across the variants, medians of 7 rounds (each the best of enough calls for 20 ms, or with --typical their
 median); outputs asserted equal to 1e-5 relative (--tolerance). Run from the repository root with PYTHONPATH=tests, e.g.
   python ab_variants.py --seeds 1,2,3,4 --suite --nchw-only --variants "new:;old:AB_OLD=1" --paths cpu_blocked_avx512
+With --moved (for a change of the kernel choice), only the calls whose path differs between the variants are timed,
+whatever --paths says, and the line shows the path under each variant.
 Variants: 'name:VAR=val,VAR2=val;name2:...' (empty: none set); ratios are each variant's time over the first's."""
 import argparse
 import dataclasses
@@ -30,6 +32,7 @@ p.add_argument("--filter", default="")
 p.add_argument("--forward-only", action="store_true")
 p.add_argument("--layout", default="both")
 p.add_argument("--nchw-only", action="store_true")
+p.add_argument("--moved", action="store_true")
 p.add_argument("--tolerance", type=float, default=1e-5)  # relative to the largest output; reorderings of long sums
 # Each round's time: the best of its calls (default), or their median (--typical: counts what a fresh output's page
 # faults cost in a typical call, which the best call of a round may escape)
@@ -61,9 +64,18 @@ def calls_of(case):
     out = []
     for op, a in record.calls:
         a = [t.detach() if isinstance(t, torch.Tensor) else t for t in a]
-        path = getattr(torch.ops.fastpad, f"_{op}_path")(*a, "cpu")
         if args_ns.nchw_only and a[0].dim() > 3 and not a[0].is_contiguous():
             continue
+        if args_ns.moved:
+            paths = []
+            for _, env in VARIANTS:
+                set_env(env)
+                paths.append(getattr(torch.ops.fastpad, f"_{op}_path")(*a, "cpu"))
+            set_env({})
+            if len(set(paths)) > 1:
+                out.append((op, "/".join(p.removeprefix("cpu_") for p in paths), a))
+            continue
+        path = getattr(torch.ops.fastpad, f"_{op}_path")(*a, "cpu")
         if path in PATHS:
             out.append((op, path, a))
     return out
