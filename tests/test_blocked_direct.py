@@ -400,7 +400,7 @@ def test_the_input_gradient_folds_the_padding_mode(isa, case):
 
 def check_folded_input_gradient(case, isa):
     """The input gradient of a conv in another mode than zeros, on the folded blocked transpose at `isa`, against the
-    float64 reference, its output poisoned first."""
+    float64 reference, its output poisoned first; then the same transposed conv with a bias (added in the fold)."""
     x, w, b = case.random_inputs()
     stride, pad_lo, _, dilation, groups, mode = case.conv_op_arguments()
     x64 = x.double().requires_grad_()
@@ -413,7 +413,12 @@ def check_folded_input_gradient(case, isa):
         assert path == f"cpu_blocked_folded_{isa}", case.describe()
         poison(x.shape, x.dtype)
         grad_x = torch.ops.fastpad.conv_transpose(grad_y, w, None, *op_arguments)
+        bias = torch.randn(x.shape[1])
+        poison(x.shape, x.dtype)
+        with_bias = torch.ops.fastpad.conv_transpose(grad_y, w, bias, *op_arguments)
     assert_matches(grad_x, expected_grad.to(grad_x.dtype), what=f"input grad of {case.describe()}")
+    expected_with_bias = expected_grad + bias.double().view([-1] + [1] * (x.dim() - 2))
+    assert_matches(with_bias, expected_with_bias.to(x.dtype), what=f"input grad + bias of {case.describe()}")
 
 
 # Strided transposed convs with fewer than 16 x channels per group and 2^18 multiply-adds per stride phase or more: one
