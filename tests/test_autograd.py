@@ -377,6 +377,36 @@ def test_channels_last_depthwise_weight_gradients_with_a_multiplier(size, channe
         assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected, dtype, what="weight gradient")
 
 
+
+# (batch, size, channels, multiplier, kernel, isa, path): channels-last depthwise weight gradients that sum about
+# 200 000 products each (random layer seed 2's random034: g7, 2 output channels per group, 1x1 over 6 x 189 x 189).
+LONG_DEPTHWISE_WEIGHT_GRADS = [(6, (189, 189), 7, 2, 1, "avx512", "cpu_depthwise"),  # a vector and the one ending it
+                               (2, (160, 160), 32, 1, 3, "avx512", "cpu_depthwise_avx512"),
+                               (4, (220, 220), 3, 1, 3, "avx2", "cpu_depthwise")]  # one channel at a time
+
+
+@pytest.mark.parametrize("batch, size, channels, multiplier, kernel, isa, path", LONG_DEPTHWISE_WEIGHT_GRADS)
+def test_channels_last_depthwise_weight_gradients_over_long_sums(batch, size, channels, multiplier, kernel, isa, path):
+    """Each output row's sums start from zero and are then added to the running sums (nhwc_tiles_kernel.h), so a
+    float32 sum of 200 000 products stays within 3e-6 of the float64 reference, relative (torch's own float32 weight
+    gradient of the first case: 1.9e-6; a running sum through every product: 0.6-1.3e-5)."""
+    require_isa(isa)
+    c_out = channels * multiplier
+    x, _, _ = conv_inputs(size, channels, c_out, kernel, channels, batch, dtype=torch.float32)
+    gy = torch.randn(batch, c_out, *[i - kernel + 1 for i in size])
+    x, gy = x.contiguous(memory_format=torch.channels_last), gy.contiguous(memory_format=torch.channels_last)
+    args = ([c_out, 1, kernel, kernel], [1, 1], [0, 0], [1, 1], channels, "zeros")
+    w64 = torch.zeros(args[0], dtype=torch.float64, requires_grad=True)
+    (expected,) = torch.autograd.grad(expected_conv(x.double(), w64, None, padding="valid", groups=channels), w64,
+                                      gy.double())
+    with cpu_isa_limit(isa):
+        assert torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu") == path
+        poison(expected.shape, torch.float32)
+        grad = torch.ops.fastpad.conv_weight_grad(x, gy, *args)
+    error = relative_error(grad, expected)
+    assert error < 3e-6, error
+
+
 class SumShapes(TorchDispatchMode):
     """The shapes of the tensors torch sums (aten.sum) while the mode is on."""
 

@@ -422,6 +422,7 @@ struct AtenVectors {
   static V load(const scalar_t* p) { return load_vector<acc_t>(p); }
   static V zero() { return V(acc_t(0)); }
   static V fmadd(const V& a, const V& b, const V& c) { return at::vec::fmadd(a, b, c); }
+  static V add(const V& a, const V& b) { return a + b; }
   template <typename scalar_t>
   static acc_t scalar(scalar_t v) { return static_cast<acc_t>(v); }
   template <typename scalar_t>

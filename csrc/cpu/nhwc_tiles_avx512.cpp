@@ -36,6 +36,7 @@ struct Isa {
   static float scalar(BFloat16Bits v) { return _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(v.bits << 16))); }
   static float scalar(Float16Bits v) { return _cvtsh_ss(v.bits); }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   // Rounded to nearest, ties to even, a NaN to the quiet NaN 0x7fc0: as c10::BFloat16 rounds.
   static void store(BFloat16Bits* p, V v) {

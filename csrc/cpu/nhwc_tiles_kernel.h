@@ -1,6 +1,6 @@
 // The tile loops of a channels-last output row (cpu/nhwc_tiles.h), included once per instruction set inside that
 // set's namespace (depthwise.cpp, nhwc_tiles_avx512.cpp). Isa gives the vector of accumulators:
-//   V, kLanes; load(const scalar_t* or const acc_t*) -> V of acc_t; zero(); fmadd(a, b, c) = a * b + c;
+//   V, kLanes; load(const scalar_t* or const acc_t*) -> V of acc_t; zero(); fmadd(a, b, c) = a * b + c; add(a, b);
 //   store(scalar_t*, V), rounding to scalar_t; store(acc_t*, V); scalar(scalar_t) -> acc_t; kMaskedLanes: whether
 //   it has load(const float*, uint32_t lanes_mask) and store(float*, V, uint32_t lanes_mask), for float32 rows of
 //   fewer channels than a vector (the other lanes load zeros and are not stored).
@@ -116,9 +116,9 @@ void weight_grad_taps(const NhwcWeightGradRow<scalar_t, acc_t>& a, const scalar_
                       int64_t c) {
   using V = typename Isa::V;
   const int64_t channels = a.channels, kw_count = a.kw_count;
-  V acc[kTaps];
+  V acc[kTaps];  // the row's sums, added to the running sums at the end (see nhwc_weight_grad_row)
 #pragma GCC unroll 8
-  for (int t = 0; t < kTaps; ++t) acc[t] = Isa::load(sums + t * a.sum_stride);
+  for (int t = 0; t < kTaps; ++t) acc[t] = Isa::zero();
   const auto border = [&](int64_t ow) {  // columns looked up, taps in zero padding skipped
     const V gy = Isa::load(a.gy_row + ow * channels + c);
 #pragma GCC unroll 8
@@ -139,13 +139,17 @@ void weight_grad_taps(const NhwcWeightGradRow<scalar_t, acc_t>& a, const scalar_
   }
   for (int64_t ow = std::max(a.interior_begin, a.interior_end); ow < a.out_w; ++ow) border(ow);
 #pragma GCC unroll 8
-  for (int t = 0; t < kTaps; ++t) Isa::store(sums + t * a.sum_stride, acc[t]);
+  for (int t = 0; t < kTaps; ++t) {
+    Isa::store(sums + t * a.sum_stride, Isa::add(Isa::load(sums + t * a.sum_stride), acc[t]));
+  }
 }
 
 // The whole row: vectors of channels in registers, runs of up to 8 taps. Channels past the last whole vector are the
 // vector that ends at c_end, its sums kept apart at tail_column (added into the others, the channels it shares with
 // the vector before would count twice); under one vector of channels, one by one. Each channel's sums are the same
-// fused multiply-adds in the same order either way, so they do not depend on where the blocks split.
+// fused multiply-adds in the same order either way, so they do not depend on where the blocks split. Each row's sum
+// starts from zero and is then added to the running sum: a running sum carried through every product took a float32
+// sum over 6 images of 189 x 189 positions to 0.6-1.3e-5 relative error (torch: 1.9e-6).
 template <typename Isa, typename scalar_t, typename acc_t>
 void nhwc_weight_grad_row(const NhwcWeightGradRow<scalar_t, acc_t>& a) {
   constexpr int64_t kMaxTaps = 8;
@@ -175,13 +179,16 @@ void nhwc_weight_grad_row(const NhwcWeightGradRow<scalar_t, acc_t>& a) {
       continue;
     }
     for (int64_t c = vector_end; c < a.c_end; ++c) {
-      for (int64_t ow = 0; ow < a.out_w; ++ow) {
-        const acc_t gy = Isa::scalar(a.gy_row[ow * a.channels + c]);
-        for (int64_t kw = 0; kw < a.kw_count; ++kw) {
+      for (int64_t kw = 0; kw < a.kw_count; ++kw) {
+        acc_t sum = 0;
+        for (int64_t ow = 0; ow < a.out_w; ++ow) {
           const int64_t column = a.columns[ow * a.kw_count + kw];
-          acc_t& sum = row_sums[kw * a.sum_stride + c - a.c_begin];
-          if (column >= 0) sum = std::fma(gy, Isa::scalar(x_row[column * a.channels + c]), sum);
+          if (column >= 0) {
+            const acc_t gy = Isa::scalar(a.gy_row[ow * a.channels + c]);
+            sum = std::fma(gy, Isa::scalar(x_row[column * a.channels + c]), sum);
+          }
         }
+        row_sums[kw * a.sum_stride + c - a.c_begin] += sum;
       }
     }
   }
