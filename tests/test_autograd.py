@@ -407,6 +407,35 @@ def test_channels_last_depthwise_weight_gradients_over_long_sums(batch, size, ch
     assert error < 3e-6, error
 
 
+
+# (batch, in channels, out channels, size, layout, path): weight gradients on the reduction tiles that sum 120 000-214
+# 000 products per value, channels-last on the GEMM over im2col columns, NCHW on the phase planes.
+LONG_TILE_WEIGHT_GRADS = [(6, 3, 8, 189, "channels_last", "cpu_channels_last_gemm_avx512"),
+                          (6, 16, 16, 160, "channels_last", "cpu_channels_last_gemm_avx512"),
+                          (6, 16, 16, 160, "contiguous", "cpu_phase_planes_avx512")]
+
+
+@pytest.mark.parametrize("batch, c_in, c_out, size, layout, path", LONG_TILE_WEIGHT_GRADS)
+def test_weight_gradients_over_long_sums_on_the_reduction_tiles(batch, c_in, c_out, size, layout, path):
+    """The reduction tiles sum each call's products from zero and then add them to what c holds
+    (reduction_tiles_kernel.h), so a float32 3x3 weight gradient over 120 000-214 000 products per value stays within
+    3e-6 of the float64 reference, relative (carried through c, the products took it to 4.9-7.0e-6)."""
+    require_isa("avx512")
+    x, w, _ = conv_inputs((size, size), c_in, c_out, 3, 1, batch, dtype=torch.float32)
+    gy = torch.randn(batch, c_out, size - 2, size - 2)
+    if layout == "channels_last":
+        x, gy = x.contiguous(memory_format=torch.channels_last), gy.contiguous(memory_format=torch.channels_last)
+    args = (list(w.shape), [1, 1], [0, 0], [1, 1], 1, "zeros")
+    w64 = w.double().requires_grad_()
+    (expected,) = torch.autograd.grad(expected_conv(x.double(), w64, None, padding="valid"), w64, gy.double())
+    with cpu_isa_limit("avx512"):
+        assert torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu") == path
+        poison(expected.shape, torch.float32)
+        grad = torch.ops.fastpad.conv_weight_grad(x, gy, *args)
+    error = relative_error(grad, expected)
+    assert error < 3e-6, error
+
+
 class SumShapes(TorchDispatchMode):
     """The shapes of the tensors torch sums (aten.sum) while the mode is on."""
 

@@ -27,6 +27,7 @@ struct Isa {
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V zero() { return _mm256_setzero_ps(); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
   // The first n (<= kLanes) floats; the other lanes load as zero and are not stored.
   static __m256i first_lanes(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));

@@ -30,6 +30,7 @@ struct Isa {
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V zero() { return _mm512_setzero_ps(); }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
   // The first n (<= kLanes) floats; the other lanes load as zero and are not stored.
   static V load_first(const float* p, int n) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p); }
   static void store_first(float* p, V v, int n) { _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v); }

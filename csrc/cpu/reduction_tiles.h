@@ -25,7 +25,9 @@ struct ReductionTiles {
   float* c;  // c[r][v] at c + r * c_row_stride + v
   int64_t c_row_stride;
   int64_t rows, columns, depth;  // columns: any number, a last part vector read and written through masks
-  bool overwrite = false;  // c = a b: c's values are neither read nor need initialising
+  // c = a b: c's values are neither read nor need initialising. Otherwise c += a b, the products summed from zero
+  // in the registers and then added to c (not c's values carried through every product: see the kernel).
+  bool overwrite = false;
   // Several taps summed in the same registers: c[r][v] += sum over k < taps, d < depth of a[r, d] of tap k (at
   // + k * a_tap_stride) * b_taps[k][d * b_depth_stride + v] (NCHW conv's tap GEMMs over phase planes, whose output
   // is then read and written once for all taps). Without b_taps, one tap: b.

@@ -1,12 +1,15 @@
 // The micro-kernel of cpu/reduction_tiles.h, written once over blocked_direct_kernel.h's vector type `Isa` (V, kLanes,
-// kRegisters, load, store, fmadd, broadcast) and included after it by blocked_direct_<isa>.cpp, inside that file's
+// kRegisters, load, store, fmadd, add, broadcast) and included after it by blocked_direct_<isa>.cpp, inside that file's
 // `#pragma GCC target` region and namespace.
 //
 // Included only from blocked_direct_<isa>.cpp: no include guard, no includes.
 
 // A tile of R rows x U vectors of c at (r0, v0), over the whole depth of every tap: R x U accumulators, U vectors of b
 // loaded and R values of a broadcast per step of depth. kPart: the one vector (U == 1) holds the row's last `lanes`
-// (< kLanes) columns, read and written through masks.
+// (< kLanes) columns, read and written through masks. The accumulators start from zero and c's values are added at
+// the end: loaded at the start instead, each product was rounded against c's whole running sum, which took float32
+// weight gradients over 120 000-214 000 products (summed through c a call and a depth chunk at a time) to 4.9-7.0e-6
+// relative error, 0.7-1.3e-6 this way (benchmarks/RESULTS.md).
 template <int R, int U, bool kPart = false>
 inline void reduction_tile(const ReductionTiles& t, int64_t r0, int64_t v0, int lanes = Isa::kLanes) {
   using V = typename Isa::V;
@@ -17,7 +20,7 @@ inline void reduction_tile(const ReductionTiles& t, int64_t r0, int64_t v0, int 
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
     for (int u = 0; u < U; ++u) {
-      acc[r][u] = t.overwrite ? Isa::zero() : load(c + r * t.c_row_stride + u * Isa::kLanes);
+      acc[r][u] = Isa::zero();
     }
   }
   for (int64_t k = 0; k < t.taps; ++k) {
@@ -38,6 +41,13 @@ inline void reduction_tile(const ReductionTiles& t, int64_t r0, int64_t v0, int 
 #pragma GCC unroll 8
         for (int u = 0; u < U; ++u) acc[r][u] = Isa::fmadd(av, bv[u], acc[r][u]);
       }
+    }
+  }
+  if (!t.overwrite) {  // the products summed from zero, then added to c
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (int u = 0; u < U; ++u) acc[r][u] = Isa::add(load(c + r * t.c_row_stride + u * Isa::kLanes), acc[r][u]);
     }
   }
 #pragma GCC unroll 8
