@@ -377,7 +377,6 @@ def test_channels_last_depthwise_weight_gradients_with_a_multiplier(size, channe
         assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected, dtype, what="weight gradient")
 
 
-
 # (batch, size, channels, multiplier, kernel, isa, path): channels-last depthwise weight gradients that sum about
 # 200 000 products each (random layer seed 2's random034: g7, 2 output channels per group, 1x1 over 6 x 189 x 189).
 LONG_DEPTHWISE_WEIGHT_GRADS = [(6, (189, 189), 7, 2, 1, "avx512", "cpu_depthwise"),  # a vector and the one ending it
@@ -407,9 +406,8 @@ def test_channels_last_depthwise_weight_gradients_over_long_sums(batch, size, ch
     assert error < 3e-6, error
 
 
-
-# (batch, in channels, out channels, size, layout, path): weight gradients on the reduction tiles that sum 120 000-214
-# 000 products per value, channels-last on the GEMM over im2col columns, NCHW on the phase planes.
+# (batch, in channels, out channels, size, layout, path): weight gradients on the reduction tiles that sum
+# 120 000-214 000 products per value, channels-last on the GEMM over im2col columns, NCHW on the phase planes.
 LONG_TILE_WEIGHT_GRADS = [(6, 3, 8, 189, "channels_last", "cpu_channels_last_gemm_avx512"),
                           (6, 16, 16, 160, "channels_last", "cpu_channels_last_gemm_avx512"),
                           (6, 16, 16, 160, "contiguous", "cpu_phase_planes_avx512")]
