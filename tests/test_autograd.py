@@ -377,6 +377,21 @@ def test_channels_last_depthwise_weight_gradients_with_a_multiplier(size, channe
         assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected, dtype, what="weight gradient")
 
 
+def check_weight_gradient_over_a_long_sum(x, gy, weight_shape, groups, isa, path):
+    """fastpad's float32 weight gradient of the 'valid' stride-1 conv of x to gy at `isa`, on `path`, against the
+    float64 reference, its output poisoned first: within 3e-6, relative."""
+    args = (list(weight_shape), [1, 1], [0, 0], [1, 1], groups, "zeros")
+    w64 = torch.zeros(weight_shape, dtype=torch.float64, requires_grad=True)
+    (expected,) = torch.autograd.grad(expected_conv(x.double(), w64, None, padding="valid", groups=groups), w64,
+                                      gy.double())
+    with cpu_isa_limit(isa):
+        assert torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu") == path
+        poison(expected.shape, torch.float32)
+        grad = torch.ops.fastpad.conv_weight_grad(x, gy, *args)
+    error = relative_error(grad, expected)
+    assert error < 3e-6, error
+
+
 # (batch, size, channels, multiplier, kernel, isa, path): channels-last depthwise weight gradients that sum about
 # 200 000 products each (random layer seed 2's random034: g7, 2 output channels per group, 1x1 over 6 x 189 x 189).
 LONG_DEPTHWISE_WEIGHT_GRADS = [(6, (189, 189), 7, 2, 1, "avx512", "cpu_depthwise"),  # a vector and the one ending it
@@ -394,16 +409,7 @@ def test_channels_last_depthwise_weight_gradients_over_long_sums(batch, size, ch
     x, _, _ = conv_inputs(size, channels, c_out, kernel, channels, batch, dtype=torch.float32)
     gy = torch.randn(batch, c_out, *[i - kernel + 1 for i in size])
     x, gy = x.contiguous(memory_format=torch.channels_last), gy.contiguous(memory_format=torch.channels_last)
-    args = ([c_out, 1, kernel, kernel], [1, 1], [0, 0], [1, 1], channels, "zeros")
-    w64 = torch.zeros(args[0], dtype=torch.float64, requires_grad=True)
-    (expected,) = torch.autograd.grad(expected_conv(x.double(), w64, None, padding="valid", groups=channels), w64,
-                                      gy.double())
-    with cpu_isa_limit(isa):
-        assert torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu") == path
-        poison(expected.shape, torch.float32)
-        grad = torch.ops.fastpad.conv_weight_grad(x, gy, *args)
-    error = relative_error(grad, expected)
-    assert error < 3e-6, error
+    check_weight_gradient_over_a_long_sum(x, gy, [c_out, 1, kernel, kernel], channels, isa, path)
 
 
 # (batch, in channels, out channels, size, layout, path): weight gradients on the reduction tiles that sum
@@ -423,15 +429,7 @@ def test_weight_gradients_over_long_sums_on_the_reduction_tiles(batch, c_in, c_o
     gy = torch.randn(batch, c_out, size - 2, size - 2)
     if layout == "channels_last":
         x, gy = x.contiguous(memory_format=torch.channels_last), gy.contiguous(memory_format=torch.channels_last)
-    args = (list(w.shape), [1, 1], [0, 0], [1, 1], 1, "zeros")
-    w64 = w.double().requires_grad_()
-    (expected,) = torch.autograd.grad(expected_conv(x.double(), w64, None, padding="valid"), w64, gy.double())
-    with cpu_isa_limit("avx512"):
-        assert torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu") == path
-        poison(expected.shape, torch.float32)
-        grad = torch.ops.fastpad.conv_weight_grad(x, gy, *args)
-    error = relative_error(grad, expected)
-    assert error < 3e-6, error
+    check_weight_gradient_over_a_long_sum(x, gy, w.shape, 1, "avx512", path)
 
 
 class SumShapes(TorchDispatchMode):
