@@ -43,7 +43,7 @@ inline int64_t images_per_shared_gemm(int64_t positions, int64_t batch, int64_t 
 // Images per run, at most `most`, where each (run, group) item is one task of a parallel_for, which hands each thread
 // a contiguous ceil(items / threads) of them: the runs are raised in number until the items split evenly between the
 // threads (or each run is one image), so that 16 images of at most 7 per run go 4 + 4 | 4 + 4, not 7 + 7 | 2. (A
-// transposed conv's GEMM + col2im over 16 images of 6 x 6 x positions, 2 cores: 0.33 ms -> 0.20 ms. The weight
+// transposed conv's GEMM + col2im over 16 images of 6 x 6 x positions, 2 cores: 0.35 ms -> 0.21 ms. The weight
 // gradient keeps its runs: it hands each thread jobs [k * jobs / threads, (k + 1) * jobs / threads), 11 | 11 + 2.)
 inline int64_t images_per_even_run(int64_t most, int64_t batch, int64_t groups, int64_t threads) {
   batch = std::max<int64_t>(batch, 1);
