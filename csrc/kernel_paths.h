@@ -36,10 +36,10 @@ enum class ConvPath {
   CpuDepthwiseChannelBlocksAvx512,  // the same, blocks of 16 channels on AVX-512's tiles
   CpuGroupedExpanded,          // channels-last, few output channels per group: depthwise.cpp's kernel, expanded rows
   CpuGroupedExpandedAvx512,    // the same on AVX-512's tiles
-  CpuTapGemms,                 // NCHW: one GEMM per tap straight off the phase planes
+  CpuTapGemms,                 // NCHW, float64 or no AVX2: one torch GEMM per tap straight off the phase planes
   CpuTapTilesAvx2,             // the same, every tap's GEMM summed in cpu/reduction_tiles.h's AVX2 registers
   CpuTapTilesAvx512,           // ... in its AVX-512 registers
-  CpuColumnGemm,               // NCHW stems (few channels): taps copied into columns, one GEMM
+  CpuColumnGemm,               // NCHW, float64 or no AVX2, few channels: taps copied into columns, one torch GEMM
   CpuChannelsLastDirect,       // channels-last stems: the direct kernel
   CpuChannelsLastPhasePlanes,  // channels-last, one group: GEMMs over channels-last phase planes
   CpuChannelsLastIm2col,       // channels-last, grouped: fused im2col + GEMM
@@ -355,14 +355,14 @@ constexpr int64_t kBlockedMinReduction = 8;
 //   0.78-0.95x);
 // - NCHW: grouped convs, whose GEMM per group is narrow (5 random layers with 3-13 channels per group: 0.09-0.89x its
 //   time), and stems (one group) with a reduction of kBlockedStemMinReduction or more. Shorter ones take the tap tiles
-//   (cpu_tap_tiles) or the column GEMM, one GEMM over all output channels, which the transposing gather into
-//   channels-last planes does not beat there (float32, 2 cores, interleaved: reductions of 27-48 1.04-2.1x its time,
+//   (cpu_tap_tiles); they had taken the column GEMM, one GEMM over all output channels, which the transposing gather
+//   into channels-last planes did not beat there (float32, 2 cores, interleaved: reductions of 27-48 1.04-2.1x its time,
 //   72-108 0.84-1.25x; 128-2376 0.64-0.89x on 9 stems, resnet50's 7x7 0.89x, a 3-d k6 over 11 channels 0.65x).
 constexpr int64_t kBlockedStemMinReduction = 128;
 inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
   if (isa == CpuIsa::Baseline || element_bytes != 4) return false;
-  // An NCHW 1x1 conv is one GEMM straight off the input (cpu_tap_gemms, cpu_column_gemm), where the blocked kernel
-  // first transposes the input into planes (a 1x191x16^3 3-d conv to 76 channels: 2.19x the tap GEMM's time).
+  // An NCHW 1x1 conv is one GEMM straight off the input (cpu_tap_tiles), where the blocked kernel first transposes
+  // the input into planes (a 1x191x16^3 3-d conv to 76 channels: 2.19x the tap GEMM's time).
   if (!channels_last && g.kernel_volume() == 1) return false;
   const int64_t c_in = g.conv_in_channels_per_group();
   if (c_in >= kTapGemmMinChannels) return true;
@@ -382,48 +382,46 @@ inline bool cpu_blocked_no_planes(const ConvGeometry& g, bool channels_last, boo
   return channels_last && !reduced_precision && g.reads_no_padding();
 }
 
+// Whether a GEMM of the CPU kernels may run on fastpad's register tiles (cpu/reduction_tiles.h) instead of torch's
+// GEMM (MKL at 37-42% of the FMA peak on a Zen 5): where it accumulates in float32 and the CPU has AVX2. The NCHW
+// transposed phase planes (phase_plane_transpose_nchw in conv_transpose.cpp) take them for their tap GEMMs,
+// planes_tap[Cg_y, band] += W_tap^T @ x_band over Cg_x, wherever this holds (A/B on 2 cores of a Zen 5, float32, the op
+// alone: EnCodec's input gradient 0.52x, 27 random layers of seeds 1-8 0.48-0.93x, benchmarks/RESULTS.md); so does the
+// GEMM + col2im's GEMM (the op alone: 134 calls of random layers of seeds 1-4 and the suite 0.17-1.08x, geomean 0.74;
+// 139 of seeds 5-8, 0.72; the calls above 1.05x take 12-50 us); the weight gradients within cpu_weight_grad_tiles'
+// bound; and the NCHW convs the blocked kernel does not take (cpu_tap_tiles).
+inline bool cpu_reduction_tiles(CpuIsa isa, int64_t element_bytes) {
+  return isa != CpuIsa::Baseline && element_bytes == 4;
+}
+
 // Whether a conv with float accumulation runs its tap GEMMs summed on the reduction tiles (cpu_tap_tiles_*), vectors
-// along the output positions, in place of the blocked kernel (vectors along the output channels) or of NCHW's tap
-// GEMMs (a 1x1 kernel), with a reduction (input channels per group x taps) of kBlockedMinReduction or more: where the
-// blocked kernel's vectors would leave lanes empty and the output rows are wide enough that the tiles' vectors, which
-// also run over each row's discarded columns (the phase planes' pitch), waste fewer. NCHW: half the lanes or more
-// empty (at most half a vector of output channels per group) on rows of kTapTilesMinColumns or more
-// (kTapTilesMinStridedColumns with a stride); or, at stride 1 on rows of kTapTilesMinStridedColumns or more, fewer
-// than two vectors of channels, except where the bfloat16 dot products (twice the multiply-adds per instruction) take
-// the conv. Channels-last, whose planes are gathered a run of channels per pixel at a time and whose output is
-// written back a pixel's channels at a time (both beyond the blocked kernel's plain copies): half a vector on the
-// same rows, with kTapTilesChannelsLastMinTaps taps per stride phase or more. A sweep (float32, 2 cores of a Zen 5,
-// AVX-512, 64 input channels, k3/k5, the op alone): NCHW 3 or 8 output channels 0.21-0.85x the blocked kernel's time
-// on 14-56 wide rows at stride 1, 0.54-0.91x on 28 wide ones at stride 2, but 0.82-1.13x on 14 wide strided rows and
-// 0.58-1.13x on 7 wide ones; 12-24 channels at stride 1 0.62-0.94x on 28-56 wide rows, 0.89-1.15x on 14 wide ones;
-// 32 channels 1.00-1.14x. Channels-last k3: 3-8 channels 0.41-0.88x at stride 1, 0.98-1.14x at stride 2 (2.25 taps
-// per phase), 12-24 channels 0.82-1.17x; the random layers' channels-last 1x1 convs 1.2-1.6x. On the random layers'
-// calls the rule takes, 0.16-0.94x (AVX2 0.24-1.07x, bfloat16 0.16-1.10x, the ratios above 1 calls of 41-78 us):
-// benchmarks/RESULTS.md. NCHW stems (one group, under kTapGemmMinChannels input channels) with a reduction from
-// kBlockedMinReduction to below kBlockedStemMinReduction, any output channel count, on rows of kTapTilesMinColumns or
-// more, in place of the column GEMM (its im2col copy of the input and MKL's GEMM over a reduction of 8-127): 19 stem
-// shapes 0.46-0.85x its time (tf_efficientnet_b0's stem 0.68x); the random layers' calls 0.38-0.93x (seeds 1-4 and
-// the suite, geomean 0.68), 0.38-0.99x (held-out seeds 5-8, 0.62), AVX2 0.60-0.97x (0.81), bfloat16 and float16
-// stems 0.54-0.84x. From 128 the blocked kernel keeps them: the tap tiles were 1.03-1.23x its time on three random
-// stems with 92-220 output channels, 0.76-0.85x on two with 21-64.
+// along the output positions, in place of the blocked kernel (vectors along the output channels), with a reduction
+// (input channels per group x taps) of kBlockedMinReduction or more: where the blocked kernel's vectors would leave
+// lanes empty and the output rows are wide enough that the tiles' vectors, which also run over each row's discarded
+// columns (the phase planes' pitch), waste fewer. NCHW: half the lanes or more empty (at most half a vector of output
+// channels per group) on rows of kTapTilesMinColumns or more (kTapTilesMinStridedColumns with a stride); or, at stride
+// 1 on rows of kTapTilesMinStridedColumns or more, fewer than two vectors of channels, except where the bfloat16 dot
+// products (twice the multiply-adds per instruction) take the conv. Channels-last, whose planes are gathered a run of
+// channels per pixel at a time and whose output is written back a pixel's channels at a time (both beyond the blocked
+// kernel's plain copies): half a vector on the same rows, with kTapTilesChannelsLastMinTaps taps per stride phase or
+// more. A sweep (float32, 2 cores of a Zen 5, AVX-512, 64 input channels, k3/k5, the op alone): NCHW 3 or 8 output
+// channels 0.21-0.85x the blocked kernel's time on 14-56 wide rows at stride 1, 0.54-0.91x on 28 wide ones at stride 2,
+// but 0.82-1.13x on 14 wide strided rows and 0.58-1.13x on 7 wide ones; 12-24 channels at stride 1 0.62-0.94x on 28-56
+// wide rows, 0.89-1.15x on 14 wide ones; 32 channels 1.00-1.14x. Channels-last k3: 3-8 channels 0.41-0.88x at stride 1,
+// 0.98-1.14x at stride 2 (2.25 taps per phase), 12-24 channels 0.82-1.17x; the random layers' channels-last 1x1 convs
+// 1.2-1.6x. On the random layers' calls the rule takes, 0.16-0.94x (AVX2 0.24-1.07x, bfloat16 0.16-1.10x, the ratios
+// above 1 calls of 41-78 us): benchmarks/RESULTS.md.
 constexpr int64_t kTapTilesMinColumns = 14, kTapTilesMinStridedColumns = 28, kTapTilesChannelsLastMinTaps = 4;
-// Why cpu_tap_tiles takes a conv: an NCHW stem (in place of the column GEMM), at most half a vector of output channels
-// per group (either layout), or, NCHW at stride 1, fewer than two vectors.
-enum class TapTilesReason { None, Stem, HalfVector, TwoVectors };
+// Why cpu_tap_tiles_reason takes a conv in place of the blocked kernel: at most half a vector of output channels per
+// group (either layout), or, NCHW at stride 1, fewer than two vectors.
+enum class TapTilesReason { None, HalfVector, TwoVectors };
 inline TapTilesReason cpu_tap_tiles_reason(const ConvGeometry& g, bool channels_last, CpuIsa isa,
                                            int64_t element_bytes) {
   if (isa == CpuIsa::Baseline || element_bytes != 4) return TapTilesReason::None;
   const int64_t c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
   const int64_t reduction = c_in * g.kernel_volume();
   if (reduction < kBlockedMinReduction) return TapTilesReason::None;
-  // NCHW stems below the blocked kernel's reduction: in place of the column GEMM, any output channel count.
-  if (!channels_last && g.groups == 1 && c_in < kTapGemmMinChannels && reduction < kBlockedStemMinReduction) {
-    return g.conv_out_sizes[2] >= kTapTilesMinColumns ? TapTilesReason::Stem : TapTilesReason::None;
-  }
-  // In place of the blocked kernel, or of NCHW's tap GEMMs (a 1x1 kernel).
-  if (!cpu_blocked_direct(g, channels_last, isa, element_bytes) && (channels_last || c_in < kTapGemmMinChannels)) {
-    return TapTilesReason::None;
-  }
+  if (!cpu_blocked_direct(g, channels_last, isa, element_bytes)) return TapTilesReason::None;
   const int64_t lanes = isa >= CpuIsa::Avx512 ? cpu::kBlockedDirectVectorAvx512 : cpu::kBlockedDirectVectorAvx2;
   const int64_t phases = g.stride[0] * g.stride[1] * g.stride[2], columns = g.conv_out_sizes[2];
   const bool wide_rows = columns >= (phases > 1 ? kTapTilesMinStridedColumns : kTapTilesMinColumns);
@@ -438,7 +436,20 @@ inline TapTilesReason cpu_tap_tiles_reason(const ConvGeometry& g, bool channels_
              ? TapTilesReason::TwoVectors
              : TapTilesReason::None;
 }
+// Whether a conv runs on the tap tiles: by cpu_tap_tiles_reason, and every NCHW conv the blocked kernel does not take
+// (1x1 kernels, grouped convs with a reduction under kBlockedMinReduction, stems with one under
+// kBlockedStemMinReduction), in place of torch's GEMM per tap or per column buffer (cpu_tap_gemms, cpu_column_gemm,
+// which keep float64 and CPUs without AVX2). Those pay a GEMM call per (image, group, band) and, the columns, an im2col
+// copy; the tiles sum every tap's product in registers. Float32, 2 cores of a Zen 5, the op alone, interleaved: every
+// such call of the random layers of seeds 1-4 and the suite 0.25-1.01x their time (35 calls, geomean 0.65; a grouped
+// 1x1 s3 conv, 30 x 24 -> 184 channels in 8 groups, 0.150 -> 0.063 ms), held-out seeds 5-8 0.29-0.96x (27, 0.69),
+// AVX2 0.27-1.10x (36, 0.70; the 1.10x a 1x1 3 -> 313 channel conv over 286 x 286), bfloat16 0.39-1.01x (14, 0.74).
+// The rule before took NCHW stems with a reduction of 8-127 on rows 14 wide or more only (19 stem shapes 0.46-0.85x
+// the column GEMM's time, tf_efficientnet_b0's stem 0.68x).
 inline bool cpu_tap_tiles(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
+  if (!channels_last && cpu_reduction_tiles(isa, element_bytes) && !cpu_blocked_direct(g, false, isa, element_bytes)) {
+    return true;
+  }
   return cpu_tap_tiles_reason(g, channels_last, isa, element_bytes) != TapTilesReason::None;
 }
 
@@ -728,18 +739,6 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   }
   if (g.conv_in_channels_per_group() < kTapGemmMinChannels) return ConvPath::CpuChannelsLastDirect;
   return g.groups == 1 ? ConvPath::CpuChannelsLastPhasePlanes : ConvPath::CpuChannelsLastIm2col;
-}
-
-// Whether a GEMM of the CPU kernels may run on fastpad's register tiles (cpu/reduction_tiles.h) instead of torch's
-// GEMM (MKL at 37-42% of the FMA peak on a Zen 5): where it accumulates in float32 and the CPU has AVX2. The NCHW
-// transposed phase planes (phase_plane_transpose_nchw in conv_transpose.cpp) take them for their tap GEMMs,
-// planes_tap[Cg_y, band] += W_tap^T @ x_band over Cg_x, wherever this holds (A/B on 2 cores of a Zen 5, float32, the op
-// alone: EnCodec's input gradient 0.52x, 27 random layers of seeds 1-8 0.48-0.93x, benchmarks/RESULTS.md); so does the
-// GEMM + col2im's GEMM (the op alone: 134 calls of random layers of seeds 1-4 and the suite 0.17-1.08x, geomean 0.74;
-// 139 of seeds 5-8, 0.72; the calls above 1.05x take 12-50 us); the weight gradients within cpu_weight_grad_tiles'
-// bound.
-inline bool cpu_reduction_tiles(CpuIsa isa, int64_t element_bytes) {
-  return isa != CpuIsa::Baseline && element_bytes == 4;
 }
 
 // Whether an NCHW transposed conv's shape suits the phase planes (cpu_phase_planes_*): enough channels on both sides

@@ -110,6 +110,16 @@ def dense_kernel(dtype):
         f"cpu_blocked_{isa.replace('_bf16', '')}"
 
 
+def nchw_unblocked_kernel(dtype, in_channels_per_group):
+    """The CPU kernel of an NCHW conv the blocked kernel does not take (a 1x1 kernel, or a stem with a reduction under
+    128), under the current FASTPAD_CPU_ISA: the tap tiles of the ISA for float accumulation, else (float64, or a CPU
+    without AVX2) torch's tap GEMMs with 16 input channels per group or more, its column GEMM with fewer."""
+    isa = torch.ops.fastpad._cpu_isa()
+    if isa == "baseline" or dtype == torch.float64:
+        return "cpu_tap_gemms" if in_channels_per_group >= 16 else "cpu_column_gemm"
+    return f"cpu_tap_tiles_{'avx2' if isa == 'avx2' else 'avx512'}"
+
+
 @contextlib.contextmanager
 def cpu_isa_limit(isa):
     """FASTPAD_CPU_ISA=isa (None: unset) for the duration, restored after."""

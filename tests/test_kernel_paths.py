@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from code_paths import (CODE_PATHS, ISA_ORDER, cpu_isa_limit, dense_kernel, kernels_reached, machine_isa,
-                        reduction_tiles_kernel, require_isa, skip_unless_isa)
+                        nchw_unblocked_kernel, reduction_tiles_kernel, require_isa, skip_unless_isa)
 from fastpad.cases import arrange
 import fastpad
 from reference import assert_matches, check_conv, check_conv_transpose, conv_inputs, expected_conv, poison
@@ -131,11 +131,11 @@ def test_a_problem_reading_no_padding_takes_the_zeros_kernels_in_every_mode(layo
 
 # (layout, input shape, out channels, groups, kernel): few input channels per group that keep their own kernels on an
 # AVX2 CPU: a channels-last reduction (channels per group x taps) under 8, NCHW stems (one group) with a reduction under
-# 128 on rows of 14 or more (the tap tiles), and on narrower rows (13 here: the column GEMM).
+# 128 (the tap tiles, on rows of any width: 14 and 13 here).
 FEW_CHANNELS_OFF_THE_BLOCKED_KERNEL = [("channels_last", (2, 14, 20, 20), 14, 7, (1, 1), "cpu_channels_last_direct"),
                                        ("channels_last", (2, 12, 10, 9), 24, 6, (1, 3), "cpu_channels_last_direct"),
                                        ("contiguous", (2, 3, 40, 14), 32, 1, (3, 3), "cpu_tap_tiles_avx2"),
-                                       ("contiguous", (2, 3, 40, 13), 32, 1, (3, 3), "cpu_column_gemm")]
+                                       ("contiguous", (2, 3, 40, 13), 32, 1, (3, 3), "cpu_tap_tiles_avx2")]
 
 
 @pytest.mark.parametrize("layout, shape, out_channels, groups, kernel, expected", FEW_CHANNELS_OFF_THE_BLOCKED_KERNEL)
@@ -336,8 +336,8 @@ STAYS_WITH_FASTPAD = [((2, 16, 12, 13), 24, 3, 1), ((2, 256, 64, 64), 256, 1, 2)
 def test_small_problems_and_strided_1x1_kernels_stay_with_fastpad(shape, out_channels, kernel, stride):
     x, w = torch.randn(shape), torch.randn(out_channels, shape[1], kernel, kernel)
     pads = [kernel // 2] * 2
-    # (An NCHW 1x1 kernel takes the tap GEMM, one GEMM straight off the input, at every ISA.)
-    expected = "cpu_tap_gemms" if kernel == 1 else dense_kernel(x.dtype)
+    # (An NCHW 1x1 kernel is one GEMM straight off the input: the tap tiles', or torch's where they do not run.)
+    expected = nchw_unblocked_kernel(x.dtype, shape[1]) if kernel == 1 else dense_kernel(x.dtype)
     assert torch.ops.fastpad._conv_path(x, w, None, [stride] * 2, pads, pads, [1, 1], 1, "zeros", "cpu") == expected
 
 

@@ -44,12 +44,11 @@ def run_case(case, isa):
 
 
 def test_the_rule_takes_few_output_channels_on_wide_rows():
-    """In place of the blocked kernel (or NCHW's tap GEMMs), with a reduction of 8 or more: NCHW with at most half a
-    vector of output channels per group on rows of 14 or more (28 with a stride), or fewer than two vectors at stride 1
-    on rows of 28 or more (not where the bfloat16 dot products take the conv); channels-last with at most half a vector
-    on the same rows and 4 taps per stride phase or more. NCHW stems (one group, under 16 input channels) with a
-    reduction from 8 to 127, any output channel count, on rows of 14 or more, in place of the column GEMM. Never
-    float64."""
+    """In place of the blocked kernel, with a reduction of 8 or more: NCHW with at most half a vector of output
+    channels per group on rows of 14 or more (28 with a stride), or fewer than two vectors at stride 1 on rows of 28 or
+    more (not where the bfloat16 dot products take the conv); channels-last with at most half a vector on the same rows
+    and 4 taps per stride phase or more. Every NCHW conv the blocked kernel does not take (1x1 kernels; stems, one
+    group under 16 input channels with a reduction under 128), any rows, in place of torch's GEMMs. Never float64."""
     if not isas_here():
         pytest.skip("this CPU has neither AVX2 nor AVX-512")
     for isa in isas_here():
@@ -68,13 +67,15 @@ def test_the_rule_takes_few_output_channels_on_wide_rows():
         assert path(28, 2 * lanes) != tiles
         assert path(56, lanes // 2 + 1, stride=2) != tiles
         assert path(28, 4, kernel=1) == tiles  # in place of the tap GEMMs
+        assert path(7, 4 * lanes, kernel=1) == tiles  # any output channels, any rows
+        assert path(28, 23, c_in=3, kernel=1, stride=3, groups=8) == tiles  # grouped 1x1, a reduction of 3
         assert path(28, 4, c_in=15) == tiles  # a stem with a reduction of 135: the blocked kernel's
         assert path(14, 4 * lanes, c_in=3) == tiles  # a stem with a reduction of 27: the column GEMM's before
-        assert path(13, 4 * lanes, c_in=3) != tiles  # 13 columns: still the column GEMM's
+        assert path(13, 4 * lanes, c_in=3) == tiles  # 13 columns too
         assert path(56, 4 * lanes, c_in=3, stride=2) == tiles  # 28 columns
         assert path(28, 4 * lanes, c_in=14) == tiles  # 126
         assert path(28, 4 * lanes, c_in=15) != tiles  # 135: the blocked kernel's
-        assert path(28, 4 * lanes, c_in=2, kernel=(1, 3)) != tiles  # a reduction of 6
+        assert path(28, 4 * lanes, c_in=2, kernel=(1, 3)) == tiles  # a stem with a reduction of 6
         assert path(28, 4 * lanes, c_in=3, groups=2) != tiles  # not a stem: NCHW grouped, the blocked kernel's
         assert path(28, 4, c_in=4, groups=3) == tiles  # NCHW grouped: the blocked kernel's
         assert path(28, 4, c_in=2, kernel=(1, 3), groups=3) != tiles  # a reduction of 6
@@ -96,18 +97,27 @@ def test_the_rule_takes_few_output_channels_on_wide_rows():
 
 
 # NCHW stems the rule takes from the column GEMM: more output channels than the tiles' full rows, 1-3 dims, strides,
-# the suite's TF 'same' stem pads, every mode, the reduced-precision dtypes.
+# the suite's TF 'same' stem pads, every mode, the reduced-precision dtypes, rows under 14 wide and reductions under 8;
+# and 1x1 kernels, from the tap GEMMs and (grouped, few channels per group) the column GEMM: reductions of 2-3 and 24,
+# strided, 1-3 dims.
 STEMS = [ConvCase(False, (30, 29), 3, 32, 3, 2, "same"),
          ConvCase(False, (17, 40), 3, 40, (7, 5), 2, "same", padding_mode="reflect", bias=False),
          ConvCase(False, (9, 14), 2, 24, (3, 8), 1, "causal", padding_mode="replicate"),
          ConvCase(False, (300,), 2, 64, 9, 4, "same", padding_mode="circular", batch=3),
          ConvCase(False, (5, 6, 30), 3, 20, 3, (1, 1, 2), "same", dilation=(1, 2, 1)),
          ConvCase(False, (16, 28), 4, 48, 3, 1, "same", dtype="bfloat16"),
-         ConvCase(False, (16, 28), 3, 48, 3, 1, "same", dtype="float16", padding_mode="reflect")]
+         ConvCase(False, (16, 28), 3, 48, 3, 1, "same", dtype="float16", padding_mode="reflect"),
+         ConvCase(False, (11, 13), 3, 40, 3, 1, "same", padding_mode="reflect"),
+         ConvCase(False, (9, 40), 2, 37, (1, 3), 2, "causal", padding_mode="circular"),
+         ConvCase(False, (11, 11), 24, 184, 1, 3, "valid", groups=8, batch=5),
+         ConvCase(False, (10, 12), 4, 10, 1, 2, "same", groups=2, padding_mode="replicate", dtype="bfloat16"),
+         ConvCase(False, (9, 13), 6, 21, 1, 1, "valid", groups=3),
+         ConvCase(False, (50,), 24, 40, 1, 3, "valid", bias=False),
+         ConvCase(False, (5, 7, 9), 24, 19, 1, 1, "valid")]
 
 
 @pytest.mark.parametrize("case", STEMS, ids=lambda case: case.describe())
-def test_stems_on_the_tap_tiles(case):
+def test_stems_and_1x1_kernels_on_the_tap_tiles(case):
     isas = isas_here()
     if not isas:
         pytest.skip("this CPU has neither AVX2 nor AVX-512")

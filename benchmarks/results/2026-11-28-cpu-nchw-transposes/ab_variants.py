@@ -3,7 +3,7 @@ on every fastpad op call (conv, conv_transpose, conv_weight_grad) of the chosen 
 --paths: the random layers of --seeds, the 23-layer suite (--suite, both layouts or --layout nchw|cl), the forward's
 calls and the backward's (or --forward-only); --nchw-only skips channels-last inputs. Each call timed alone,
 interleaved across the variants, medians of 7 rounds (each the best of enough calls for 20 ms, or with --typical their
-median); outputs asserted equal to 1e-5 relative (--tolerance). Run from the repository root with PYTHONPATH=tests, e.g.
+median); outputs asserted equal to 1e-5 relative (--tolerance); --dtype runs every layer in one dtype. Run from the repository root with PYTHONPATH=tests, e.g.
   python ab_variants.py --seeds 1,2,3,4 --suite --nchw-only --variants "new:;old:AB_OLD=1" --paths cpu_blocked_avx512
 With --moved (for a change of the kernel choice), only the calls whose path differs between the variants are timed,
 whatever --paths says, and the line shows the path under each variant.
@@ -33,6 +33,7 @@ p.add_argument("--forward-only", action="store_true")
 p.add_argument("--layout", default="both")
 p.add_argument("--nchw-only", action="store_true")
 p.add_argument("--moved", action="store_true")
+p.add_argument("--dtype", default="")  # every layer in this dtype (e.g. bfloat16) instead of its own
 p.add_argument("--tolerance", type=float, default=1e-5)  # relative to the largest output; reorderings of long sums
 # Each round's time: the best of its calls (default), or their median (--typical: counts what a fresh output's page
 # faults cost in a typical call, which the best call of a round may escape)
@@ -96,6 +97,8 @@ if args_ns.suite:
         layers += [dataclasses.replace(l, case=dataclasses.replace(l.case, layout="channels_last"))
                    for l in SUITE if l.case.dims > 1]
 layers = [l for l in layers if args_ns.filter in l.name]
+if args_ns.dtype:
+    layers = [dataclasses.replace(l, case=dataclasses.replace(l.case, dtype=args_ns.dtype)) for l in layers]
 ratios = {name: [] for name, _ in VARIANTS[1:]}
 for layer in layers:
     for op, path, a in calls_of(layer.case):
