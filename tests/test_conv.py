@@ -6,6 +6,8 @@ import pytest
 import torch
 
 from code_paths import cpu_isa_limit, require_isa, tiles_isas, tiles_kernel
+from fastpad.cases import ConvCase
+from test_blocked_direct import run_case as run_case_at_isa
 from reference import (
     EXPLICIT_PADDINGS,
     GROUP_CASES,
@@ -153,6 +155,24 @@ def test_depthwise_widths_around_vector_lengths(width, channels_last, device):
     for stride, mode in ((1, "reflect"), (2, "zeros"), (3, "circular"), (2, "replicate")):
         y = check_conv(x, w, b, stride=stride, groups=13, padding="same", padding_mode=mode)
         assert_memory_format_kept(x, y)
+
+
+# NCHW 3-d depthwise convs, whose depth slices keep their phase planes in slots (depthwise.cpp's conv_nchw): circular
+# pads whose wrapped slices share a slot with the slices beside them, reflect with a depth stride and dilation and a
+# multiplier, replicate with an even kernel, a causal bfloat16 conv, and an (H, W) slice in two bands (the slots are
+# cleared between bands).
+SLICE_SLOT_CASES = [ConvCase(False, (9, 7, 8), 3, 3, (4, 3, 3), 1, ((2, 1), (1, 1), (1, 1)), groups=3,
+                             padding_mode="circular"),
+                    ConvCase(False, (11, 6, 9), 3, 6, (3, 3, 2), (2, 1, 1), "same", dilation=(2, 1, 1), groups=3,
+                             padding_mode="reflect"),
+                    ConvCase(False, (8, 5, 6), 4, 4, (6, 3, 3), 1, "same_lower", groups=4, padding_mode="replicate"),
+                    ConvCase(False, (7, 6, 10), 2, 2, (3, 2, 2), 1, "causal", groups=2, dtype="bfloat16"),
+                    ConvCase(False, (4, 260, 300), 2, 2, 3, 1, "same", groups=2, padding_mode="reflect", batch=1)]
+
+
+@pytest.mark.parametrize("case", SLICE_SLOT_CASES, ids=lambda case: case.describe())
+def test_nchw_3d_depthwise_slices_in_slots(case):
+    run_case_at_isa(case, None, expected_path="cpu_depthwise")
 
 
 @pytest.mark.parametrize("channels", [7, 8, 12, 19, 32, 33, 77, 1024])

@@ -126,25 +126,41 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
   const int64_t m = g.conv_out_channels_per_group(), out_w = g.conv_out_sizes[2],
                 slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
   const int64_t taps_2d = g.kernel[1] * g.kernel[2], out_slice = g.conv_out_sizes[1] * out_w;
+  // A 3-d conv's output depths share input depth slices (at stride 1, k_d - 1 of an output depth's k_d). The slices
+  // one output depth reads lie within a window of `slots` consecutive slices, so each keeps its phase planes in slot
+  // slice % slots until another slice takes the slot, and is gathered about once per band rather than once per output
+  // depth that reads it (3-d random layers, float32, 2 cores: 0.55-0.97x the time, 0.75x on a k6 conv over 17^3).
+  // 2-d and 1-d convs have one slot. Each slot's band is the one a single slice had.
+  const int64_t slots = (g.kernel[0] - 1) * g.dilation[0] + 1;
   at::parallel_for(0, g.batch * g.conv_in_channels, 1, [&](int64_t begin, int64_t end) {
-    PhasePlanes<acc_t> planes(g);
-    const auto& taps = planes.taps();
+    PhasePlanes<acc_t> planes(g, slots, kPhasePlaneBytes * slots);
+    std::vector<std::vector<acc_t*>> slot_taps(slots, planes.taps());
+    for (int64_t s = 0; s < slots; ++s) {
+      for (auto& tap : slot_taps[s]) tap += s * planes.channel_stride();
+    }
+    std::vector<int64_t> slot_slice(slots);
     const int64_t band_size = planes.band_buffer_size();
     std::vector<acc_t> out(m * band_size), weights(m * g.kernel_volume());
     for (int64_t plane = begin; plane < end; ++plane) {
       const int64_t c_in = plane % g.conv_in_channels, n = plane / g.conv_in_channels;
       load_channel_weights(g, w, c_in, weights);
-      for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
-        for (int64_t b = 0; b < planes.bands(); ++b) {
-          const Band band = planes.band(b);
-          const int64_t n_pos = planes.positions(band.rows);
+      for (int64_t b = 0; b < planes.bands(); ++b) {
+        const Band band = planes.band(b);
+        const int64_t n_pos = planes.positions(band.rows);
+        std::fill(slot_slice.begin(), slot_slice.end(), -1);
+        for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
           for (int64_t j = 0; j < m; ++j) {
             std::fill_n(out.data() + j * band_size, n_pos, bias ? acc_t(bias[c_in * m + j]) : acc_t(0));
           }
           for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
             const int64_t id = g.tap_source(0, od, kd);
             if (id < 0) continue;
-            planes.gather(x + plane * g.conv_in_volume() + id * slice, band);
+            const int64_t s = id % slots;
+            if (slot_slice[s] != id) {
+              planes.gather(x + plane * g.conv_in_volume() + id * slice, band, s);
+              slot_slice[s] = id;
+            }
+            const std::vector<acc_t*>& taps = slot_taps[s];
             for (int64_t j = 0; j < m; ++j) {
               add_taps(out.data() + j * band_size, taps, &weights[(j * g.kernel[0] + kd) * taps_2d], n_pos);
             }
