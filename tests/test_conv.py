@@ -239,7 +239,7 @@ def test_nchw_depthwise_channel_blocks(channels, device):
     float32 66 = 9 vectors with the last ending at C), whole blocks of up to 8 vectors plus a block of the rest (72,
     600), on 2-d planes with and without a partial last tile, a 1-d row, a 3-d volume, stride 1 with 6-position rows,
     dilation, every padding mode; float64 (4-lane vectors), float32 (8x8 transposes and their scalar tails) and
-    bfloat16."""
+    bfloat16 (strips of 8 rows converted to float and back around the same transposes, partial strips, scalar rows)."""
     cases = (((9, 19), 3, 2, 1, "same", "zeros"), ((14, 14), 5, 2, 1, "same_lower", "reflect"),
              ((31,), 4, 3, 2, "causal", "circular"), ((5, 6, 13), 3, 2, 1, "same", "replicate"),
              ((7, 6), 3, 1, 1, "same", "reflect"))
