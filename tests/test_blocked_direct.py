@@ -262,6 +262,24 @@ def test_the_phase_planes_stay_where_a_tap_reads_padding_or_the_input_is_not_flo
         run_case(case, isa, expected_path=f"cpu_blocked_{isa}")
 
 
+# NCHW 16-bit outputs whose rows (12 positions or more) and channels (8 or more) go through the register transpose into
+# float rows, converted into y a row at a time (conv.cpp's blocked_direct_conv): rows at and past the bound, a partial
+# last block of channels, groups, 1-d, a row under the bound (11: value by value), and at avx512_bf16 the bfloat16 dot
+# products' output (even input channels per group).
+SIXTEEN_BIT_NCHW_CASES = [ConvCase(False, (5, 12), 16, 24, 3, 1, "same"),
+                          ConvCase(False, (9, 27), 20, 40, 3, 1, "same", padding_mode="reflect", groups=2),
+                          ConvCase(False, (70,), 17, 9, 4, 2, "causal", padding_mode="circular"),
+                          ConvCase(False, (6, 11), 16, 32, 3, 1, "same", bias=False)]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])
+def test_16_bit_nchw_outputs_through_the_transpose(isa, dtype):
+    require_isa(isa)
+    for case in SIXTEEN_BIT_NCHW_CASES:
+        run_case(replace(case, dtype=dtype), isa)
+
+
 def random_transposed_case(rng):
     """A stride-1 transposed conv: the conv it is runs on the blocked kernels (>= 16 x channels per group, and >= 10 y
     channels per group: kBlockedTransposeMinYChannels)."""
