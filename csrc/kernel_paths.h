@@ -437,7 +437,7 @@ inline TapTilesReason cpu_tap_tiles_reason(const ConvGeometry& g, bool channels_
              : TapTilesReason::None;
 }
 // Whether a conv runs on the tap tiles: by cpu_tap_tiles_reason, and every NCHW conv the blocked kernel does not take
-// (1x1 kernels, grouped convs with a reduction under kBlockedMinReduction, stems with one under
+// (1x1 kernels, grouped or not; stems, one group under kTapGemmMinChannels input channels with a reduction under
 // kBlockedStemMinReduction), in place of torch's GEMM per tap or per column buffer (cpu_tap_gemms, cpu_column_gemm,
 // which keep float64 and CPUs without AVX2). Those pay a GEMM call per (image, group, band) and, the columns, an im2col
 // copy; the tiles sum every tap's product in registers. Float32, 2 cores of a Zen 5, the op alone, interleaved: every
