@@ -207,6 +207,35 @@ def test_large_weights_go_in_tap_passes(isa):
         run_case(case, isa)
 
 
+# Runs of taps read as one tap (cpu/blocked_direct.h's blocked_tap_run): under 16 input channels per group, a kernel
+# row's taps at stride 1 and dilation 1 follow one another in the phase planes (either layout), and in place (a float32
+# channels-last x whose padding no tap reads) over one group's x; the runs are the gcd of the rows' lengths (NCHW
+# cases grouped: NCHW stems take the tap tiles). Cases whose taps form no run (a stride along the row, a dilation,
+# groups in place) keep a run of one.
+TAP_RUN_CASES = [
+    ConvCase(False, (9, 11), 20, 56, 5, padding=((3, 0), (2, 4)), groups=4, batch=2, layout="channels_last"),
+    ConvCase(False, (8, 10), 6, 10, (3, 4), padding="same", padding_mode="reflect", groups=2, batch=2),
+    ConvCase(False, (9, 12), 4, 24, 3, padding="valid", batch=2, layout="channels_last"),
+    ConvCase(False, (4, 6, 7), 7, 14, (2, 3, 3), padding=((1, 0), (1, 1), (0, 2)), batch=1, layout="channels_last"),
+    ConvCase(False, (20,), 12, 40, 5, padding="causal", padding_mode="replicate", groups=2, batch=3),
+    ConvCase(False, (14, 14), 15, 64, 12, padding="same", batch=1, layout="channels_last"),
+    ConvCase(False, (9, 12), 6, 20, (3, 4), stride=(1, 2), padding="same", batch=2, layout="channels_last"),
+    ConvCase(False, (9, 12), 12, 20, 3, dilation=(1, 2), padding="same", groups=2, batch=2),
+    ConvCase(False, (9, 12), 8, 24, (2, 3), padding="valid", groups=2, batch=2, layout="channels_last"),
+]
+
+
+@pytest.mark.parametrize("case", TAP_RUN_CASES, ids=ConvCase.describe)
+@pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])
+def test_taps_in_runs_are_read_as_one(isa, case):
+    """Planes in both layouts and 1-3 dims, in place, a 12 x 12 kernel whose 553 KiB of weights go in two passes of
+    runs (11 + 1), and the cases with no runs; at avx512_bf16 in bfloat16 on the dot products (even channel counts)."""
+    require_isa(isa)
+    if isa == "avx512_bf16":
+        case = replace(case, dtype="bfloat16")
+    run_case(case, isa)
+
+
 @pytest.mark.parametrize("padding_mode", ["zeros", "reflect"])
 def test_a_long_row_goes_in_column_tiles(padding_mode):
     """A 40,000-sample row: the 256 KiB band holds 256 KiB / (16 lanes x 4 B + 48 channels' vectors x 4 B) = 1024

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
+#include <vector>
 
 namespace fastpad::cpu {
 
@@ -69,6 +71,36 @@ inline int64_t blocked_direct_block_width(int64_t channels, int64_t vector, int6
 inline int64_t blocked_direct_weight_tap_pitch(int64_t lanes, int64_t block_width, int64_t element_bytes) {
   const int64_t line = 64 / element_bytes, lines = (lanes * block_width + line - 1) / line;
   return (lines | 1) * line;
+}
+
+// Taps read as one: where a tap's input channels are few, consecutive taps whose inputs follow one another, each
+// `lanes` elements after the last, form runs that the kernel reads as one tap of run x lanes input channels, its
+// weights one block of run x lanes rows, so that its loop over input channels runs run times longer per tap and
+// pointer set-up. Such taps are a kernel row's taps at stride 1 and dilation 1 (in the phase planes, or in place over
+// all of x's channels: one group). `tap_starts`: where each tap reads position 0, in elements from any common origin.
+// Returns the run length, the same for all runs (the gcd of the lengths of the chains found): 1 for none. Only for
+// fewer than kTapRunMaxLanes input channels: a run's weights are packed without the tap pitch's odd line padding
+// (blocked_direct_weight_tap_pitch), which wider taps need for packing a column at a time. A stride's phases also
+// hold chains (taps kw and kw + s_w), but out of the taps' order, so their weights would need packing a value at a
+// time: not done. Calls with runs against runs of one, float32 unless named, 2 cores (Sapphire Rapids class), the op
+// alone, interleaved, new / old: seeds 1-4 and the suite 0.85-1.02 (55 calls, geomean 0.975), held out (seeds 5-8)
+// 0.85-1.05 (60, 0.954), AVX2 0.89-1.04 (56, 0.962), bfloat16 0.88-1.02 (40, 0.977); most where a group's output
+// channels fill one vector (a tile of one vector does 16 multiply-adds per weight load, so a tap's set-up weighs the
+// most): a channels-last 7 -> 9 k5 transposed conv, 0.418 -> 0.354 ms (benchmarks/RESULTS.md).
+constexpr int64_t kTapRunMaxLanes = 16;
+inline int64_t blocked_tap_run(const std::vector<int64_t>& tap_starts, int64_t lanes) {
+  const int64_t taps = static_cast<int64_t>(tap_starts.size());
+  if (lanes <= 0 || lanes >= kTapRunMaxLanes) return 1;
+  int64_t run = 0, chain = 1;
+  for (int64_t tap = 1; tap <= taps; ++tap) {
+    if (tap < taps && tap_starts[tap] == tap_starts[tap - 1] + lanes) {
+      ++chain;
+    } else {
+      run = std::gcd(run, chain);
+      chain = 1;
+    }
+  }
+  return std::max<int64_t>(run, 1);
 }
 
 // `channels`: the real output channels (per group); the blocks beyond them are never read or written, nor the lanes

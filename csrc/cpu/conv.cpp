@@ -248,6 +248,53 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   const int64_t depth = g.kernel[0], taps_2d = g.kernel[1] * g.kernel[2];
   const int64_t co_blocks = (c_out + block_width - 1) / block_width, out_pitch = (c_out + vector - 1) / vector * vector;
   const auto options = at::TensorOptions(at::kFloat);
+  const scalar_t* x_data = x.const_data_ptr<scalar_t>();
+  scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
+  const auto y_stride = element_strides(y);
+  const int64_t slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
+  const int64_t bytes_per_position = out_pitch * static_cast<int64_t>(sizeof(float));  // out[band, out_pitch]
+  const int64_t wanted_row_bands = thread_row_bands(g, g.batch * groups * co_blocks);
+  // Each thread's planes (none in place), and one more that only plans the bands and the band buffer's pitch.
+  // In place (no planes), only the band buffer sizes the bands: planes of c_in lanes limited a batch-3 410 -> 64 k5
+  // conv over 23 x 23 to bands of one row of 8 positions, its tiles to 4 positions.
+  int64_t row_band_multiple = 1;
+  const auto emplace_planes = [&](std::optional<PhasePlanes<Plane>>& planes) {
+    planes.emplace(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/no_planes ? 0 : c_in, wanted_row_bands,
+                   row_band_multiple);
+    return &*planes;
+  };
+  // Output-channel blocks are split across work items only where images, groups and bands leave threads idle.
+  const auto co_splits_of = [&](int64_t slices) {
+    return std::clamp<int64_t>((2 * at::get_num_threads() + slices - 1) / slices, 1, co_blocks);
+  };
+  std::optional<PhasePlanes<Plane>> band_planner;
+  emplace_planes(band_planner);
+  row_band_multiple = thread_band_multiple(
+      g.batch * groups * co_splits_of(g.batch * groups * band_planner->bands()), wanted_row_bands);
+  if (band_planner->bands() % row_band_multiple != 0) emplace_planes(band_planner);
+  const PhasePlanes<Plane>& band_plan = *band_planner;
+  const int64_t bands = band_plan.bands();
+  const int64_t slices = g.batch * groups * bands;
+  const int64_t co_splits = co_splits_of(slices);
+  // A float32 output with contiguous channels is written by the tiles in place, the last vector of a group's channels
+  // masked to them: no band buffer to fill and copy from. Against the copy (2 cores, interleaved, typical calls): the
+  // suite's channels-last blocked layers 0.83-0.99x forward (groups of whole vectors, Zen 5); where a group's channels
+  // end inside a vector (Sapphire Rapids), the random layers' calls 0.65-1.03x (seeds 1-4, geomean 0.91), 0.65-1.32x
+  // and 0.67-1.19x held out (0.94, 0.92), AVX2 0.68-1.02x (0.93): the copy, a call per pixel, cost most where a group
+  // has few channels (benchmarks/RESULTS.md).
+  const bool in_place = std::is_same_v<scalar_t, float> && y_stride[1] == 1;
+
+  // In place, tap (kh, kw) of a band reads x from its first position's pixel on, positions stride_w pixels apart and
+  // rows stride_h rows apart; the planes hold a position's c_in channels together, a row pitch of positions apart.
+  std::vector<int64_t> input_tap_offsets(no_planes ? taps_2d : 0);
+  for (int64_t tap = 0; tap < static_cast<int64_t>(input_tap_offsets.size()); ++tap) {
+    input_tap_offsets[tap] = ((tap / g.kernel[2]) * g.dilation[1] * g.conv_in_sizes[2] + (tap % g.kernel[2]) *
+                              g.dilation[2]) * g.conv_in_channels;
+  }
+  const int64_t x_position_stride = no_planes ? g.stride[2] * g.conv_in_channels : c_in;
+  const int64_t x_row_stride =
+      no_planes ? g.stride[1] * g.conv_in_sizes[2] * g.conv_in_channels : band_plan.pitch() * c_in;
+
   // [groups, kd, co_blocks, kh*kw, tap_pitch], each tap's [Cg_in, block_width] (pairs: [Cg_in / 2, block_width, 2])
   // at its start, zero beyond Cg_out, in one pass over the weight [C_out, Cg_in, kd, kh, kw] read through its strides
   // (large weights over few positions spent longer in three ATen copies than in the kernel, and a channels-last
@@ -258,11 +305,19 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   const auto w_strides = w_source.strides();
   const int64_t w_dims = w_source.dim();
   const int64_t kd_stride = w_dims == 5 ? w_strides[2] : 0, kh_stride = w_dims >= 4 ? w_strides[w_dims - 2] : 0;
+  // Runs of `run` taps read as one (blocked_tap_run).
+  std::vector<int64_t> tap_starts(taps_2d);
+  for (int64_t tap = 0; tap < taps_2d; ++tap) {
+    tap_starts[tap] = no_planes ? input_tap_offsets[tap] : band_plan.taps()[tap] - band_plan.taps()[0];
+  }
+  const int64_t run = blocked_tap_run(tap_starts, c_in), runs = taps_2d / run;
   std::vector<int64_t> tap_offsets(taps_2d);  // tap kh * kw_count + kw's, from its (co, ci, kd)
   for (int64_t tap = 0; tap < taps_2d; ++tap) {
     tap_offsets[tap] = (tap / g.kernel[2]) * kh_stride + (tap % g.kernel[2]) * w_strides[w_dims - 1];
   }
-  const int64_t tap_pitch = blocked_direct_weight_tap_pitch(c_in, block_width, sizeof(Element));
+  // A run's taps follow one another with no padding between them: one block of run x c_in rows.
+  const int64_t tap_pitch =
+      run > 1 ? c_in * block_width : blocked_direct_weight_tap_pitch(c_in, block_width, sizeof(Element));
   at::Tensor w_packed = at::empty({groups * depth * co_blocks * taps_2d * tap_pitch},
                                   options.dtype(kPairs ? at::kBFloat16 : at::kFloat));
   Element* w_to = reinterpret_cast<Element*>(w_packed.mutable_data_ptr());
@@ -329,62 +384,20 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   // A block's weights stream from L2 once per tile; where they outgrow it (a 298 -> 48 k5 conv's 25 taps: 1.4 MiB of
   // the Zen 5's 1 MiB), the taps go in passes of at most kBlockedWeightPassBytes of weights, each adding onto the
   // tiles' outputs (random layers with such weights, float32, 2 cores: 0.87-1.01x the time of one pass).
-  const int64_t taps_per_pass = std::clamp<int64_t>(
-      kBlockedWeightPassBytes / (tap_pitch * static_cast<int64_t>(sizeof(Element))), 1, taps_2d);
+  const int64_t runs_per_pass = std::clamp<int64_t>(
+      kBlockedWeightPassBytes / (run * tap_pitch * static_cast<int64_t>(sizeof(Element))), 1, runs);
   const at::Tensor init = at::zeros({groups, co_blocks * block_width}, options);
   if (bias.defined()) init.narrow(1, 0, c_out).copy_(bias.view({groups, c_out}));
   const float* init_data = init.const_data_ptr<float>();
-  const scalar_t* x_data = x.const_data_ptr<scalar_t>();
-  scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
-  const auto y_stride = element_strides(y);
-  const int64_t slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
-  const int64_t bytes_per_position = out_pitch * static_cast<int64_t>(sizeof(float));  // out[band, out_pitch]
-  const int64_t wanted_row_bands = thread_row_bands(g, g.batch * groups * co_blocks);
-  // Each thread's planes (none in place), and one more that only plans the bands and the band buffer's pitch.
-  // In place (no planes), only the band buffer sizes the bands: planes of c_in lanes limited a batch-3 410 -> 64 k5
-  // conv over 23 x 23 to bands of one row of 8 positions, its tiles to 4 positions.
-  int64_t row_band_multiple = 1;
-  const auto emplace_planes = [&](std::optional<PhasePlanes<Plane>>& planes) {
-    planes.emplace(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/no_planes ? 0 : c_in, wanted_row_bands,
-                   row_band_multiple);
-    return &*planes;
-  };
-  // Output-channel blocks are split across work items only where images, groups and bands leave threads idle.
-  const auto co_splits_of = [&](int64_t slices) {
-    return std::clamp<int64_t>((2 * at::get_num_threads() + slices - 1) / slices, 1, co_blocks);
-  };
-  std::optional<PhasePlanes<Plane>> band_planner;
-  emplace_planes(band_planner);
-  row_band_multiple = thread_band_multiple(
-      g.batch * groups * co_splits_of(g.batch * groups * band_planner->bands()), wanted_row_bands);
-  if (band_planner->bands() % row_band_multiple != 0) emplace_planes(band_planner);
-  const PhasePlanes<Plane>& band_plan = *band_planner;
-  const int64_t bands = band_plan.bands();
-  const int64_t slices = g.batch * groups * bands;
-  const int64_t co_splits = co_splits_of(slices);
-  // A float32 output with contiguous channels is written by the tiles in place, the last vector of a group's channels
-  // masked to them: no band buffer to fill and copy from. Against the copy (2 cores, interleaved, typical calls): the
-  // suite's channels-last blocked layers 0.83-0.99x forward (groups of whole vectors, Zen 5); where a group's channels
-  // end inside a vector (Sapphire Rapids), the random layers' calls 0.65-1.03x (seeds 1-4, geomean 0.91), 0.65-1.32x
-  // and 0.67-1.19x held out (0.94, 0.92), AVX2 0.68-1.02x (0.93): the copy, a call per pixel, cost most where a group
-  // has few channels (benchmarks/RESULTS.md).
-  const bool in_place = std::is_same_v<scalar_t, float> && y_stride[1] == 1;
-
-  // In place, tap (kh, kw) of a band reads x from its first position's pixel on, positions stride_w pixels apart and
-  // rows stride_h rows apart; the planes hold a position's c_in channels together, a row pitch of positions apart.
-  std::vector<int64_t> input_tap_offsets(no_planes ? taps_2d : 0);
-  for (int64_t tap = 0; tap < static_cast<int64_t>(input_tap_offsets.size()); ++tap) {
-    input_tap_offsets[tap] = ((tap / g.kernel[2]) * g.dilation[1] * g.conv_in_sizes[2] + (tap % g.kernel[2]) *
-                              g.dilation[2]) * g.conv_in_channels;
-  }
-  const int64_t x_position_stride = no_planes ? g.stride[2] * g.conv_in_channels : c_in;
-  const int64_t x_row_stride =
-      no_planes ? g.stride[1] * g.conv_in_sizes[2] * g.conv_in_channels : band_plan.pitch() * c_in;
 
   at::parallel_for(0, slices * co_splits, 1, [&](int64_t begin, int64_t end) {
     std::optional<PhasePlanes<Plane>> planes;
     if (!no_planes) emplace_planes(planes);
-    std::vector<const Element*> input_taps(no_planes ? taps_2d : 0);
+    // Where each run's first tap reads: in place, set per band; in the planes, the same for every band.
+    std::vector<const Element*> run_taps(runs);
+    for (int64_t r = 0; !no_planes && r < runs; ++r) {
+      run_taps[r] = reinterpret_cast<const Element*>(planes->taps()[r * run]);
+    }
     std::vector<float> out(in_place ? 0 : band_plan.band_buffer_size() * out_pitch);
     std::vector<float> channel_rows;  // a 16-bit NCHW y's row: its channels transposed in float, then converted
     for (int64_t item = begin; item < end; ++item) {
@@ -393,11 +406,9 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
       const Band band = band_plan.band(band_index);
       const int64_t block_begin = split * co_blocks / co_splits, block_end = (split + 1) * co_blocks / co_splits;
       const int64_t co_begin = block_begin * block_width, co_end = std::min(block_end * block_width, c_out);
-      const Element* const* taps =
-          no_planes ? input_taps.data() : reinterpret_cast<const Element* const*>(planes->taps().data());
-      BlockedDirectArgs<Element> args{taps, taps_2d, c_in, x_row_stride, x_position_stride, nullptr, tap_pitch,
-                                      taps_2d * tap_pitch, block_width, block_begin, block_end, out.data(), out_pitch,
-                                      band_plan.pitch() * out_pitch, band.rows, band.cols,
+      BlockedDirectArgs<Element> args{run_taps.data(), runs, run * c_in, x_row_stride, x_position_stride, nullptr,
+                                      run * tap_pitch, taps_2d * tap_pitch, block_width, block_begin, block_end,
+                                      out.data(), out_pitch, band_plan.pitch() * out_pitch, band.rows, band.cols,
                                       init_data + group * co_blocks * block_width, false};
       for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
         // The band's first kept position in y.
@@ -419,7 +430,7 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
               const scalar_t* band_start =
                   x_data + ((n * g.conv_in_sizes[0] + id) * slice + g.tap_position(1, band.row0, 0) *
                             g.conv_in_sizes[2] + g.tap_position(2, band.col0, 0)) * g.conv_in_channels + group * c_in;
-              for (int64_t tap = 0; tap < taps_2d; ++tap) input_taps[tap] = band_start + input_tap_offsets[tap];
+              for (int64_t r = 0; r < runs; ++r) run_taps[r] = band_start + input_tap_offsets[r * run];
             }
           } else if (channels_last) {
             planes->gather(x_data + (n * g.conv_in_sizes[0] + id) * slice * g.conv_in_channels + group * c_in, band,
@@ -429,10 +440,10 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
                            0, 1, g.conv_in_volume());
           }
           const Element* w_kd = w_data + (group * depth + kd) * co_blocks * taps_2d * tap_pitch;
-          for (int64_t tap0 = 0; tap0 < taps_2d; tap0 += taps_per_pass) {
-            args.taps = taps + tap0;
-            args.num_taps = std::min(taps_per_pass, taps_2d - tap0);
-            args.weights = w_kd + tap0 * tap_pitch;
+          for (int64_t run0 = 0; run0 < runs; run0 += runs_per_pass) {
+            args.taps = run_taps.data() + run0;
+            args.num_taps = std::min(runs_per_pass, runs - run0);
+            args.weights = w_kd + run0 * run * tap_pitch;
             micro_kernel(args, in_place ? c_out : out_pitch);  // the band buffer's lanes past c_out need no mask
             args.accumulate = true;
           }

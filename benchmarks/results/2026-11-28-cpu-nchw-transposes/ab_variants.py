@@ -5,6 +5,8 @@ calls and the backward's (or --forward-only); --nchw-only skips channels-last in
 interleaved across the variants, medians of 7 rounds (each the best of enough calls for 20 ms, or with --typical their
 median); outputs asserted equal to 1e-5 relative (--tolerance); --dtype runs every layer in one dtype. Run from the repository root with PYTHONPATH=tests, e.g.
   python ab_variants.py --seeds 1,2,3,4 --suite --nchw-only --variants "new:;old:AB_OLD=1" --paths cpu_blocked_avx512
+With --touched VAR, only the calls that write to stderr when run with VAR=1 set are timed (a temporary switch that
+prints where a change applies, for a change inside a kernel path).
 With --moved (for a change of the kernel choice), only the calls whose path differs between the variants are timed,
 whatever --paths says, and the line shows the path under each variant.
 Variants: 'name:VAR=val,VAR2=val;name2:...' (empty: none set); ratios are each variant's time over the first's."""
@@ -33,6 +35,7 @@ p.add_argument("--forward-only", action="store_true")
 p.add_argument("--layout", default="both")
 p.add_argument("--nchw-only", action="store_true")
 p.add_argument("--moved", action="store_true")
+p.add_argument("--touched", default="")
 p.add_argument("--dtype", default="")  # every layer in this dtype (e.g. bfloat16) instead of its own
 p.add_argument("--tolerance", type=float, default=1e-5)  # relative to the largest output; reorderings of long sums
 # Each round's time: the best of its calls (default), or their median (--typical: counts what a fresh output's page
@@ -45,13 +48,31 @@ for v in args_ns.variants.split(";"):
     name, _, envs = v.partition(":")
     env = dict(e.split("=") for e in envs.split(",") if e)
     VARIANTS.append((name, env))
-ALL_KEYS = {k for _, env in VARIANTS for k in env}
+ALL_KEYS = {k for _, env in VARIANTS for k in env} | ({args_ns.touched} if args_ns.touched else set())
 
 
 def set_env(env):
     for k in ALL_KEYS:
         os.environ.pop(k, None)
     os.environ.update(env)
+
+
+def writes_to_stderr(op, a):
+    """Whether the call writes to file descriptor 2 with the --touched variable set."""
+    import tempfile
+    with tempfile.TemporaryFile() as capture:
+        saved = os.dup(2)
+        os.dup2(capture.fileno(), 2)
+        try:
+            set_env({args_ns.touched: "1"})
+            with torch.no_grad():
+                getattr(torch.ops.fastpad, op)(*a)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            set_env({})
+        capture.seek(0)
+        return len(capture.read()) > 0
 
 
 def calls_of(case):
@@ -77,7 +98,9 @@ def calls_of(case):
                 out.append((op, "/".join(p.removeprefix("cpu_") for p in paths), a))
             continue
         path = getattr(torch.ops.fastpad, f"_{op}_path")(*a, "cpu")
-        if path in PATHS:
+        if args_ns.touched and path in PATHS and writes_to_stderr(op, a):
+            out.append((op, path, a))
+        elif not args_ns.touched and path in PATHS:
             out.append((op, path, a))
     return out
 
