@@ -34,8 +34,8 @@ using Args = BlockedDirectArgs<typename Isa::Element>;
 using Element = typename Isa::Element;
 
 template <int P, int U, class Positions>
-inline void tile(const Args& a, const Element* w_block, int64_t block_width, const Positions& at, int64_t c0,
-                 int last_lanes) {
+__attribute__((noinline)) void tile(const Args& a, const Element* w_block, int64_t block_width, const Positions& at,
+                                    int64_t c0, int last_lanes) {
   using V = typename Isa::V;
   using W = typename Isa::W;
   const bool partial = last_lanes < Isa::kLanes;  // the last vector's lanes past the channels are not out's
