@@ -4,7 +4,10 @@ reference with the output allocator poisoned; each case asserts the kernel it re
 (FASTPAD_CPU_ISA) and the FMA-peak microbenchmark behind `python -m fastpad bench`."""
 
 import os
+import platform
 import random
+import shutil
+import subprocess
 import time
 from dataclasses import replace
 
@@ -14,6 +17,7 @@ import torch
 from code_paths import ISA_ORDER, cpu_isa_limit, intra_op_threads, machine_isa, reduction_tiles_kernel, require_isa
 from reference import assert_matches, poison
 from fastpad.cases import ConvCase, arrange
+import fastpad._C
 
 # The widest block of output channels, the vector, the registers of each ISA (cpu/blocked_direct.h), and positions
 # per tile of U vectors (blocked_direct_kernel.h: min(16, (registers - U - 1) / U)).
@@ -657,12 +661,6 @@ def test_the_tiles_are_functions_of_their_own():
     channels-last 20 -> 56 k5 conv in 4 groups, rows of 17 positions in tiles of 9 + 8, ran 1.29-1.34x faster out of
     line).
     Disassembles each driver (objdump) and finds no multiply-add in it, and the tiles as functions of their own."""
-    import platform
-    import shutil
-    import subprocess
-
-    import fastpad._C
-
     nm, objdump = shutil.which("nm"), shutil.which("objdump")
     if platform.machine() != "x86_64" or nm is None or objdump is None:
         pytest.skip("needs an x86-64 build and binutils' nm and objdump")
