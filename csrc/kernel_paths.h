@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 #include "cpu/blocked_direct.h"
 #include "cuda/problems.h"
@@ -66,6 +67,8 @@ enum class ConvTransposePath {
   CpuDepthwise,       // cpu/depthwise.cpp
   CpuDepthwisePhases,  // channels-last depthwise, zeros: the convs its stride phases are on depthwise.cpp's tiles
   CpuDepthwisePhasesAvx512,  // the same on AVX-512's tiles
+  CpuDepthwisePhasesFolded,  // another mode: the full transposed conv as the row above, then folded
+  CpuDepthwisePhasesFoldedAvx512,  // the same on AVX-512's tiles
   CpuGroupedExpanded,  // channels-last, few channels per group: depthwise.cpp's scatter over expanded x pixels
   CpuGroupedPlanes,   // NCHW, few channels per group: depthwise.cpp's kernel, each y plane summed over its group's x
   CpuPhasePlanes,     // NCHW: the adjoint of conv's tap GEMMs (torch's GEMM)
@@ -155,11 +158,12 @@ inline bool cpu_depthwise_channel_blocks(const ConvGeometry& g, bool channels_la
          g.conv_in_volume() * kVectorBytes <= kChannelBlocksMaxBytes;
 }
 
-// Whether a channels-last depthwise transposed conv (one x and one y channel per group) runs as the convs its stride
-// phases are (transpose_phase_as_conv: each a depthwise conv over x with the phase's taps, flipped) on depthwise.cpp's
-// channels-last register tiles, each writing its y positions in place (cpu_depthwise_phases), instead of the scatter,
-// which loads and stores a y pixel's channels for every tap that reaches it. Zeros mode only: another mode's folds
-// would need a pass of their own. The tiles skip every tap outside x, so an inf or NaN weight meets no padding zero.
+// Whether a channels-last depthwise transposed conv (one x and one y channel per group; or a multiplier on either side,
+// below) runs as the convs its stride phases are (transpose_phase_as_conv: each a depthwise conv over x with the
+// phase's taps, flipped) on depthwise.cpp's channels-last register tiles, each writing its y positions in place
+// (cpu_depthwise_phases), instead of the scatter, which loads and stores a y pixel's channels for every tap that
+// reaches it. Zeros mode only: another mode's folds take a pass of their own (cpu_depthwise_phases_folded). The tiles
+// skip every tap outside x, so an inf or NaN weight meets no padding zero.
 // With a stride along W, only where a y row holds kDepthwisePhasesMinColumns positions of each column phase (three
 // tiles): shorter phase rows are mostly the tiles' fixed costs. Float32, 2 cores (Zen 5), interleaved, against the
 // scatter, before this bound: the suite's channels-last depthwise input gradients 0.52-0.87x on the 7 layers with 28
@@ -176,11 +180,25 @@ inline bool cpu_depthwise_channel_blocks(const ConvGeometry& g, bool channels_la
 // kernel over 189 x 189) and 0.45x the blocked kernel's speed (a 7x3 kernel over x rows of 13).
 constexpr int64_t kDepthwisePhasesMinColumns = 24;
 constexpr int64_t kDepthwisePhasesMinYChannels = 8;
+// With one x channel and R > 1 y channels per group (the input gradient of a conv whose groups have one output channel
+// each), each phase conv is a depthwise conv with a multiplier R, over x rows expanded per thread (each x channel
+// repeated R times): every lane a real one, where the blocked kernel gives a group's R y channels a vector of their
+// own, the grouped scatter loads and stores y per tap, and the GEMM + col2im reduces over one x channel. Never the
+// per-pixel loop (8 y channels or more: under it, 1.08-1.28x the scatter's time on a 75 us call). Up to
+// kDepthwisePhasesMaxYPerX y channels per group in place of any kernel; with more, where the blocked kernel and the
+// tap tiles fill their vectors, only in place of the GEMM + col2im (choose_cpu_own_transpose_path). Random
+// channels-last layers, float32, 2 cores (Sapphire Rapids class), the op alone, interleaved against the path before:
+// R = 2-4 0.23-0.74x the blocked kernel's, the tap tiles' and the scatter's time (15 calls of seeds 1-24; the bound
+// set on seeds 1-16, the 4 calls of seeds 17-24 0.33-0.43x; AVX2 and bfloat16 0.25-0.74x on 7); R = 17 0.42x the
+// GEMM + col2im's (random050 of seed 2, replicate: folded, below); R = 7, 16 and 102 1.17-2.14x the tap tiles' and
+// the folded blocked conv's (seeds 9-16), which keep them.
+constexpr int64_t kDepthwisePhasesMaxYPerX = 4;
 inline bool cpu_depthwise_phases(const ConvGeometry& g, bool channels_last, bool few_y_channels = false) {
-  if (!channels_last || g.mode != PaddingMode::Zeros || g.conv_in_channels != g.groups) return false;
+  const bool one_y_channel = g.conv_in_channels == g.groups, one_x_channel = g.conv_out_channels == g.groups;
+  if (!channels_last || g.mode != PaddingMode::Zeros || !(one_y_channel || one_x_channel)) return false;
   if (g.stride[2] > 1 && g.conv_in_sizes[2] < kDepthwisePhasesMinColumns * g.stride[2]) return false;
-  if (g.conv_out_channels == g.groups) return true;
-  if (g.conv_in_channels < kDepthwisePhasesMinYChannels && !few_y_channels) return false;
+  if (one_y_channel && one_x_channel) return true;
+  if (g.conv_in_channels < kDepthwisePhasesMinYChannels && (!few_y_channels || !one_y_channel)) return false;
   for (int64_t phase = 0; phase < transpose_phase_count(g); ++phase) {
     if (expanded_rows_bytes(transpose_phase_as_conv(g, phase).conv) > kExpandedRowsMaxBytes) return false;
   }
@@ -662,6 +680,27 @@ inline bool folded_transpose_fits(const ConvGeometry& g) {
   return g.batch * g.conv_in_channels * full_transpose_geometry(g).conv_in_volume() <= kFoldedTransposeMaxElements;
 }
 
+// Whether a channels-last transposed conv in reflect, replicate or circular mode (a conv's input gradient) runs the
+// depthwise phases (cpu_depthwise_phases) over the full transposed conv (full_transpose_geometry: zeros), which
+// fold_padding then folds into y (cpu_depthwise_phases_folded): where the phases would take the full conv, in
+// float32 or float64 (the fold adds in the output's type), within folded_transpose_fits. Three passes over a
+// y-sized buffer beyond the phases, so a depthwise conv with multiplier 1, whose scatter folds the mode in as it adds
+// and stays near memory speed over few taps, keeps the scatter under kDepthwisePhasesFoldedMinTaps taps and under a
+// vector of y channels (the per-pixel loop). Random channels-last layers, float32, 2 cores (Sapphire Rapids class),
+// the op alone, interleaved against the path before (the scatter, the grouped scatter, the GEMM + col2im): 0.09-0.92x
+// its time on 22 calls of seeds 1-24 with a multiplier or 20 taps and more (the bounds set on seeds 1-16; the 2 calls
+// of seeds 17-24 0.21-0.24x), AVX2 0.11-0.99x on 11 of seeds 1-8; multiplier 1 over 4-16 taps 0.95-1.17x (3 calls),
+// 2 channels over 49 taps 1.16x.
+constexpr int64_t kDepthwisePhasesFoldedMinTaps = 20;
+inline bool cpu_depthwise_phases_folded(const ConvGeometry& g, bool channels_last, bool reduced_precision,
+                                        bool few_y_channels = false) {
+  const bool multiplier = g.conv_in_channels > g.groups || g.conv_out_channels > g.groups;
+  return g.mode != PaddingMode::Zeros && !reduced_precision && folded_transpose_fits(g) &&
+         (multiplier ||
+          (g.kernel_volume() >= kDepthwisePhasesFoldedMinTaps && g.conv_in_channels >= kDepthwisePhasesMinYChannels)) &&
+         cpu_depthwise_phases(full_transpose_geometry(g), channels_last, few_y_channels);
+}
+
 // What the CUDA choice needs beyond the geometry: whether the input's channels load as aligned 16-byte vectors
 // (channel_vectors(x) in conv_params.h; the depthwise vector kernels need it, the pipelined GEMMs get it from a copy),
 // whether the GPU has cp.async and the tensor cores' mma.sync for bfloat16 and TF32 (sm_80 or later), and whether
@@ -754,13 +793,30 @@ template <class WeightFinite>
 ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool channels_last, int64_t element_bytes,
                                                 bool reduced_precision, CpuIsa isa, WeightFinite&& weight_finite) {
   // The tiles run over y's channels, those of the phase convs' output.
-  const auto depthwise_phases = [&] {
-    return cpu_nhwc_conv_tiles_avx512(transpose_phase_as_conv(g, 0).conv, channels_last, isa, element_bytes,
-                                      reduced_precision)
-               ? ConvTransposePath::CpuDepthwisePhasesAvx512
-               : ConvTransposePath::CpuDepthwisePhases;
+  const auto depthwise_phases = [&](bool folded) {
+    const bool avx512_tiles = cpu_nhwc_conv_tiles_avx512(
+        transpose_phase_as_conv(folded ? full_transpose_geometry(g) : g, 0).conv, channels_last, isa, element_bytes,
+        reduced_precision);
+    if (folded) {
+      return avx512_tiles ? ConvTransposePath::CpuDepthwisePhasesFoldedAvx512
+                          : ConvTransposePath::CpuDepthwisePhasesFolded;
+    }
+    return avx512_tiles ? ConvTransposePath::CpuDepthwisePhasesAvx512 : ConvTransposePath::CpuDepthwisePhases;
   };
-  if (cpu_depthwise_phases(g, channels_last)) return depthwise_phases();
+  const auto phases_path = [&](bool few_y_channels) -> std::optional<ConvTransposePath> {
+    if (cpu_depthwise_phases(g, channels_last, few_y_channels)) return depthwise_phases(/*folded=*/false);
+    if (cpu_depthwise_phases_folded(g, channels_last, reduced_precision, few_y_channels)) {
+      return depthwise_phases(/*folded=*/true);
+    }
+    return std::nullopt;
+  };
+  // One x channel per group and more y channels than kDepthwisePhasesMaxYPerX: the phases only where the GEMM + col2im
+  // would take the call.
+  const bool many_y_per_x =
+      g.conv_out_channels == g.groups && g.conv_in_channels_per_group() > kDepthwisePhasesMaxYPerX;
+  if (!many_y_per_x) {
+    if (const auto path = phases_path(/*few_y_channels=*/false)) return *path;
+  }
   if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;
   if (cpu_grouped_planes_transpose(g, channels_last)) return ConvTransposePath::CpuGroupedPlanes;
   // Each stride phase is a conv (transpose_phase_as_conv), whose reduction runs over x's channels. Like the phase
@@ -771,7 +827,7 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
                        cpu_blocked_no_planes_transpose_few_x_channels(g, channels_last, reduced_precision, isa,
                                                                       element_bytes);
   if (cpu_grouped_expanded_transpose(g, channels_last) && (folded || !blocked)) {
-    if (cpu_depthwise_phases(g, channels_last, /*few_y_channels=*/true)) return depthwise_phases();
+    if (const auto path = phases_path(/*few_y_channels=*/true)) return *path;
     return ConvTransposePath::CpuGroupedExpanded;
   }
   const bool tiles = cpu_reduction_tiles(isa, element_bytes), avx512 = isa >= CpuIsa::Avx512;
@@ -795,6 +851,9 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
       return folded ? ConvTransposePath::CpuBlockedFoldedAvx512 : ConvTransposePath::CpuBlockedAvx512;
     }
     return folded ? ConvTransposePath::CpuBlockedFoldedAvx2 : ConvTransposePath::CpuBlockedAvx2;
+  }
+  if (many_y_per_x) {
+    if (const auto path = phases_path(/*few_y_channels=*/false)) return *path;
   }
   if (!cpu_phase_plane_transpose_shape(g, channels_last) || !weight_finite()) return gemm_col2im;
   // So do NCHW calls with kCol2imMinXChannels x channels per group or more on AVX-512 in float32: one GEMM over x's
@@ -1083,6 +1142,8 @@ inline const char* path_name(ConvTransposePath path) {
     case ConvTransposePath::CpuDepthwise: return "cpu_depthwise";
     case ConvTransposePath::CpuDepthwisePhases: return "cpu_depthwise_phases";
     case ConvTransposePath::CpuDepthwisePhasesAvx512: return "cpu_depthwise_phases_avx512";
+    case ConvTransposePath::CpuDepthwisePhasesFolded: return "cpu_depthwise_phases_folded";
+    case ConvTransposePath::CpuDepthwisePhasesFoldedAvx512: return "cpu_depthwise_phases_folded_avx512";
     case ConvTransposePath::CpuGroupedExpanded: return "cpu_grouped_expanded";
     case ConvTransposePath::CpuGroupedPlanes: return "cpu_grouped_planes";
     case ConvTransposePath::CpuPhasePlanes: return "cpu_phase_planes";

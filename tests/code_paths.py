@@ -198,7 +198,8 @@ CODE_PATHS = {
                                  kernels=_kernels("cpu_tap_gemms", "cpu_gemm_col2im", "cpu_phase_planes")),
     "2d_depthwise_reflect_s2": _path(False, (17, 19), 8, 8, 3, groups=8, stride=2, padding_mode="reflect",
                                      kernels=DEPTHWISE_CHANNEL_BLOCKS),
-    "2d_depthwise_channels_last_circular": _path(False, (15, 16), 16, 16, 5, groups=16, padding_mode="circular",
+    # Under 20 taps (3x3 here) a channels-last depthwise input gradient in another mode than zeros keeps the scatter.
+    "2d_depthwise_channels_last_circular": _path(False, (15, 16), 16, 16, 3, groups=16, padding_mode="circular",
                                                  channels_last=True, kernels=DEPTHWISE),
     # In zeros mode the channels-last depthwise input gradient (and transposed conv) runs as its stride phases' convs
     # on the channels-last tiles: a y row of 52 at stride 2 has 26 positions of each column phase.
@@ -361,6 +362,14 @@ CODE_PATHS.update({
                                                                                    "cpu_grouped_expanded",
                                                                                    "cpu_tap_dots")),
 })
+# A channels-last depthwise conv with a multiplier of 2 in reflect mode: its input gradient (2 x channels per y
+# channel) runs the depthwise phases over the full transposed conv, then folded, on AVX2's tiles and on AVX-512's.
+for isa in ("avx2", "avx512"):
+    CODE_PATHS[f"2d_depthwise_x2_channels_last_reflect_{isa}"] = _path(
+        False, (12, 30), 20, 40, 3, groups=20, channels_last=True, padding_mode="reflect", isa=isa,
+        kernels=_kernels(tiles_kernel("cpu_depthwise", isa, channels=40),
+                         tiles_kernel("cpu_depthwise_phases_folded", isa, channels=20),
+                         tiles_kernel("cpu_depthwise", isa, channels=40, weight_grad=True)))
 # On AVX-512, strided transposed convs with 16 or more x and y channels per group in zeros mode run their stride
 # phases on the blocked kernel too (k4 s2 here: 4 taps per phase, 2 x 1000 y positions per phase; crops that torch's
 # transposed conv cannot express); the input gradient is a stride-2 conv with 32 channels.

@@ -415,10 +415,11 @@ def test_random_cases_at_every_isa_here(draw, seed):
 def test_channels_last_transposed_with_one_channel_per_group(isa):
     """Transposed convs in channels-last whose x has one channel per group (a depthwise conv's input gradient with a
     multiplier): each position of the planes holds one channel, gathered from pixels a whole channel count apart.
-    2-d and 3-d. (The forward conv with a multiplier runs the depthwise kernel: tests/test_conv.py.)"""
+    2-d and 3-d, 8 y channels per group (up to 4 take the depthwise phases: tests/test_conv_transpose.py). (The
+    forward conv with a multiplier runs the depthwise kernel: tests/test_conv.py.)"""
     require_isa(isa)
-    for case in [ConvCase(True, (7, 8), 5, 10, 3, 1, "same", groups=5, layout="channels_last"),
-                 ConvCase(True, (4, 5, 6), 4, 8, 3, 1, "same", groups=4, layout="channels_last")]:
+    for case in [ConvCase(True, (7, 8), 5, 40, 3, 1, "same", groups=5, layout="channels_last"),
+                 ConvCase(True, (4, 5, 6), 4, 32, 3, 1, "same", groups=4, layout="channels_last")]:
         run_case(case, isa)
 
 

@@ -190,9 +190,114 @@ def test_channels_last_depthwise_stride_phases_of_few_y_channels(dtype):
         assert_memory_format_kept(x, y)
 
 
+# (x size, groups, y channels per group, kernel, stride, path) of zeros-mode transposed convs with one x channel per
+# group (the input gradients of convs whose groups have one output channel each) around kernel_paths.h's
+# kDepthwisePhasesMaxYPerX: up to 4 y channels per group the depthwise phases take them; with more, only where the
+# GEMM + col2im would (a 5x5 kernel at stride 2: 6 taps per phase over one x channel, under the blocked kernel's
+# reduction of 8), and a stride-1 3x3 kernel's 16 y channels per group keep the blocked kernel (float32, bfloat16).
+ONE_X_CHANNEL_PHASES = [((13, 30), 8, 2, 3, 1, "cpu_depthwise_phases"),
+                        ((13, 52), 4, 4, 4, 2, "cpu_depthwise_phases"),  # a y row of 104: 52 per column phase
+                        ((4, 5, 26), 3, 3, 3, (1, 1, 2), "cpu_depthwise_phases"),
+                        ((12, 50), 2, 17, 5, 2, "cpu_depthwise_phases"),
+                        ((12, 30), 2, 16, 3, 1, "cpu_blocked")]
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=["float64", "float32", "bfloat16"])
+@pytest.mark.parametrize("size, groups, y_per_group, kernel, stride, kernel_path", ONE_X_CHANNEL_PHASES)
+def test_channels_last_stride_phases_of_one_x_channel_per_group(size, groups, y_per_group, kernel, stride,
+                                                                 kernel_path, dtype):
+    """A channels-last transposed conv with one x channel and R y channels per group runs as its stride phases' convs,
+    each a depthwise conv with multiplier R over x rows expanded per thread (each x channel repeated R times), on
+    depthwise.cpp's tiles (cpu_depthwise_phases; on AVX-512 its _avx512 twin from 9 y channels in float32, 16 in
+    bfloat16), except where the blocked kernel fills its vectors: the path at AVX2 and this CPU's ISA, against the
+    float64 reference, outputs poisoned first, the layout kept."""
+    nd = len(size)
+    y_channels = groups * y_per_group
+    pads = tuple(((kernel - 1) // 2, kernel // 2) for _ in size)
+    for isa in tiles_isas():
+        x, w, b = conv_inputs(size, groups, y_channels, kernel, groups, batch=2, transposed=True, dtype=dtype)
+        x = x.to(memory_format=CHANNELS_LAST[nd + 2])
+        strides = as_tuple(stride, nd)
+        crop_lo, out_size = resolve_crops(pads, size, as_tuple(kernel, nd), strides, (1,) * nd, 0)
+        with cpu_isa_limit(isa):
+            path = torch.ops.fastpad._conv_transpose_path(x, w, b, list(strides), crop_lo, out_size, [1] * nd, groups,
+                                                          "zeros", "cpu")
+            if kernel_path == "cpu_blocked" and dtype != torch.float64:
+                assert path.startswith("cpu_blocked"), (isa, path)
+            else:  # float64 has no blocked kernel: the phases in place of the GEMM + col2im
+                assert path == tiles_kernel("cpu_depthwise_phases", isa, dtype, y_channels), (isa, path)
+            y = check_conv_transpose(x, w, b, stride=stride, padding=pads, groups=groups)
+        assert_memory_format_kept(x, y)
+
+
+# (x size, conv in channels, conv out channels, kernel, groups, stride, mode) of channels-last convs whose input
+# gradients, in another mode than zeros, kernel_paths.h's cpu_depthwise_phases_folded gives the depthwise phases over
+# the full transposed conv, then folded: a multiplier of 5 on the x side (one y channel per group: 8 y channels, the
+# AVX2 tiles), one x channel and 17 y channels per group at stride 2 (random050 of seed 2, narrowed), a depthwise
+# 5x5 (25 taps), a 3-d multiplier of 2 on the x side (16 y channels), and dilation 2.
+DEPTHWISE_PHASES_FOLDED = [((20, 30), 8, 40, 4, 8, 1, "reflect", 1),
+                           ((24, 52), 34, 2, 5, 2, 2, "replicate", 1),
+                           ((20, 21), 16, 16, 5, 16, 1, "circular", 1),
+                           ((6, 7, 9), 16, 32, 3, 16, 1, "replicate", 1),
+                           ((22, 23), 12, 24, 3, 12, 1, "reflect", 2)]
+
+
+@pytest.mark.parametrize("size, c_in, c_out, kernel, groups, stride, mode, dilation", DEPTHWISE_PHASES_FOLDED)
+def test_channels_last_depthwise_phases_folded(size, c_in, c_out, kernel, groups, stride, mode, dilation):
+    """The input gradient of a channels-last conv in reflect, replicate or circular mode, where the depthwise phases
+    would take the full transposed conv: those phases into a float32 buffer of the full conv, then fold_padding folds
+    each position outside y onto the one the mode reads it from (cpu_depthwise_phases_folded, _avx512 on AVX-512 from
+    9 y channels): the path at AVX2 and this CPU's ISA, against float64 autograd, outputs poisoned first."""
+    nd = len(size)
+    layout = CHANNELS_LAST[nd + 2]
+    pads = tuple(((kernel - 1) * dilation // 2, (kernel - 1) * dilation - (kernel - 1) * dilation // 2)
+                 for _ in size)
+    for isa in tiles_isas():
+        x, w, _ = conv_inputs(size, c_in, c_out, kernel, groups, 2, bias=False, dtype=torch.float32)
+        x = x.to(memory_format=layout)
+        expected_path = tiles_kernel("cpu_depthwise_phases_folded", isa, torch.float32, c_in)
+        with cpu_isa_limit(isa):
+            gy = torch.randn(expected_conv(x, w, None, stride=stride, padding=pads, padding_mode=mode, groups=groups,
+                                           dilation=dilation).shape).contiguous(memory_format=layout)
+            path = torch.ops.fastpad._conv_transpose_path(gy, w, None, [stride] * nd, [lo for lo, _ in pads],
+                                                          list(x.shape[2:]), [dilation] * nd, groups, mode, "cpu")
+            assert path == expected_path, (isa, path)
+            xr = x.detach().requires_grad_()
+            y = getattr(fastpad, f"conv{nd}d")(xr, w, stride=stride, padding=pads, padding_mode=mode, groups=groups,
+                                               dilation=dilation)
+            x64 = x.double().requires_grad_()
+            (expected,) = torch.autograd.grad(expected_conv(x64, w.double(), None, stride=stride, padding=pads,
+                                                            padding_mode=mode, groups=groups, dilation=dilation),
+                                              x64, gy.double())
+            poison(expected.shape, torch.float32)
+            (grad,) = torch.autograd.grad(y, xr, gy)
+            assert_matches(grad, expected, torch.float32, what="input gradient")
+            assert_memory_format_kept(x, grad)
+
+
+def test_channels_last_depthwise_phases_folded_bounds():
+    """kernel_paths.h's cpu_depthwise_phases_folded: another mode than zeros, float32 or float64 (bfloat16 keeps the
+    grouped scatter: the fold adds in the output's type), and a multiplier on either side, or a depthwise conv with 20
+    taps or more (a 4x4 kernel's 16 keep the scatter) and 8 channels or more (5 keep it). Asked at AVX2."""
+    def path(kernel, channels=16, groups=16, multiplier=1, mode="reflect", dtype=torch.float32):
+        gy = torch.randn(2, channels * multiplier, 20, 21, dtype=dtype).contiguous(memory_format=torch.channels_last)
+        w = torch.randn(channels * multiplier, channels // groups, kernel, kernel, dtype=dtype)
+        with cpu_isa_limit("avx2"):
+            # pads ((k - 1) // 2, k // 2): y (the conv's input) as large as grad_output
+            return torch.ops.fastpad._conv_transpose_path(gy, w, None, [1, 1], [(kernel - 1) // 2] * 2, [20, 21],
+                                                          [1, 1], groups, mode, "cpu")
+    assert path(5) == "cpu_depthwise_phases_folded"
+    assert path(5, mode="zeros") == "cpu_depthwise_phases"
+    assert path(3, multiplier=2) == "cpu_depthwise_phases_folded"
+    assert path(5, dtype=torch.float64) == "cpu_depthwise_phases_folded"
+    assert path(4) == "cpu_depthwise"
+    assert path(5, channels=5, groups=5) == "cpu_depthwise"
+    assert path(3, multiplier=2, dtype=torch.bfloat16) != "cpu_depthwise_phases_folded"
+
+
 def test_channels_last_depthwise_stride_phases_bounds():
-    """kernel_paths.h's cpu_depthwise_phases: channels-last, one y channel per group (and one or more x channels), zeros
-    mode, and with a stride along W at least 24 y positions of each column phase in a row (a y row of 49 at stride
+    """kernel_paths.h's cpu_depthwise_phases: channels-last, one y channel per group (and one or more x channels) or
+    one x channel (and up to 4 y channels here), zeros mode, and with a stride along W at least 24 y positions of each column phase in a row (a y row of 49 at stride
     2: yes; 47: no); otherwise the scatter (cpu_depthwise), or with a multiplier another kernel; and with a multiplier,
     each phase conv's expanded x rows within 8 MiB per thread (3 rows of 8,200 pixels x 16 x 8 values x 4 bytes:
     12.6 MB). Asked at AVX2."""
@@ -210,7 +315,7 @@ def test_channels_last_depthwise_stride_phases_bounds():
     assert path(5, stride=1, multiplier=2) == "cpu_depthwise_phases"
     for others in (path(24), path(25, mode="reflect"), path(25, channels_last=False)):  # path(24): a y row of 47
         assert others == "cpu_depthwise"
-    assert path(25, y_channels=16) != "cpu_depthwise_phases"
+    assert path(25, y_channels=16) == "cpu_depthwise_phases"  # one x channel and 2 y channels per group
     for others in (path(24, multiplier=2), path(25, mode="reflect", multiplier=2),
                    path(8_200, stride=1, multiplier=16, height=3)):
         assert others != "cpu_depthwise_phases"
@@ -586,7 +691,7 @@ def test_crop_past_the_full_extent(batch, device):
 # stride 2, a depthwise conv with multiplier 6 in replicate, 3-d circular in bfloat16, 6 y channels per group over 36
 # (two channel blocks) at stride 3, and a transposed conv's forward with 3 x and 2 y channels per group.
 GROUPED_EXPANDED_TRANSPOSE = [(False, (20, 21), 16, 16, 3, 2, 8, "reflect", 2, torch.float32),
-                              (False, (9, 11), 5, 30, 4, 1, 5, "replicate", 3, torch.float64),
+                              (False, (9, 11), 10, 15, 4, 1, 5, "replicate", 3, torch.float64),
                               (False, (6, 7, 8), 9, 6, 3, 2, 3, "circular", 2, torch.bfloat16),
                               (False, (13, 17), 36, 6, 5, 3, 6, "zeros", 2, torch.float32),
                               (True, (7, 9), 12, 8, 3, 2, 4, "zeros", 2, torch.float64)]
@@ -612,7 +717,8 @@ def test_channels_last_grouped_expanded_transpose_bounds():
     """kernel_paths.h's cpu_grouped_expanded_transpose: at most 6 weights per tap of a group (2 x 4 keep the GEMM +
     col2im), channels-last with several groups only, and not where the zeros-mode blocked conv takes the problem (a
     stride-1 k3 with 2 x and 2 y channels per group: the blocked kernel in zeros, the expanded scatter in reflect); with
-    one y channel per group in zeros mode, the depthwise phases take it instead."""
+    one y channel per group the depthwise phases take it instead, in reflect over the full transposed conv, then
+    folded."""
     def path(x_channels, y_channels, groups, stride, mode, channels_last=True):
         x = torch.randn(2, x_channels, 12, 13)
         if channels_last:
@@ -628,7 +734,7 @@ def test_channels_last_grouped_expanded_transpose_bounds():
     assert path(16, 16, 8, 1, "zeros").startswith("cpu_blocked")
     assert path(16, 16, 8, 1, "reflect") == "cpu_grouped_expanded"
     assert path(16, 8, 8, 1, "zeros") == "cpu_depthwise_phases"
-    assert path(16, 8, 8, 1, "reflect") == "cpu_grouped_expanded"
+    assert path(16, 8, 8, 1, "reflect") == "cpu_depthwise_phases_folded"
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])

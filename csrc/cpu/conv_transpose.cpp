@@ -591,12 +591,19 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     depthwise_conv_transpose_phases(g, x, weight, b, y, path == ConvTransposePath::CpuDepthwisePhasesAvx512);
     return y;
   }
+  const bool depthwise_folded = path == ConvTransposePath::CpuDepthwisePhasesFolded ||
+                                path == ConvTransposePath::CpuDepthwisePhasesFoldedAvx512;
   if (path == ConvTransposePath::CpuBlockedFoldedAvx2 || path == ConvTransposePath::CpuBlockedFoldedAvx512 ||
-      tap_tiles_folded) {
+      tap_tiles_folded || depthwise_folded) {
     const ConvGeometry full = full_transpose_geometry(g);
     at::Tensor full_y = at::empty(tensor_shape(g.batch, g.conv_in_channels, full.conv_in_sizes, spatial),
                                   input.options().memory_format(format));
-    phase_convs(full, x, weight, at::Tensor(), full_y, format, kernel, /*no_planes=*/false, tap_tiles_folded);
+    if (depthwise_folded) {
+      depthwise_conv_transpose_phases(full, x, weight, at::Tensor(), full_y,
+                                      path == ConvTransposePath::CpuDepthwisePhasesFoldedAvx512);
+    } else {
+      phase_convs(full, x, weight, at::Tensor(), full_y, format, kernel, /*no_planes=*/false, tap_tiles_folded);
+    }
     const at::Tensor folded = fold_padding(g, full_y, spatial);
     if (bias.has_value() && bias->defined()) {
       at::add_out(y, folded, per_channel(*bias, y.dim()));

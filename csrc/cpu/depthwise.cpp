@@ -836,8 +836,9 @@ void conv_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const ac
 // written in turn through their NhwcRows, pixels a stride apart, so that a y row is written once while the x rows
 // it reads are in cache (phase by phase over the whole of y, the phases re-read x and swept y once each: 1.84x the
 // scatter's time on a 112x112 k3 s2 layer). A phase no tap reaches writes the bias (or zero). kMultiplier: m > 1 x
-// channels per group, each phase conv a grouped one reducing over them, from x rows expanded per thread (one cache
-// for every phase, as many rows as the phase with the most tap rows reads).
+// channels per group (each phase conv a grouped one reducing over them) or R > 1 y channels per group from one x
+// channel (each phase conv a depthwise one with multiplier R), from x rows expanded per thread (ExpandedRows of the
+// phase conv: one cache for every phase, as many rows as the phase with the most tap rows reads).
 template <bool kMultiplier, typename scalar_t>
 void conv_transpose_nhwc_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
                                 const at::Tensor& bias, at::Tensor& y, bool avx512) {
@@ -1072,8 +1073,9 @@ void depthwise_conv_transpose(const ConvGeometry& g, const at::Tensor& x, const 
 void depthwise_conv_transpose_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
                                      const at::Tensor& bias, at::Tensor& y, bool avx512_tiles) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_depthwise_phases", [&] {
-    const auto phases = g.conv_out_channels > g.groups ? conv_transpose_nhwc_phases<true, scalar_t>
-                                                       : conv_transpose_nhwc_phases<false, scalar_t>;
+    const bool expanded = g.conv_out_channels > g.groups || g.conv_in_channels > g.groups;  // x or y multiplied
+    const auto phases =
+        expanded ? conv_transpose_nhwc_phases<true, scalar_t> : conv_transpose_nhwc_phases<false, scalar_t>;
     phases(g, x, weight, bias, y, avx512_tiles);
   });
 }
