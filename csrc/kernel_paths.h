@@ -90,6 +90,8 @@ enum class ConvTransposePath {
 enum class WeightGradPath {
   CpuDepthwise,            // cpu/depthwise.cpp
   CpuDepthwiseAvx512,      // the same, channels-last, its sums on AVX-512 (cpu_nhwc_tiles_avx512)
+  CpuDepthwiseRepeated,    // channels-last, one output channel per group: the depthwise one of gy repeated per input
+  CpuDepthwiseRepeatedAvx512,  // the same, its sums on AVX-512
   CpuTapDots,              // NCHW, few output channels per group: depthwise.cpp's kernel, over R input channels
   CpuPhasePlanes,          // NCHW: chunked GEMM reductions over phase-plane columns (torch's GEMM)
   CpuPhasePlanesAvx2,      // the same, the GEMMs on cpu/reduction_tiles.h's AVX2 tiles (cpu_weight_grad_tiles)
@@ -979,6 +981,28 @@ inline bool cpu_depthwise_weight_grad_expanded(const ConvGeometry& g) {
   return g.conv_out_sizes[2] >= kExpandedWeightGradMinColumns || g.conv_out_volume() < kWeightGradNchwMinPositions;
 }
 
+// A conv with one output channel and R input channels per group has the weight gradient of the depthwise conv over
+// its input (one group per input channel, multiplier 1) whose grad_output repeats each of its channels R times:
+// gw[g, r, tap] = sum over positions of gy[g] x[g * R + r] at the tap. This is that depthwise geometry.
+inline ConvGeometry depthwise_of_repeated_grad_output(const ConvGeometry& g) {
+  ConvGeometry depthwise = g;
+  depthwise.conv_out_channels = g.conv_in_channels;
+  depthwise.groups = g.conv_in_channels;
+  return depthwise;
+}
+
+// Whether a channels-last weight gradient with one output channel and several input channels per group runs as the
+// depthwise one (depthwise_of_repeated_grad_output: weight_grad_nhwc with each thread expanding its channels of each
+// grad_output row, cpu_depthwise_repeated): the sums run along the input's channels, every lane a real one, where the
+// channels-last GEMM reduces one output channel per group over im2col columns and the NCHW tap dots copy both
+// tensors. Random channels-last layers, the op alone, interleaved against the path before (2 cores, Sapphire Rapids
+// class): float32 0.05-1.35x its time on 31 calls of seeds 1-16 and the suite (geomean 0.30; above 1.0x only two
+// calls of 73 and 256 us, with 2 input channels per group against the tap dots), 0.08-0.74x on the 9 of seeds 17-24,
+// AVX2 0.12-0.94x on 15 of seeds 1-8, bfloat16 0.11-1.11x on 15.
+inline bool cpu_depthwise_weight_grad_repeated(const ConvGeometry& g, bool channels_last) {
+  return channels_last && g.groups > 1 && g.conv_out_channels == g.groups && g.conv_in_channels_per_group() > 1;
+}
+
 // The most output channels per group whose NCHW weight gradient runs depthwise.cpp's kernel, generalized to any
 // number of input channels per group (cpu_tap_dots): per input channel and band, its phase planes gathered once, then
 // register blocks of 3 output channels x 4 taps of dot products over the band. The phase planes' GEMMs instead reduce
@@ -1054,6 +1078,11 @@ inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend bac
                ? WeightGradPath::CpuDepthwiseAvx512
                : WeightGradPath::CpuDepthwise;
   }
+  if (cpu_depthwise_weight_grad_repeated(g, channels_last)) {
+    return cpu_nhwc_tiles_avx512(depthwise_of_repeated_grad_output(g), channels_last, isa, element_bytes)
+               ? WeightGradPath::CpuDepthwiseRepeatedAvx512
+               : WeightGradPath::CpuDepthwiseRepeated;
+  }
   const bool avx512 = isa >= CpuIsa::Avx512;
   if (channels_last && (g.groups == 1 || g.conv_out_volume() < kWeightGradNchwMinPositions ||
                         !nchw_weight_grad_copies_repaid(g))) {
@@ -1090,7 +1119,8 @@ inline bool cpu_weight_grad_reads_channels_last(WeightGradPath path, const ConvG
   return channels_last && (path == WeightGradPath::CpuChannelsLastGemm ||
                            path == WeightGradPath::CpuChannelsLastGemmAvx2 ||
                            path == WeightGradPath::CpuChannelsLastGemmAvx512 ||
-                           path == WeightGradPath::CpuDepthwiseAvx512 ||
+                           path == WeightGradPath::CpuDepthwiseAvx512 || path == WeightGradPath::CpuDepthwiseRepeated ||
+                           path == WeightGradPath::CpuDepthwiseRepeatedAvx512 ||
                            (path == WeightGradPath::CpuDepthwise &&
                             cpu_depthwise(g, channels_last, /*expanded_rows=*/cpu_depthwise_weight_grad_expanded(g))));
 }
@@ -1168,6 +1198,8 @@ inline const char* path_name(WeightGradPath path) {
   switch (path) {
     case WeightGradPath::CpuDepthwise: return "cpu_depthwise";
     case WeightGradPath::CpuDepthwiseAvx512: return "cpu_depthwise_avx512";
+    case WeightGradPath::CpuDepthwiseRepeated: return "cpu_depthwise_repeated";
+    case WeightGradPath::CpuDepthwiseRepeatedAvx512: return "cpu_depthwise_repeated_avx512";
     case WeightGradPath::CpuTapDots: return "cpu_tap_dots";
     case WeightGradPath::CpuPhasePlanes: return "cpu_phase_planes";
     case WeightGradPath::CpuPhasePlanesAvx2: return "cpu_phase_planes_avx2";

@@ -370,6 +370,15 @@ for isa in ("avx2", "avx512"):
         kernels=_kernels(tiles_kernel("cpu_depthwise", isa, channels=40),
                          tiles_kernel("cpu_depthwise_phases_folded", isa, channels=20),
                          tiles_kernel("cpu_depthwise", isa, channels=40, weight_grad=True)))
+# A channels-last grouped conv with one output channel per group (3 input channels each, 24 in all; 8 output channels
+# keep the forward's expanded rows on AVX2's vectors): its input gradient, one x and 3 y channels per group, runs as
+# its stride phase's depthwise conv with multiplier 3, and its weight gradient is the depthwise one of the input
+# against grad_output repeated per input channel, on AVX2's tiles and on AVX-512's.
+for isa in ("avx2", "avx512"):
+    CODE_PATHS[f"2d_grouped_one_output_channel_channels_last_{isa}"] = _path(
+        False, (14, 30), 24, 8, 3, groups=8, channels_last=True, isa=isa,
+        kernels=_kernels("cpu_grouped_expanded", tiles_kernel("cpu_depthwise_phases", isa, channels=24),
+                         tiles_kernel("cpu_depthwise_repeated", isa, channels=24, weight_grad=True)))
 # On AVX-512, strided transposed convs with 16 or more x and y channels per group in zeros mode run their stride
 # phases on the blocked kernel too (k4 s2 here: 4 taps per phase, 2 x 1000 y positions per phase; crops that torch's
 # transposed conv cannot express); the input gradient is a stride-2 conv with 32 channels.

@@ -377,6 +377,49 @@ def test_channels_last_depthwise_weight_gradients_with_a_multiplier(size, channe
         assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected, dtype, what="weight gradient")
 
 
+# (size, groups, input channels per group, kernel, stride, dilation, pads, mode): channels-last weight gradients with
+# one output channel per group, run as the depthwise weight gradient of the input against grad_output repeated per
+# input channel (kernel_paths.h's cpu_depthwise_weight_grad_repeated): 2, 5 and 17 input channels per group (the
+# tiles' blocks then end inside a repeated run, and the vector ending a block starts before it), strides, dilation,
+# the four padding modes, 3-d; under a vector of input channels (3 x 2), a single vector (8 x 2) and more.
+REPEATED_WEIGHT_GRADS = [((9, 31), 4, 2, 3, 1, 2, (2, 2), "reflect"),
+                         ((5, 6, 7), 8, 2, 3, 1, 1, (0, 0), "zeros"),
+                         ((12, 40), 3, 5, 5, 2, 1, (2, 2), "replicate"),
+                         ((13, 24), 2, 17, 3, 2, 1, (1, 0), "circular"),
+                         ((11, 30), 3, 2, 4, 1, 1, (1, 2), "zeros")]
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=["float64", "float32", "bfloat16"])
+@pytest.mark.parametrize("size, groups, per_group, kernel, stride, dilation, pads, mode", REPEATED_WEIGHT_GRADS)
+def test_channels_last_weight_gradients_of_one_output_channel_per_group(size, groups, per_group, kernel, stride,
+                                                                        dilation, pads, mode, dtype, isa):
+    """Against the float64 reference, outputs poisoned first, with the path: the depthwise weight gradient of x with
+    each grad_output channel repeated over its group's input channels, each thread expanding its channels of each
+    grad_output row (cpu_depthwise_repeated; on AVX-512 from 16 input channels in float32 and bfloat16: _avx512).
+    NCHW keeps the other kernels."""
+    require_isa(isa)
+    nd, c_in = len(size), groups * per_group
+    x, _, _ = conv_inputs(size, c_in, groups, kernel, groups, 2, dtype=dtype)
+    pads_per_dim = [pads] * nd
+    out_size = [(i + sum(pads) - dilation * (kernel - 1) - 1) // stride + 1 for i in size]
+    gy = torch.randn(2, groups, *out_size, dtype=dtype)
+    memory_format = torch.channels_last if nd == 2 else torch.channels_last_3d
+    args = ([groups, per_group] + [kernel] * nd, [stride] * nd, [pads[0]] * nd, [dilation] * nd, groups, mode)
+    w64 = torch.zeros(args[0], dtype=torch.float64, requires_grad=True)
+    y64 = expected_conv(x.double(), w64, None, stride=stride, padding=pads_per_dim, dilation=dilation,
+                        groups=groups, padding_mode=mode)
+    (expected,) = torch.autograd.grad(y64, w64, gy.double())
+    with cpu_isa_limit(isa):
+        assert not torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu").startswith("cpu_depthwise_repeated")
+        x, gy = x.contiguous(memory_format=memory_format), gy.contiguous(memory_format=memory_format)
+        path = torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu")
+        wide = isa == "avx512" and dtype != torch.float64 and c_in >= 16
+        assert path == "cpu_depthwise_repeated" + ("_avx512" if wide else ""), (size, path)
+        poison(expected.shape, dtype)
+        assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected, dtype, what="weight gradient")
+
+
 def check_weight_gradient_over_a_long_sum(x, gy, weight_shape, groups, isa, path):
     """fastpad's float32 weight gradient of the 'valid' stride-1 conv of x to gy at `isa`, on `path`, against the
     float64 reference, its output poisoned first: within 3e-6, relative."""

@@ -374,6 +374,12 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
       case WeightGradPath::CpuDepthwiseAvx512:
         grad = depthwise_weight_grad(g, x, gy, kernel_channels_last, /*avx512_tiles=*/true);
         break;
+      case WeightGradPath::CpuDepthwiseRepeated:
+      case WeightGradPath::CpuDepthwiseRepeatedAvx512:
+        grad = depthwise_weight_grad(depthwise_of_repeated_grad_output(g), x, gy, /*channels_last=*/true,
+                                     path == WeightGradPath::CpuDepthwiseRepeatedAvx512,
+                                     /*grad_output_repeats=*/g.conv_in_channels_per_group());
+        break;
       case WeightGradPath::CpuChannelsLastGemm:
         grad = weight_grad_gemm<scalar_t>(g, x, gy, weight_shape, nullptr);
         break;

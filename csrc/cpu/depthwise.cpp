@@ -952,9 +952,12 @@ void conv_transpose_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_typ
 // whatever the blocking, so the result is bitwise independent of the thread count. Per pixel and tap, a multiply-add
 // over the block's channels into sums in memory took 1.8-5.3x this time (benchmarks/RESULTS.md). With a multiplier,
 // each thread reads x's rows expanded (ExpandedRows, as conv_nhwc does), where NCHW copies of x and gy had been made.
+// gy_repeats > 1 (multiplier 1): gy has C / gy_repeats channels, its channel c / gy_repeats standing for channel c;
+// each thread expands its block's channels of each gy row into a row of C channels (the vector ending at the block's
+// end also reads channels before it, whatever the row holds there: their lanes' sums are discarded).
 template <typename scalar_t>
 void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* gy, acc_type<scalar_t>* gw,
-                      bool avx512) {
+                      bool avx512, int64_t gy_repeats) {
   using acc_t = acc_type<scalar_t>;
   const int64_t channels = g.conv_out_channels, out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2],
                 kw_count = g.kernel[2], taps = g.kernel_volume();
@@ -975,6 +978,7 @@ void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
     std::vector<std::pair<int64_t, int64_t>> rows;
     std::optional<ExpandedRows<scalar_t>> expanded_rows;
     if (expanded) expanded_rows.emplace(g, x);
+    std::vector<scalar_t> gy_repeated(gy_repeats > 1 ? out_w * channels : 0);
     for (int64_t b = begin; b < end; ++b) {
       const int64_t c0 = b * block, len = std::min(block, channels - c0);
       std::fill(sums.begin(), sums.end(), acc_t(0));
@@ -988,7 +992,19 @@ void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
           expanded_rows->hold(n, rows);
           x_image = expanded_rows->data();
         }
-        const scalar_t* gy_row = gy + ((n * g.conv_out_sizes[0] + od) * out_h + oh) * out_w * channels;
+        const scalar_t* gy_row = gy + ((n * g.conv_out_sizes[0] + od) * out_h + oh) * out_w * (channels / gy_repeats);
+        if (gy_repeats > 1) {
+          const int64_t gy_channels = channels / gy_repeats;
+          for (int64_t ow = 0; ow < out_w; ++ow) {
+            scalar_t* to = gy_repeated.data() + ow * channels;
+            for (int64_t c = c0; c < c0 + len;) {  // runs of one gy channel's repeats
+              const int64_t run_end = std::min(c0 + len, (c / gy_repeats + 1) * gy_repeats);
+              std::fill(to + c, to + run_end, gy_row[ow * gy_channels + c / gy_repeats]);
+              c = run_end;
+            }
+          }
+          gy_row = gy_repeated.data();
+        }
         const auto row = [&](const auto* x_as, const auto* gy_as) {  // the row, its tensors' values as x_as's
           return NhwcWeightGradRow<std::remove_cv_t<std::remove_pointer_t<decltype(x_as)>>, acc_t>{
               x_as, gy_as, sums.data(), sum_stride, block, rows.data(), static_cast<int64_t>(rows.size()), channels,
@@ -1081,7 +1097,8 @@ void depthwise_conv_transpose_phases(const ConvGeometry& g, const at::Tensor& x,
 }
 
 at::Tensor depthwise_weight_grad(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
-                                 bool channels_last, bool avx512_tiles) {
+                                 bool channels_last, bool avx512_tiles, int64_t grad_output_repeats) {
+  TORCH_INTERNAL_ASSERT(grad_output_repeats == 1 || (channels_last && g.conv_out_channels == g.groups));
   at::Tensor grad;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_depthwise_weight_grad", [&] {
     using acc_t = acc_type<scalar_t>;
@@ -1089,7 +1106,7 @@ at::Tensor depthwise_weight_grad(const ConvGeometry& g, const at::Tensor& x, con
                      x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
     if (channels_last) {
       weight_grad_nhwc<scalar_t>(g, x.const_data_ptr<scalar_t>(), grad_output.const_data_ptr<scalar_t>(),
-                                 grad.mutable_data_ptr<acc_t>(), avx512_tiles);
+                                 grad.mutable_data_ptr<acc_t>(), avx512_tiles, grad_output_repeats);
     } else {
       weight_grad_nchw<scalar_t>(g, x.const_data_ptr<scalar_t>(), grad_output.const_data_ptr<scalar_t>(),
                                  grad.mutable_data_ptr<acc_t>());

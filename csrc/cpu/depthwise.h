@@ -33,8 +33,10 @@ void depthwise_conv_transpose_phases(const ConvGeometry& g, const at::Tensor& x,
                                      const at::Tensor& bias, at::Tensor& y, bool avx512_tiles);
 
 // The weight gradient, [C_out, C_in / groups, *k] in the accumulation type. avx512_tiles: the channels-last sums on
-// AVX-512 (cpu_nhwc_tiles_avx512).
+// AVX-512 (cpu_nhwc_tiles_avx512). grad_output_repeats > 1 (channels-last, multiplier 1): grad_output holds C_out /
+// grad_output_repeats channels, its channel c / grad_output_repeats standing for channel c
+// (depthwise_of_repeated_grad_output in kernel_paths.h).
 at::Tensor depthwise_weight_grad(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
-                                 bool channels_last, bool avx512_tiles = false);
+                                 bool channels_last, bool avx512_tiles = false, int64_t grad_output_repeats = 1);
 
 }  // namespace fastpad::cpu
