@@ -338,6 +338,25 @@ def test_channels_last_weight_gradients_reduce_in_chunks_of_positions(size, c_in
                        what="weight gradient")
 
 
+def weight_grad_case(size, c_in, c_out, groups, kernel, stride, dilation, pads, mode, dtype):
+    """Fresh NCHW x (batch 2) and grad_output of a conv with the same (lo, hi) pads on every dim, the conv_weight_grad
+    op's arguments after those two, and the float64 reference weight gradient."""
+    nd = len(size)
+    x, _, _ = conv_inputs(size, c_in, c_out, kernel, groups, 2, dtype=dtype)
+    out_size = [(i + sum(pads) - dilation * (kernel - 1) - 1) // stride + 1 for i in size]
+    gy = torch.randn(2, c_out, *out_size, dtype=dtype)
+    args = ([c_out, c_in // groups] + [kernel] * nd, [stride] * nd, [pads[0]] * nd, [dilation] * nd, groups, mode)
+    w64 = torch.zeros(args[0], dtype=torch.float64, requires_grad=True)
+    y64 = expected_conv(x.double(), w64, None, stride=stride, padding=[pads] * nd, dilation=dilation, groups=groups,
+                        padding_mode=mode)
+    (expected,) = torch.autograd.grad(y64, w64, gy.double())
+    return x, gy, args, expected
+
+
+def channels_last(t):
+    return t.contiguous(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
+
+
 # (size, channels, multiplier, kernel, stride, dilation, pads, mode, expanded): channels-last depthwise weight
 # gradients with a multiplier, from x's rows expanded in place where the output rows hold 28 positions or more or the
 # output fewer than 64 (kernel_paths.h's cpu_depthwise_weight_grad_expanded: 31-wide rows, reflect with dilation 2; a
@@ -357,18 +376,10 @@ def test_channels_last_depthwise_weight_gradients_with_a_multiplier(size, channe
     """Against the float64 reference, with the path: depthwise.cpp's channels-last sums (on AVX-512 from 16 output
     channels in float32 and bfloat16: _avx512) where x's rows are expanded, the NCHW kernel on copies otherwise."""
     require_isa(isa)
-    nd, c_out = len(size), channels * multiplier
-    x, _, _ = conv_inputs(size, channels, c_out, kernel, channels, 2, dtype=dtype)
-    pads_per_dim = [pads] * nd
-    out_size = [(i + sum(pads) - dilation * (kernel - 1) - 1) // stride + 1 for i in size]
-    gy = torch.randn(2, c_out, *out_size, dtype=dtype)
-    memory_format = torch.channels_last if nd == 2 else torch.channels_last_3d
-    x, gy = x.contiguous(memory_format=memory_format), gy.contiguous(memory_format=memory_format)
-    args = ([c_out, 1] + [kernel] * nd, [stride] * nd, [pads[0]] * nd, [dilation] * nd, channels, mode)
-    w64 = torch.zeros(args[0], dtype=torch.float64, requires_grad=True)
-    y64 = expected_conv(x.double(), w64, None, stride=stride, padding=pads_per_dim, dilation=dilation,
-                        groups=channels, padding_mode=mode)
-    (expected,) = torch.autograd.grad(y64, w64, gy.double())
+    c_out = channels * multiplier
+    x, gy, args, expected = weight_grad_case(size, channels, c_out, channels, kernel, stride, dilation, pads, mode,
+                                             dtype)
+    x, gy = channels_last(x), channels_last(gy)
     with cpu_isa_limit(isa):
         path = torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu")
         wide = isa == "avx512" and expanded and dtype != torch.float64 and c_out >= 16
@@ -399,20 +410,11 @@ def test_channels_last_weight_gradients_of_one_output_channel_per_group(size, gr
     grad_output row (cpu_depthwise_repeated; on AVX-512 from 16 input channels in float32 and bfloat16: _avx512).
     NCHW keeps the other kernels."""
     require_isa(isa)
-    nd, c_in = len(size), groups * per_group
-    x, _, _ = conv_inputs(size, c_in, groups, kernel, groups, 2, dtype=dtype)
-    pads_per_dim = [pads] * nd
-    out_size = [(i + sum(pads) - dilation * (kernel - 1) - 1) // stride + 1 for i in size]
-    gy = torch.randn(2, groups, *out_size, dtype=dtype)
-    memory_format = torch.channels_last if nd == 2 else torch.channels_last_3d
-    args = ([groups, per_group] + [kernel] * nd, [stride] * nd, [pads[0]] * nd, [dilation] * nd, groups, mode)
-    w64 = torch.zeros(args[0], dtype=torch.float64, requires_grad=True)
-    y64 = expected_conv(x.double(), w64, None, stride=stride, padding=pads_per_dim, dilation=dilation,
-                        groups=groups, padding_mode=mode)
-    (expected,) = torch.autograd.grad(y64, w64, gy.double())
+    c_in = groups * per_group
+    x, gy, args, expected = weight_grad_case(size, c_in, groups, groups, kernel, stride, dilation, pads, mode, dtype)
     with cpu_isa_limit(isa):
         assert not torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu").startswith("cpu_depthwise_repeated")
-        x, gy = x.contiguous(memory_format=memory_format), gy.contiguous(memory_format=memory_format)
+        x, gy = channels_last(x), channels_last(gy)
         path = torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu")
         wide = isa == "avx512" and dtype != torch.float64 and c_in >= 16
         assert path == "cpu_depthwise_repeated" + ("_avx512" if wide else ""), (size, path)
