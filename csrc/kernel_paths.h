@@ -148,15 +148,26 @@ inline bool cpu_depthwise(const ConvGeometry& g, bool channels_last, bool expand
 // Float32, 2 cores (Zen 5), interleaved, against the NCHW kernel: the suite's ten strided depthwise layers 0.48-1.03x
 // its time (k3 s2 0.53-0.71, k5 s2 at 14^2 0.48-0.51, at 56^2 0.99-1.03), 17 random layers 0.52-1.24x; 7^2 k3 s1
 // 0.57-0.71x; stride-1 rows of 14 and more 0.99-2.1x (the transposes, where the NCHW rows are long runs already).
+// Measured again since, on AVX-512's tiles (avx512_tiles: cpu_nhwc_conv_tiles_avx512), stride 1 takes rows of up to
+// kChannelBlocksMaxRowAvx512 outputs, three of the NCHW kernel's 16-float vectors, too: at stride 1 the taps read every
+// input position, so the transposes copy nothing that is not read (at a stride, an input of which a 1x1 or a dilated
+// kernel reads a quarter or a ninth took 1.27-1.31x the time). Float32, 2 cores (Zen 5), interleaved, the convs this
+// moved against the NCHW kernel: 24 of the random layers of seeds 1-16 and the suite's B0 k5 s1 480-channel layer
+// (1.44 -> 0.92 ms) 0.29-1.12x, geomean 0.78, the three above 1.0 of 8-10 us; rows of 49-96 lost on a 1x1 over 68 x 68
+// (1.34x) (benchmarks/RESULTS.md).
 constexpr int64_t kChannelBlocksMaxRow = 8;
+constexpr int64_t kChannelBlocksMaxRowAvx512 = 48;
 constexpr int64_t kChannelBlocksMaxBytes = int64_t(4) << 20;
-inline bool cpu_depthwise_channel_blocks(const ConvGeometry& g, bool channels_last, int64_t element_bytes) {
+inline bool cpu_depthwise_channel_blocks(const ConvGeometry& g, bool channels_last, int64_t element_bytes,
+                                         bool avx512_tiles) {
   constexpr int64_t kVectorBytes = 32;
   const int64_t lanes = kVectorBytes / element_bytes, channels = g.conv_in_channels;
+  const bool stride_1 = g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
+  const int64_t max_row = avx512_tiles && stride_1 ? kChannelBlocksMaxRowAvx512 : kChannelBlocksMaxRow;
   const int64_t padded_channels = (channels + lanes - 1) / lanes * lanes;
   const bool column_phases = g.stride[2] > 1 && g.kernel[2] > 1 && g.dilation[2] % g.stride[2] != 0;
   return !channels_last && channels == g.groups && g.conv_out_channels == g.groups && channels >= lanes &&
-         padded_channels * 8 <= channels * 9 && (column_phases || g.conv_out_sizes[2] <= kChannelBlocksMaxRow) &&
+         padded_channels * 8 <= channels * 9 && (column_phases || g.conv_out_sizes[2] <= max_row) &&
          g.conv_in_volume() * kVectorBytes <= kChannelBlocksMaxBytes;
 }
 
@@ -757,7 +768,7 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g), reduced_precision, isa)) return ConvPath::CpuTorch;
   const bool avx512_tiles = cpu_nhwc_conv_tiles_avx512(g, channels_last, isa, element_bytes, reduced_precision);
   if (cpu_depthwise(g, channels_last, /*expanded_rows=*/true)) {
-    if (cpu_depthwise_channel_blocks(g, channels_last, element_bytes)) {
+    if (cpu_depthwise_channel_blocks(g, channels_last, element_bytes, avx512_tiles)) {
       return avx512_tiles ? ConvPath::CpuDepthwiseChannelBlocksAvx512 : ConvPath::CpuDepthwiseChannelBlocks;
     }
     return channels_last && avx512_tiles ? ConvPath::CpuDepthwiseAvx512 : ConvPath::CpuDepthwise;

@@ -270,6 +270,44 @@ def test_nchw_depthwise_channel_blocks_bounds():
         assert others == "cpu_depthwise"
 
 
+@pytest.mark.parametrize("channels", [16, 40, 600])
+def test_nchw_depthwise_channel_blocks_stride_1_rows(channels, device):
+    """On AVX-512's tiles, NCHW depthwise convs at stride 1 with output rows of 9-48 run on blocks of channels too
+    (kernel_paths.h's kChannelBlocksMaxRowAvx512): 2-d rows of 14 (B0's k5 s1 layer's) and 48 (the bound) with reflect
+    and zero pads, a causal 1-d row of 33 in circular mode, a 3-d volume with replicate pads and dilation 2; float32
+    and bfloat16 (float64 has no AVX-512 tiles: the NCHW kernel); one block (16), a last partial vector (40), several
+    blocks (600). At AVX2, and past 48, the NCHW kernel."""
+    cases = (((14, 14), 5, 1, 1, "same", "reflect"), ((6, 48), 3, 1, 1, "same", "zeros"),
+             ((33,), 4, 1, 1, "causal", "circular"), ((5, 6, 13), 3, 1, 2, "same", "replicate"))
+    isas = ["avx512"] if device == "cpu" else [None]
+    if device == "cpu":
+        require_isa("avx512")
+    for (size, kernel, stride, dilation, padding, mode), isa in itertools.product(cases, isas):
+        x, w, b = conv_inputs(size, channels, channels, kernel, channels, batch=2, device=device)
+        for dtype in (torch.float64, torch.float32, torch.bfloat16):
+            xd, wd, bd = x.to(dtype), w.to(dtype), b.to(dtype)
+            if device == "cpu":
+                nd = len(size)
+                pads = resolve_pads(padding, size, wd.shape[2:], (stride,) * nd, (dilation,) * nd)
+                args = (xd, wd, bd, [stride] * nd, [lo for lo, _ in pads], [hi for _, hi in pads], [dilation] * nd,
+                        channels, mode, "cpu")
+                with cpu_isa_limit(isa):
+                    path = torch.ops.fastpad._conv_path(*args)
+                assert path == ("cpu_depthwise" if dtype == torch.float64 else "cpu_depthwise_channel_blocks_avx512"), \
+                    (size, dtype, path)
+                with cpu_isa_limit("avx2"):
+                    assert torch.ops.fastpad._conv_path(*args) == "cpu_depthwise", (size, dtype)
+            with cpu_isa_limit(isa):
+                check_conv(xd, wd, bd, stride=stride, dilation=dilation, groups=channels, padding=padding,
+                           padding_mode=mode)
+    if device == "cpu":
+        for size, kernel, stride, dilation in (((6, 51), 3, 1, 1), ((20, 20), 1, 2, 1), ((40, 40), 3, 2, 2)):
+            x, w, b = conv_inputs(size, 16, 16, kernel, 16, batch=1)
+            with cpu_isa_limit("avx512"):
+                assert torch.ops.fastpad._conv_path(x, w, b, [stride] * 2, [0, 0], [0, 0], [dilation] * 2, 16,
+                                                    "zeros", "cpu") == "cpu_depthwise", (size, kernel, stride)
+
+
 @pytest.mark.parametrize("per_group, multiplier, groups",
                          [(2, 1, 8), (3, 2, 5), (5, 3, 4), (17, 1, 8), (2, 2, 4), (2, 2, 65)])
 def test_channels_last_grouped_expanded(per_group, multiplier, groups, device):
