@@ -65,6 +65,8 @@ enum class ConvTransposePath {
   CpuTapTilesFoldedAvx2,    // another mode: the full transposed conv on the tap tiles, then folded, AVX2
   CpuTapTilesFoldedAvx512,  // the same, AVX-512
   CpuDepthwise,       // cpu/depthwise.cpp
+  CpuDepthwiseChannelBlocks,  // NCHW depthwise, stride 1, zeros: the conv it is (flipped taps) on conv's channel blocks
+  CpuDepthwiseChannelBlocksAvx512,  // the same on AVX-512's tiles
   CpuDepthwisePhases,  // channels-last depthwise, zeros: the convs its stride phases are on depthwise.cpp's tiles
   CpuDepthwisePhasesAvx512,  // the same on AVX-512's tiles
   CpuDepthwisePhasesFolded,  // another mode: the full transposed conv as the row above, then folded
@@ -793,6 +795,23 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   return g.groups == 1 ? ConvPath::CpuChannelsLastPhasePlanes : ConvPath::CpuChannelsLastIm2col;
 }
 
+// An NCHW depthwise transposed conv (multiplier 1) at stride 1 in zeros mode is one conv, of x by the flipped taps (its
+// one stride phase, transpose_phase_as_conv): conv's channel blocks take it where they take that conv
+// (cpu_depthwise_channel_blocks), instead of the NCHW scatter. A depthwise conv's input gradient at stride 1 is one.
+inline std::optional<ConvTransposePath> cpu_depthwise_channel_blocks_transpose(const ConvGeometry& g,
+                                                                              bool channels_last, CpuIsa isa,
+                                                                              int64_t element_bytes,
+                                                                              bool reduced_precision) {
+  if (channels_last || g.mode != PaddingMode::Zeros || transpose_phase_count(g) != 1) return std::nullopt;
+  const ConvGeometry conv = transpose_phase_as_conv(g, 0).conv;
+  const bool avx512_tiles = cpu_nhwc_conv_tiles_avx512(conv, channels_last, isa, element_bytes, reduced_precision);
+  if (!cpu_depthwise(conv, channels_last) || !cpu_depthwise_channel_blocks(conv, channels_last, element_bytes,
+                                                                           avx512_tiles)) {
+    return std::nullopt;
+  }
+  return avx512_tiles ? ConvTransposePath::CpuDepthwiseChannelBlocksAvx512 : ConvTransposePath::CpuDepthwiseChannelBlocks;
+}
+
 // Whether an NCHW transposed conv's shape suits the phase planes (cpu_phase_planes_*): enough channels on both sides
 // and x positions per image slice.
 inline bool cpu_phase_plane_transpose_shape(const ConvGeometry& g, bool channels_last) {
@@ -829,6 +848,10 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
       g.conv_out_channels == g.groups && g.conv_in_channels_per_group() > kDepthwisePhasesMaxYPerX;
   if (!many_y_per_x) {
     if (const auto path = phases_path(/*few_y_channels=*/false)) return *path;
+  }
+  if (const auto path = cpu_depthwise_channel_blocks_transpose(g, channels_last, isa, element_bytes,
+                                                               reduced_precision)) {
+    return *path;
   }
   if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;
   if (cpu_grouped_planes_transpose(g, channels_last)) return ConvTransposePath::CpuGroupedPlanes;
@@ -1181,6 +1204,8 @@ inline const char* path_name(ConvTransposePath path) {
     case ConvTransposePath::CpuTapTilesFoldedAvx2: return "cpu_tap_tiles_folded_avx2";
     case ConvTransposePath::CpuTapTilesFoldedAvx512: return "cpu_tap_tiles_folded_avx512";
     case ConvTransposePath::CpuDepthwise: return "cpu_depthwise";
+    case ConvTransposePath::CpuDepthwiseChannelBlocks: return "cpu_depthwise_channel_blocks";
+    case ConvTransposePath::CpuDepthwiseChannelBlocksAvx512: return "cpu_depthwise_channel_blocks_avx512";
     case ConvTransposePath::CpuDepthwisePhases: return "cpu_depthwise_phases";
     case ConvTransposePath::CpuDepthwisePhasesAvx512: return "cpu_depthwise_phases_avx512";
     case ConvTransposePath::CpuDepthwisePhasesFolded: return "cpu_depthwise_phases_folded";

@@ -198,6 +198,14 @@ CODE_PATHS = {
                                  kernels=_kernels("cpu_tap_gemms", "cpu_gemm_col2im", "cpu_phase_planes")),
     "2d_depthwise_reflect_s2": _path(False, (17, 19), 8, 8, 3, groups=8, stride=2, padding_mode="reflect",
                                      kernels=DEPTHWISE_CHANNEL_BLOCKS),
+    # At stride 1 in zeros mode the input gradient is one conv (the taps flipped), on the channel blocks where the
+    # conv would be: rows of at most 8 at any ISA, of up to 48 on AVX-512's tiles.
+    "2d_depthwise_short_rows": _path(False, (7, 6), 8, 8, 3, groups=8,
+                                     kernels=_kernels("cpu_depthwise_channel_blocks", "cpu_depthwise_channel_blocks",
+                                                      "cpu_depthwise")),
+    "2d_depthwise_s1_rows_avx512": _path(False, (14, 14), 32, 32, 5, groups=32, isa="avx512",
+                                         kernels=_kernels("cpu_depthwise_channel_blocks_avx512",
+                                                          "cpu_depthwise_channel_blocks_avx512", "cpu_depthwise")),
     # Under 20 taps (3x3 here) a channels-last depthwise input gradient in another mode than zeros keeps the scatter.
     "2d_depthwise_channels_last_circular": _path(False, (15, 16), 16, 16, 3, groups=16, padding_mode="circular",
                                                  channels_last=True, kernels=DEPTHWISE),

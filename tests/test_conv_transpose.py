@@ -402,6 +402,36 @@ def test_gemm_col2im_on_the_reduction_tiles(length, layout):
         assert_memory_format_kept(x, y)
 
 
+@pytest.mark.parametrize("channels", [16, 40, 600])
+def test_nchw_depthwise_stride_1_channel_blocks(channels):
+    """NCHW depthwise transposed convs at stride 1 in zeros mode run as the one conv they are (the taps flipped) on
+    conv's channel blocks (kernel_paths.h's cpu_depthwise_channel_blocks_transpose), where conv's bounds take that
+    conv: y rows of at most 8 at any ISA (7 x 6), of up to 48 on AVX-512's tiles (14 x 14, B0's k5 s1 layer's input
+    gradient; a 1-d row of 33; 3-d with dilation 2), float32 and bfloat16 there, float64 never (the NCHW scatter).
+    Values against the float64 reference, and the input gradient of the conv through autograd."""
+    cases = [((14, 14), 5, 1, "same", True), ((7, 6), 3, 1, "same", False), ((33,), 4, 1, ((1, 2),), True),
+             ((5, 6, 13), 3, 2, "valid", True)]
+    for (size, kernel, dilation, padding, wide), isa in itertools.product(cases, tiles_isas()):
+        nd = len(size)
+        x, w, b = conv_inputs(size, channels, channels, kernel, channels, batch=2, transposed=True)
+        for dtype in (torch.float64, torch.float32, torch.bfloat16):
+            xd, wd, bd = x.to(dtype), w.to(dtype), b.to(dtype)
+            crop_lo, out_size = resolve_crops(padding, size, as_tuple(kernel, nd), (1,) * nd, (dilation,) * nd, 0)
+            avx512 = isa.startswith("avx512") and dtype != torch.float64
+            expected_path = ("cpu_depthwise_channel_blocks_avx512" if avx512
+                             else "cpu_depthwise_channel_blocks" if not wide else "cpu_depthwise")
+            with cpu_isa_limit(isa):
+                path = torch.ops.fastpad._conv_transpose_path(xd, wd, bd, [1] * nd, crop_lo, out_size, [dilation] * nd,
+                                                              channels, "zeros", "cpu")
+                assert path == expected_path, (size, isa, dtype, path)
+                check_conv_transpose(xd, wd, bd, padding=padding, dilation=dilation, groups=channels)
+    x, w, _ = conv_inputs((14, 14), channels, channels, 5, channels, batch=2, dtype=torch.float32)
+    for isa in tiles_isas():
+        with cpu_isa_limit(isa):
+            check_input_gradient(x, w, 1, ((2, 2), (2, 2)), "zeros", channels, torch.contiguous_format,
+                                 "cpu_depthwise_channel_blocks_avx512" if isa.startswith("avx512") else "cpu_depthwise", isa)
+
+
 # (x size, x channels, y channels, kernel, stride, pads, mode) of channels-last problems on the GEMM + col2im, whose
 # col2im threads each own a run of the y positions a tile of x writes: a 7x7 kernel to 30 y channels (tiles of 89 x
 # positions, ending mid-row), one long row to 3 y channels (split between the threads within the row), and the

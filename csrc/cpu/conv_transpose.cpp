@@ -586,6 +586,14 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     phase_convs(g, x, weight, b, y, format, kernel, no_planes, tap_tiles);
     return y;
   }
+  if (path == ConvTransposePath::CpuDepthwiseChannelBlocks ||
+      path == ConvTransposePath::CpuDepthwiseChannelBlocksAvx512) {
+    const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
+    depthwise_conv(transpose_phase_as_conv(g, 0).conv, x, transpose_phase_weight(g, weight, 0), b, y,
+                   /*channels_last=*/false, /*channel_blocks=*/true,
+                   path == ConvTransposePath::CpuDepthwiseChannelBlocksAvx512);
+    return y;
+  }
   if (path == ConvTransposePath::CpuDepthwisePhases || path == ConvTransposePath::CpuDepthwisePhasesAvx512) {
     const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
     depthwise_conv_transpose_phases(g, x, weight, b, y, path == ConvTransposePath::CpuDepthwisePhasesAvx512);
