@@ -407,10 +407,11 @@ def test_nchw_depthwise_stride_1_channel_blocks(channels):
     """NCHW depthwise transposed convs at stride 1 in zeros mode run as the one conv they are (the taps flipped) on
     conv's channel blocks (kernel_paths.h's cpu_depthwise_channel_blocks_transpose), where conv's bounds take that
     conv: y rows of at most 8 at any ISA (7 x 6), of up to 48 on AVX-512's tiles (14 x 14, B0's k5 s1 layer's input
-    gradient; a 1-d row of 33; 3-d with dilation 2), float32 and bfloat16 there, float64 never (the NCHW scatter).
+    gradient; a 1-d row of 33; 3-d with dilation 2; a crop past the kernel's extent, whose conv has a negative pad),
+    float32 and bfloat16 there, float64 never (the NCHW scatter).
     Values against the float64 reference, and the input gradient of the conv through autograd."""
     cases = [((14, 14), 5, 1, "same", True), ((7, 6), 3, 1, "same", False), ((33,), 4, 1, ((1, 2),), True),
-             ((5, 6, 13), 3, 2, "valid", True)]
+             ((5, 6, 13), 3, 2, "valid", True), ((14, 14), 3, 1, ((3, 4), (4, 3)), True)]
     for (size, kernel, dilation, padding, wide), isa in itertools.product(cases, tiles_isas()):
         nd = len(size)
         x, w, b = conv_inputs(size, channels, channels, kernel, channels, batch=2, transposed=True)
