@@ -428,9 +428,10 @@ def test_nchw_depthwise_stride_1_channel_blocks(channels):
                 check_conv_transpose(xd, wd, bd, padding=padding, dilation=dilation, groups=channels)
     x, w, _ = conv_inputs((14, 14), channels, channels, 5, channels, batch=2, dtype=torch.float32)
     for isa in tiles_isas():
+        expected_path = "cpu_depthwise_channel_blocks_avx512" if isa.startswith("avx512") else "cpu_depthwise"
         with cpu_isa_limit(isa):
-            check_input_gradient(x, w, 1, ((2, 2), (2, 2)), "zeros", channels, torch.contiguous_format,
-                                 "cpu_depthwise_channel_blocks_avx512" if isa.startswith("avx512") else "cpu_depthwise", isa)
+            check_input_gradient(x, w, 1, ((2, 2), (2, 2)), "zeros", channels, torch.contiguous_format, expected_path,
+                                 isa)
 
 
 # (x size, x channels, y channels, kernel, stride, pads, mode) of channels-last problems on the GEMM + col2im, whose
