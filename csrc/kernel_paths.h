@@ -805,10 +805,7 @@ inline std::optional<ConvTransposePath> cpu_depthwise_channel_blocks_transpose(c
   if (channels_last || g.mode != PaddingMode::Zeros || transpose_phase_count(g) != 1) return std::nullopt;
   const ConvGeometry conv = transpose_phase_as_conv(g, 0).conv;
   const bool avx512_tiles = cpu_nhwc_conv_tiles_avx512(conv, channels_last, isa, element_bytes, reduced_precision);
-  if (!cpu_depthwise(conv, channels_last) || !cpu_depthwise_channel_blocks(conv, channels_last, element_bytes,
-                                                                           avx512_tiles)) {
-    return std::nullopt;
-  }
+  if (!cpu_depthwise_channel_blocks(conv, channels_last, element_bytes, avx512_tiles)) return std::nullopt;
   return avx512_tiles ? ConvTransposePath::CpuDepthwiseChannelBlocksAvx512 : ConvTransposePath::CpuDepthwiseChannelBlocks;
 }
 

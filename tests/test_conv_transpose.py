@@ -415,9 +415,9 @@ def test_nchw_depthwise_stride_1_channel_blocks(channels):
     for (size, kernel, dilation, padding, wide), isa in itertools.product(cases, tiles_isas()):
         nd = len(size)
         x, w, b = conv_inputs(size, channels, channels, kernel, channels, batch=2, transposed=True)
+        crop_lo, out_size = resolve_crops(padding, size, as_tuple(kernel, nd), (1,) * nd, (dilation,) * nd, 0)
         for dtype in (torch.float64, torch.float32, torch.bfloat16):
             xd, wd, bd = x.to(dtype), w.to(dtype), b.to(dtype)
-            crop_lo, out_size = resolve_crops(padding, size, as_tuple(kernel, nd), (1,) * nd, (dilation,) * nd, 0)
             avx512 = isa.startswith("avx512") and dtype != torch.float64
             expected_path = ("cpu_depthwise_channel_blocks_avx512" if avx512
                              else "cpu_depthwise_channel_blocks" if not wide else "cpu_depthwise")

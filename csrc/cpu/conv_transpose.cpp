@@ -565,10 +565,8 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
   const ConvTransposePath path =
       choose_conv_transpose_path(g, Backend::Cpu, channels_last, accumulator_bytes(input), is_reduced_precision(input),
                                  cpu_isa_for(input), weight_finite);
-  if (path == ConvTransposePath::CpuTorch) {
-    const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
-    return torch_convolution(g, x, weight, b, /*transposed=*/true, y);
-  }
+  const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
+  if (path == ConvTransposePath::CpuTorch) return torch_convolution(g, x, weight, b, /*transposed=*/true, y);
   const bool no_planes =
       path == ConvTransposePath::CpuBlockedNoPlanesAvx2 || path == ConvTransposePath::CpuBlockedNoPlanesAvx512;
   const bool tap_tiles = path == ConvTransposePath::CpuTapTilesAvx2 || path == ConvTransposePath::CpuTapTilesAvx512;
@@ -582,20 +580,17 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
           : BlockedKernel::Avx2;
   if (path == ConvTransposePath::CpuBlockedAvx2 || path == ConvTransposePath::CpuBlockedAvx512 || no_planes ||
       tap_tiles) {
-    const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
     phase_convs(g, x, weight, b, y, format, kernel, no_planes, tap_tiles);
     return y;
   }
   if (path == ConvTransposePath::CpuDepthwiseChannelBlocks ||
       path == ConvTransposePath::CpuDepthwiseChannelBlocksAvx512) {
-    const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
     depthwise_conv(transpose_phase_as_conv(g, 0).conv, x, transpose_phase_weight(g, weight, 0), b, y,
                    /*channels_last=*/false, /*channel_blocks=*/true,
                    path == ConvTransposePath::CpuDepthwiseChannelBlocksAvx512);
     return y;
   }
   if (path == ConvTransposePath::CpuDepthwisePhases || path == ConvTransposePath::CpuDepthwisePhasesAvx512) {
-    const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
     depthwise_conv_transpose_phases(g, x, weight, b, y, path == ConvTransposePath::CpuDepthwisePhasesAvx512);
     return y;
   }
