@@ -94,6 +94,8 @@ enum class WeightGradPath {
   CpuDepthwiseAvx512,      // the same, channels-last, its sums on AVX-512 (cpu_nhwc_tiles_avx512)
   CpuDepthwiseRepeated,    // channels-last, one output channel per group: the depthwise one of gy repeated per input
   CpuDepthwiseRepeatedAvx512,  // the same, its sums on AVX-512
+  CpuDepthwiseChannelBlocks,   // NCHW, multiplier 1: the channels-last row sums on blocks of channels
+  CpuDepthwiseChannelBlocksAvx512,  // the same, blocks of 16 channels on AVX-512
   CpuTapDots,              // NCHW, few output channels per group: depthwise.cpp's kernel, over R input channels
   CpuPhasePlanes,          // NCHW: chunked GEMM reductions over phase-plane columns (torch's GEMM)
   CpuPhasePlanesAvx2,      // the same, the GEMMs on cpu/reduction_tiles.h's AVX2 tiles (cpu_weight_grad_tiles)
@@ -160,17 +162,22 @@ inline bool cpu_depthwise(const ConvGeometry& g, bool channels_last, bool expand
 constexpr int64_t kChannelBlocksMaxRow = 8;
 constexpr int64_t kChannelBlocksMaxRowAvx512 = 48;
 constexpr int64_t kChannelBlocksMaxBytes = int64_t(4) << 20;
-inline bool cpu_depthwise_channel_blocks(const ConvGeometry& g, bool channels_last, int64_t element_bytes,
-                                         bool avx512_tiles) {
+// Whether an NCHW problem fits the channel blocks at all: depthwise with multiplier 1, the channels filling whole
+// vectors to within an eighth, one vector's channels-last image within kChannelBlocksMaxBytes.
+inline bool nchw_channel_blocks_fit(const ConvGeometry& g, bool channels_last, int64_t element_bytes) {
   constexpr int64_t kVectorBytes = 32;
   const int64_t lanes = kVectorBytes / element_bytes, channels = g.conv_in_channels;
+  const int64_t padded_channels = (channels + lanes - 1) / lanes * lanes;
+  return !channels_last && channels == g.groups && g.conv_out_channels == g.groups && channels >= lanes &&
+         padded_channels * 8 <= channels * 9 && g.conv_in_volume() * kVectorBytes <= kChannelBlocksMaxBytes;
+}
+inline bool cpu_depthwise_channel_blocks(const ConvGeometry& g, bool channels_last, int64_t element_bytes,
+                                         bool avx512_tiles) {
   const bool stride_1 = g.stride[0] == 1 && g.stride[1] == 1 && g.stride[2] == 1;
   const int64_t max_row = avx512_tiles && stride_1 ? kChannelBlocksMaxRowAvx512 : kChannelBlocksMaxRow;
-  const int64_t padded_channels = (channels + lanes - 1) / lanes * lanes;
   const bool column_phases = g.stride[2] > 1 && g.kernel[2] > 1 && g.dilation[2] % g.stride[2] != 0;
-  return !channels_last && channels == g.groups && g.conv_out_channels == g.groups && channels >= lanes &&
-         padded_channels * 8 <= channels * 9 && (column_phases || g.conv_out_sizes[2] <= max_row) &&
-         g.conv_in_volume() * kVectorBytes <= kChannelBlocksMaxBytes;
+  return nchw_channel_blocks_fit(g, channels_last, element_bytes) &&
+         (column_phases || g.conv_out_sizes[2] <= max_row);
 }
 
 // Whether a channels-last depthwise transposed conv (one x and one y channel per group; or a multiplier on either side,
@@ -1034,6 +1041,24 @@ inline bool cpu_depthwise_weight_grad_repeated(const ConvGeometry& g, bool chann
   return channels_last && g.groups > 1 && g.conv_out_channels == g.groups && g.conv_in_channels_per_group() > 1;
 }
 
+// Whether an NCHW depthwise weight gradient with multiplier 1 runs on blocks of channels
+// (weight_grad_nchw_channel_blocks): per thread's block of channels and image, the block's x and grad_output planes
+// are transposed into channels-last images, and the channels-last weight gradient's row sums (weight_grad_nhwc's: per
+// vector of channels and run of up to 8 taps, the sums in registers along a row) run over them, where the NCHW kernel
+// gathers each channel's phase planes per band and reduces every tap over them in short dot products. Float
+// accumulation only (float32, bfloat16, float16), and output rows of at most kWeightGradChannelBlocksMaxRow: the NCHW
+// kernel's long rows are long vector runs already. Float32, 2 cores (Zen 5), conv_weight_grad alone, interleaved,
+// against the NCHW kernel (benchmarks/RESULTS.md): the 51 calls of random seeds 1-8 and the suite within the bound
+// 0.33-0.96x its time, geomean 0.55 (B0's k5 s1 480-channel layer 1.95 -> 0.98 ms, its k3 s2 96-channel layer 3.6 ->
+// 1.5 ms); the five 1-d rows of 578-4096 outputs past it 0.95-1.43x. On AVX2's tiles 0.38-0.95x (31 calls of seeds
+// 1-4 and the suite), bfloat16 0.36-1.15x (31; geomean 0.63). float64 (AVX2's 4-double vectors) ran 0.55-2.79x,
+// geomean 1.15: excluded.
+constexpr int64_t kWeightGradChannelBlocksMaxRow = 512;
+inline bool cpu_depthwise_weight_grad_channel_blocks(const ConvGeometry& g, bool channels_last, int64_t element_bytes) {
+  return element_bytes == 4 && nchw_channel_blocks_fit(g, channels_last, element_bytes) &&
+         g.conv_out_sizes[2] <= kWeightGradChannelBlocksMaxRow;
+}
+
 // The most output channels per group whose NCHW weight gradient runs depthwise.cpp's kernel, generalized to any
 // number of input channels per group (cpu_tap_dots): per input channel and band, its phase planes gathered once, then
 // register blocks of 3 output channels x 4 taps of dot products over the band. The phase planes' GEMMs instead reduce
@@ -1103,6 +1128,11 @@ inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend bac
     }
     return g.conv_in_channels_per_group() == 1 ? WeightGradPath::CudaDepthwiseReduction
                                                : WeightGradPath::CudaSplitKGemm;
+  }
+  if (cpu_depthwise_weight_grad_channel_blocks(g, channels_last, element_bytes)) {
+    return cpu_nhwc_tiles_avx512(g, channels_last, isa, element_bytes)
+               ? WeightGradPath::CpuDepthwiseChannelBlocksAvx512
+               : WeightGradPath::CpuDepthwiseChannelBlocks;
   }
   if (cpu_depthwise(g, channels_last, /*expanded_rows=*/cpu_depthwise_weight_grad_expanded(g))) {
     return channels_last && cpu_nhwc_tiles_avx512(g, channels_last, isa, element_bytes)
@@ -1233,6 +1263,8 @@ inline const char* path_name(WeightGradPath path) {
     case WeightGradPath::CpuDepthwiseAvx512: return "cpu_depthwise_avx512";
     case WeightGradPath::CpuDepthwiseRepeated: return "cpu_depthwise_repeated";
     case WeightGradPath::CpuDepthwiseRepeatedAvx512: return "cpu_depthwise_repeated_avx512";
+    case WeightGradPath::CpuDepthwiseChannelBlocks: return "cpu_depthwise_channel_blocks";
+    case WeightGradPath::CpuDepthwiseChannelBlocksAvx512: return "cpu_depthwise_channel_blocks_avx512";
     case WeightGradPath::CpuTapDots: return "cpu_tap_dots";
     case WeightGradPath::CpuPhasePlanes: return "cpu_phase_planes";
     case WeightGradPath::CpuPhasePlanesAvx2: return "cpu_phase_planes_avx2";

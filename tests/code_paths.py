@@ -168,8 +168,9 @@ def _kernels(conv, conv_transpose, conv_weight_grad):
 
 DEPTHWISE = _kernels("cpu_depthwise", "cpu_depthwise", "cpu_depthwise")
 # NCHW depthwise convs with multiplier 1 whose taps read several column phases (here a stride of 2) run on channel
-# blocks transposed to channels-last; their input gradient and weight gradient stay with the depthwise kernel.
-DEPTHWISE_CHANNEL_BLOCKS = _kernels("cpu_depthwise_channel_blocks", "cpu_depthwise", "cpu_depthwise")
+# blocks transposed to channels-last, and so do their weight gradients (float accumulation, output rows of at most
+# 512); their strided input gradient stays with the depthwise kernel.
+DEPTHWISE_CHANNEL_BLOCKS = _kernels("cpu_depthwise_channel_blocks", "cpu_depthwise", "cpu_depthwise_channel_blocks")
 TORCH = _kernels("cpu_torch", "cpu_torch", "cpu_phase_planes")  # the weight gradient stays with fastpad
 CODE_PATHS = {
     # Zero pads that torch's symmetric padding expresses ((1, 1) here) go to torch's own convolution in NCHW, except
@@ -180,7 +181,9 @@ CODE_PATHS = {
     "2d_dense_channels_last_symmetric_zeros": _path(False, (12, 13), 16, 24, 3, channels_last=True,
                                                     kernels=_kernels("cpu_channels_last_phase_planes",
                                                                      "cpu_gemm_col2im", "cpu_channels_last_gemm")),
-    "2d_depthwise_symmetric_zeros": _path(False, (12, 13), 16, 16, 3, groups=16, kernels=DEPTHWISE),
+    "2d_depthwise_symmetric_zeros": _path(False, (12, 13), 16, 16, 3, groups=16,
+                                          kernels=_kernels("cpu_depthwise", "cpu_depthwise",
+                                                           "cpu_depthwise_channel_blocks")),
     # Channels-last with 2 input and 2 output channels per group: the depthwise kernel's rows expanded per group, and
     # for the input gradient its scatter over x pixels expanded per group.
     "2d_grouped_two_channels_channels_last_reflect": _path(False, (20, 21), 16, 16, 3, groups=8, channels_last=True,
@@ -202,10 +205,11 @@ CODE_PATHS = {
     # conv would be: rows of at most 8 at any ISA, of up to 48 on AVX-512's tiles.
     "2d_depthwise_short_rows": _path(False, (7, 6), 8, 8, 3, groups=8,
                                      kernels=_kernels("cpu_depthwise_channel_blocks", "cpu_depthwise_channel_blocks",
-                                                      "cpu_depthwise")),
+                                                      "cpu_depthwise_channel_blocks")),
     "2d_depthwise_s1_rows_avx512": _path(False, (14, 14), 32, 32, 5, groups=32, isa="avx512",
                                          kernels=_kernels("cpu_depthwise_channel_blocks_avx512",
-                                                          "cpu_depthwise_channel_blocks_avx512", "cpu_depthwise")),
+                                                          "cpu_depthwise_channel_blocks_avx512",
+                                                          "cpu_depthwise_channel_blocks_avx512")),
     # Under 20 taps (3x3 here) a channels-last depthwise input gradient in another mode than zeros keeps the scatter.
     "2d_depthwise_channels_last_circular": _path(False, (15, 16), 16, 16, 3, groups=16, padding_mode="circular",
                                                  channels_last=True, kernels=DEPTHWISE),
@@ -362,7 +366,7 @@ CODE_PATHS.update({
     "2d_depthwise_reflect_s2_avx512": _path(False, (17, 19), 40, 40, 3, groups=40, stride=2, padding_mode="reflect",
                                             isa="avx512",
                                             kernels=_kernels("cpu_depthwise_channel_blocks_avx512", "cpu_depthwise",
-                                                             "cpu_depthwise")),
+                                                             "cpu_depthwise_channel_blocks_avx512")),
     "2d_grouped_two_channels_channels_last_reflect_avx512": _path(False, (20, 21), 32, 32, 3, groups=16,
                                                                   channels_last=True, padding_mode="reflect",
                                                                   isa="avx512",

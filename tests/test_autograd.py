@@ -422,6 +422,55 @@ def test_channels_last_weight_gradients_of_one_output_channel_per_group(size, gr
         assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected, dtype, what="weight gradient")
 
 
+# (size, channels, kernel, stride, dilation, pads, mode, blocks): NCHW depthwise weight gradients with multiplier 1,
+# on the channel blocks where the channels fill 32-byte vectors to within an eighth and the output rows hold at most
+# 512 positions (kernel_paths.h's cpu_depthwise_weight_grad_channel_blocks): B0's k5 s1 layer at 14 x 14; 40 channels
+# (on AVX-512 a block of 32 and one of 16 ending at C, which writes only its last 8); 3-d with dilation 2; a causal
+# 1-d row; and the NCHW kernel for 33 channels (5 vectors of 8 for 33), 7 (under a vector), and rows of 550 outputs.
+NCHW_DEPTHWISE_WEIGHT_GRADS = [((14, 14), 48, 5, 1, 1, (2, 2), "zeros", True),
+                               ((19, 21), 40, 3, 2, 1, (1, 1), "reflect", True),
+                               ((9, 10, 11), 24, 3, 1, 2, (2, 2), "circular", True),
+                               ((200,), 32, 4, 1, 1, (3, 0), "zeros", True),
+                               ((60,), 33, 7, 3, 1, (3, 3), "replicate", False),
+                               ((12, 12), 7, 3, 1, 1, (1, 1), "zeros", False),
+                               ((1100,), 16, 3, 2, 1, (1, 1), "zeros", False)]
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16, torch.float16],
+                         ids=["float64", "float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("size, channels, kernel, stride, dilation, pads, mode, blocks", NCHW_DEPTHWISE_WEIGHT_GRADS)
+def test_nchw_depthwise_weight_gradients_on_channel_blocks(size, channels, kernel, stride, dilation, pads, mode,
+                                                           blocks, dtype, isa):
+    """Against the float64 reference, outputs poisoned first, with the path: NCHW depthwise weight gradients on the
+    channel blocks (cpu_depthwise_channel_blocks; blocks of 16 channels on AVX-512 from 16 channels: _avx512), float
+    accumulation only (float64 keeps the NCHW kernel, cpu_depthwise). On the blocks, the result is bitwise the
+    channels-last kernel's on the same tensors: each channel's sums are the same products in the same order."""
+    require_isa(isa)
+    x, gy, args, expected = weight_grad_case(size, channels, channels, channels, kernel, stride, dilation, pads, mode,
+                                             dtype)
+    on_blocks = blocks and dtype != torch.float64
+    wide = on_blocks and isa == "avx512" and channels >= 16
+    expected_path = ("cpu_depthwise_channel_blocks" + ("_avx512" if wide else "")) if on_blocks else "cpu_depthwise"
+    with cpu_isa_limit(isa):
+        assert ops._conv_weight_grad_path(x, gy, *args, "cpu") == expected_path, (size, dtype, isa)
+        poison(expected.shape, dtype)
+        grad = ops.conv_weight_grad(x, gy, *args)
+        assert_matches(grad, expected, dtype, what="weight gradient")
+        if on_blocks and len(size) > 1:
+            assert torch.equal(grad, ops.conv_weight_grad(channels_last(x), channels_last(gy), *args))
+
+
+def test_nchw_depthwise_weight_gradient_on_channel_blocks_through_autograd():
+    """B0's k5 s1 layer's shape (48 channels, 14 x 14), float32: the weight gradient of fastpad.conv2d's backward runs
+    on the channel blocks and matches the float64 reference's."""
+    x, gy, args, expected = weight_grad_case((14, 14), 48, 48, 48, 5, 1, 1, (2, 2), "zeros", torch.float32)
+    assert ops._conv_weight_grad_path(x, gy, *args, "cpu").startswith("cpu_depthwise_channel_blocks")
+    w = torch.randn(args[0], requires_grad=True)
+    fastpad.conv2d(x, w, padding="same", groups=48).backward(gy)
+    assert_matches(w.grad, expected, torch.float32, what="weight gradient")
+
+
 def check_weight_gradient_over_a_long_sum(x, gy, weight_shape, groups, isa, path):
     """fastpad's float32 weight gradient of the 'valid' stride-1 conv of x to gy at `isa`, on `path`, against the
     float64 reference, its output poisoned first: within 3e-6, relative."""

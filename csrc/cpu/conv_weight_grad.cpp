@@ -372,12 +372,17 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
         grad = depthwise_weight_grad(g, x, gy, kernel_channels_last);
         break;
       case WeightGradPath::CpuDepthwiseAvx512:
-        grad = depthwise_weight_grad(g, x, gy, kernel_channels_last, /*avx512_tiles=*/true);
+        grad = depthwise_weight_grad(g, x, gy, kernel_channels_last, /*channel_blocks=*/false, /*avx512_tiles=*/true);
+        break;
+      case WeightGradPath::CpuDepthwiseChannelBlocks:
+      case WeightGradPath::CpuDepthwiseChannelBlocksAvx512:
+        grad = depthwise_weight_grad(g, x, gy, /*channels_last=*/false, /*channel_blocks=*/true,
+                                     path == WeightGradPath::CpuDepthwiseChannelBlocksAvx512);
         break;
       case WeightGradPath::CpuDepthwiseRepeated:
       case WeightGradPath::CpuDepthwiseRepeatedAvx512:
         grad = depthwise_weight_grad(depthwise_of_repeated_grad_output(g), x, gy, /*channels_last=*/true,
-                                     path == WeightGradPath::CpuDepthwiseRepeatedAvx512,
+                                     /*channel_blocks=*/false, path == WeightGradPath::CpuDepthwiseRepeatedAvx512,
                                      /*grad_output_repeats=*/g.conv_in_channels_per_group());
         break;
       case WeightGradPath::CpuChannelsLastGemm:

@@ -955,6 +955,24 @@ void conv_transpose_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_typ
 // gy_repeats > 1 (multiplier 1): gy has C / gy_repeats channels, its channel c / gy_repeats standing for channel c;
 // each thread expands its block's channels of each gy row into a row of C channels (the vector ending at the block's
 // end also reads channels before it, whatever the row holds there: their lanes' sums are discarded).
+// The output columns of the channels-last weight gradient's rows (NhwcWeightGradRow): each column's tap columns, and
+// the interior [interior_begin, interior_end) whose every tap reads inside the row.
+struct WeightGradColumns {
+  std::vector<int64_t> columns;
+  int64_t interior_begin, interior_end;
+  explicit WeightGradColumns(const ConvGeometry& g)
+      : columns(tap_columns(g, g.conv_out_sizes[2])),
+        interior_begin(g.conv_out_sizes[2]),
+        interior_end(g.conv_out_sizes[2]) {
+    for (int64_t ow = 0; ow < g.conv_out_sizes[2]; ++ow) {
+      if (taps_inside_row(g, ow, ow + 1)) {
+        interior_begin = std::min(interior_begin, ow);
+        interior_end = ow + 1;
+      }
+    }
+  }
+};
+
 template <typename scalar_t>
 void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* gy, acc_type<scalar_t>* gw,
                       bool avx512, int64_t gy_repeats) {
@@ -963,14 +981,7 @@ void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
                 kw_count = g.kernel[2], taps = g.kernel_volume();
   const int64_t lanes = avx512 ? kNhwcTilesAvx512Lanes : at::vec::Vectorized<acc_t>::size();
   const int64_t block = channel_block(channels, lanes), blocks = (channels + block - 1) / block;
-  const std::vector<int64_t> columns = tap_columns(g, out_w);
-  int64_t interior_begin = out_w, interior_end = out_w;
-  for (int64_t ow = 0; ow < out_w; ++ow) {
-    if (taps_inside_row(g, ow, ow + 1)) {
-      interior_begin = std::min(interior_begin, ow);
-      interior_end = ow + 1;
-    }
-  }
+  const WeightGradColumns tap_cols(g);
   const bool expanded = g.conv_out_channels_per_group() > 1;
   at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
     const int64_t sum_stride = block + lanes;  // the block's channels, then the vector ending at its last channel
@@ -1008,8 +1019,8 @@ void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
         const auto row = [&](const auto* x_as, const auto* gy_as) {  // the row, its tensors' values as x_as's
           return NhwcWeightGradRow<std::remove_cv_t<std::remove_pointer_t<decltype(x_as)>>, acc_t>{
               x_as, gy_as, sums.data(), sum_stride, block, rows.data(), static_cast<int64_t>(rows.size()), channels,
-              c0, c0 + len, kw_count, g.conv_in_sizes[2], g.stride[2], g.dilation[2], out_w, columns.data(),
-              interior_begin, interior_end};
+              c0, c0 + len, kw_count, g.conv_in_sizes[2], g.stride[2], g.dilation[2], out_w, tap_cols.columns.data(),
+              tap_cols.interior_begin, tap_cols.interior_end};
         };
         if constexpr (std::is_same_v<acc_t, float>) {
           if (avx512) {
@@ -1026,6 +1037,63 @@ void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
       for (int64_t c = 0; c < len; ++c) {
         const int64_t column = c >= whole && tail >= 0 ? block + c0 + c - tail : c;
         for (int64_t tap = 0; tap < taps; ++tap) gw[(c0 + c) * taps + tap] = sums[tap * sum_stride + column];
+      }
+    }
+  });
+}
+
+// The NCHW depthwise weight gradient with multiplier 1 over blocks of channels (cpu_depthwise_weight_grad_channel_blocks
+// in kernel_paths.h): parallel over blocks of whole vectors of channels, each summed by one thread over every image.
+// Per image, the block's x and gy planes are transposed into channels-last images and NhwcWeightGradRow's sums run
+// over each output row of them, as weight_grad_nhwc's do over a channels-last tensor: each channel's sums are the same
+// fused multiply-adds in the same order, whatever the blocking. A block holds up to kChannelBlockVectors vectors, as
+// many as keep its x image within kChannelBlockBytes, and no more than leave every thread a block; the vectors past
+// the last whole block are one block of their own that ends at C, which writes only the channels no block before it
+// holds.
+template <typename scalar_t>
+void weight_grad_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const scalar_t* gy,
+                                     acc_type<scalar_t>* gw, bool avx512) {
+  using acc_t = acc_type<scalar_t>;
+  const int64_t V = avx512 ? kNhwcTilesAvx512Lanes : at::vec::Vectorized<acc_t>::size();
+  const int64_t channels = g.conv_out_channels, taps = g.kernel_volume(), vectors = (channels + V - 1) / V;
+  const int64_t in_volume = g.conv_in_volume(), out_volume = g.conv_out_volume(), out_w = g.conv_out_sizes[2];
+  const int64_t out_h = g.conv_out_sizes[1], out_rows = g.conv_out_sizes[0] * out_h;
+  TORCH_INTERNAL_ASSERT(channels >= V, "fastpad: channel blocks need a vector of channels");
+  const int64_t threads = at::get_num_threads();
+  const int64_t per_block = std::clamp<int64_t>(
+      kChannelBlockBytes / (in_volume * V * static_cast<int64_t>(sizeof(acc_t))), 1,
+      std::min({kChannelBlockVectors, channels / V, (vectors + threads - 1) / threads}));
+  const int64_t most = per_block * V, whole = vectors / per_block, rest = vectors % per_block;
+  const int64_t blocks = whole + (rest > 0 ? 1 : 0);
+  const WeightGradColumns tap_cols(g);
+  at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+    std::unique_ptr<acc_t[]> x_lanes(new acc_t[in_volume * most]), gy_lanes(new acc_t[out_volume * most]);
+    std::vector<acc_t> sums(taps * most);
+    std::vector<std::pair<int64_t, int64_t>> rows;
+    for (int64_t b = begin; b < end; ++b) {
+      const int64_t lanes = b == whole ? rest * V : most, c0 = std::min(b * most, channels - lanes);
+      std::fill(sums.begin(), sums.end(), acc_t(0));
+      for (int64_t n = 0; n < g.batch; ++n) {
+        transpose_matrix(x + (n * channels + c0) * in_volume, in_volume, x_lanes.get(), lanes, lanes, in_volume);
+        transpose_matrix(gy + (n * channels + c0) * out_volume, out_volume, gy_lanes.get(), lanes, lanes, out_volume);
+        for (int64_t row = 0; row < out_rows; ++row) {
+          tap_rows(g, row / out_h, row % out_h, rows);
+          const NhwcWeightGradRow<acc_t, acc_t> row_sums{
+              x_lanes.get(), gy_lanes.get() + row * out_w * lanes, sums.data(), lanes, /*tail_column=*/0,
+              rows.data(), static_cast<int64_t>(rows.size()), lanes, 0, lanes, g.kernel[2], g.conv_in_sizes[2],
+              g.stride[2], g.dilation[2], out_w, tap_cols.columns.data(), tap_cols.interior_begin,
+              tap_cols.interior_end};
+          if constexpr (std::is_same_v<acc_t, float>) {
+            if (avx512) {
+              nhwc_weight_grad_row_avx512(row_sums);
+              continue;
+            }
+          }
+          nhwc_weight_grad_row<AtenVectors<acc_t>>(row_sums);
+        }
+      }
+      for (int64_t c = b * most - c0; c < lanes; ++c) {
+        for (int64_t tap = 0; tap < taps; ++tap) gw[(c0 + c) * taps + tap] = sums[tap * lanes + c];
       }
     }
   });
@@ -1097,7 +1165,8 @@ void depthwise_conv_transpose_phases(const ConvGeometry& g, const at::Tensor& x,
 }
 
 at::Tensor depthwise_weight_grad(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
-                                 bool channels_last, bool avx512_tiles, int64_t grad_output_repeats) {
+                                 bool channels_last, bool channel_blocks, bool avx512_tiles,
+                                 int64_t grad_output_repeats) {
   TORCH_INTERNAL_ASSERT(grad_output_repeats == 1 || (channels_last && g.conv_out_channels == g.groups));
   at::Tensor grad;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_depthwise_weight_grad", [&] {
@@ -1107,6 +1176,9 @@ at::Tensor depthwise_weight_grad(const ConvGeometry& g, const at::Tensor& x, con
     if (channels_last) {
       weight_grad_nhwc<scalar_t>(g, x.const_data_ptr<scalar_t>(), grad_output.const_data_ptr<scalar_t>(),
                                  grad.mutable_data_ptr<acc_t>(), avx512_tiles, grad_output_repeats);
+    } else if (channel_blocks) {
+      weight_grad_nchw_channel_blocks<scalar_t>(g, x.const_data_ptr<scalar_t>(), grad_output.const_data_ptr<scalar_t>(),
+                                                grad.mutable_data_ptr<acc_t>(), avx512_tiles);
     } else {
       weight_grad_nchw<scalar_t>(g, x.const_data_ptr<scalar_t>(), grad_output.const_data_ptr<scalar_t>(),
                                  grad.mutable_data_ptr<acc_t>());

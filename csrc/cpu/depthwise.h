@@ -32,11 +32,14 @@ void depthwise_conv_transpose(const ConvGeometry& g, const at::Tensor& x, const 
 void depthwise_conv_transpose_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
                                      const at::Tensor& bias, at::Tensor& y, bool avx512_tiles);
 
-// The weight gradient, [C_out, C_in / groups, *k] in the accumulation type. avx512_tiles: the channels-last sums on
-// AVX-512 (cpu_nhwc_tiles_avx512). grad_output_repeats > 1 (channels-last, multiplier 1): grad_output holds C_out /
+// The weight gradient, [C_out, C_in / groups, *k] in the accumulation type. channel_blocks: NCHW with multiplier 1 on
+// blocks of channels transposed to channels-last (cpu_depthwise_weight_grad_channel_blocks). avx512_tiles: the
+// channels-last sums (of a channels-last tensor, or of the channel blocks) on AVX-512 (cpu_nhwc_tiles_avx512).
+// grad_output_repeats > 1 (channels-last, multiplier 1): grad_output holds C_out /
 // grad_output_repeats channels, its channel c / grad_output_repeats standing for channel c
 // (depthwise_of_repeated_grad_output in kernel_paths.h).
 at::Tensor depthwise_weight_grad(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
-                                 bool channels_last, bool avx512_tiles = false, int64_t grad_output_repeats = 1);
+                                 bool channels_last, bool channel_blocks = false, bool avx512_tiles = false,
+                                 int64_t grad_output_repeats = 1);
 
 }  // namespace fastpad::cpu
