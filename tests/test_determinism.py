@@ -66,10 +66,12 @@ def test_bitwise_comparison_sees_negative_zero():
 # --------------------------------------------------------------------------------------------
 # CPU: across thread counts (reported; required only where the code documents it).
 
-# depthwise.cpp: each weight-gradient value is summed by one thread in an order fixed by the geometry, depthwise and
-# tap dots alike. (Depthwise calls that kernel_paths.h leaves to torch have torch's own guarantees.)
+# depthwise.cpp: each weight-gradient value is summed by one thread in an order fixed by the geometry, depthwise
+# (channels-last, NCHW and NCHW's channel blocks) and tap dots alike. (Depthwise calls that kernel_paths.h leaves to torch have torch's own guarantees.)
 DEPTHWISE_PATHS = {name for name, path in CODE_PATHS.items()
                    if {("conv_weight_grad", "cpu_depthwise"), ("conv_weight_grad", "cpu_depthwise_avx512"),
+                       ("conv_weight_grad", "cpu_depthwise_channel_blocks"),
+                       ("conv_weight_grad", "cpu_depthwise_channel_blocks_avx512"),
                        ("conv_weight_grad", "cpu_tap_dots")} & set(path.kernels)}
 
 
