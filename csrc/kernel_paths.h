@@ -69,6 +69,8 @@ enum class ConvTransposePath {
   CpuDepthwiseChannelBlocksAvx512,  // the same on AVX-512's tiles
   CpuDepthwisePhases,  // channels-last depthwise, zeros: the convs its stride phases are on depthwise.cpp's tiles
   CpuDepthwisePhasesAvx512,  // the same on AVX-512's tiles
+  CpuDepthwiseChannelBlockPhases,  // NCHW depthwise, zeros: the phases above on blocks of channels
+  CpuDepthwiseChannelBlockPhasesAvx512,  // the same on AVX-512's tiles
   CpuDepthwisePhasesFolded,  // another mode: the full transposed conv as the row above, then folded
   CpuDepthwisePhasesFoldedAvx512,  // the same on AVX-512's tiles
   CpuGroupedExpanded,  // channels-last, few channels per group: depthwise.cpp's scatter over expanded x pixels
@@ -816,6 +818,32 @@ inline std::optional<ConvTransposePath> cpu_depthwise_channel_blocks_transpose(c
   return avx512_tiles ? ConvTransposePath::CpuDepthwiseChannelBlocksAvx512 : ConvTransposePath::CpuDepthwiseChannelBlocks;
 }
 
+// Whether an NCHW depthwise transposed conv (one x and one y channel per group) in zeros mode runs as its stride
+// phases' convs on blocks of channels (conv_transpose_nchw_channel_block_phases): per image and block of channels, x's
+// planes transposed into a channels-last image, the channels-last phases (cpu_depthwise_phases' TransposePhaseRows)
+// writing the block's y row by row in registers over every tap, and y transposed back, instead of the NCHW scatter,
+// which adds each tap into y's phase planes in turn. Float accumulation only; where every stride phase takes a tap
+// and each y position two taps or more on average (the kernel's taps at least twice the phases), and x rows hold at
+// most kChannelBlockPhasesMaxRow positions: the two transposes cost about what a tap does, a phase no tap reaches is
+// a pass of its own, and the scatter's long rows are long vector runs already. Float32, 2 cores (Zen 5),
+// conv_transpose alone, interleaved, against the scatter (benchmarks/RESULTS.md): before these bounds, 37 calls of
+// random seeds 1-8 and the suite 0.32-1.55x its time, the ones above 1.05x 1-tap kernels (a 2x2 at stride 2 1.55x)
+// and 1-d rows of 180-4096 x positions (1.13-1.27x); within them, 19 calls 0.31-1.02x, geomean 0.57 (the suite's ten
+// strided depthwise input gradients 0.31-0.67x, B0's k5 s2 672-channel layer 1.72 -> 0.54 ms). Held out, seeds 9-20:
+// 19 calls 0.38-1.41x, geomean 0.71 (a k4 s2 d2 kernel, whose taps all land in one phase, had taken 1.90x before
+// the phase bound; above 1.0x only a 21 us 1-d call, 1.41x).
+constexpr int64_t kChannelBlockPhasesMaxRow = 128;
+inline bool cpu_depthwise_channel_block_phases(const ConvGeometry& g, bool channels_last, int64_t element_bytes) {
+  if (g.mode != PaddingMode::Zeros || element_bytes != 4 || !nchw_channel_blocks_fit(g, channels_last, element_bytes) ||
+      g.kernel_volume() < 2 * transpose_phase_count(g) || g.conv_out_sizes[2] > kChannelBlockPhasesMaxRow) {
+    return false;
+  }
+  for (int64_t phase = 0; phase < transpose_phase_count(g); ++phase) {
+    if (transpose_phase_as_conv(g, phase).conv.kernel_volume() == 0) return false;
+  }
+  return true;
+}
+
 // Whether an NCHW transposed conv's shape suits the phase planes (cpu_phase_planes_*): enough channels on both sides
 // and x positions per image slice.
 inline bool cpu_phase_plane_transpose_shape(const ConvGeometry& g, bool channels_last) {
@@ -856,6 +884,11 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
   if (const auto path = cpu_depthwise_channel_blocks_transpose(g, channels_last, isa, element_bytes,
                                                                reduced_precision)) {
     return *path;
+  }
+  if (cpu_depthwise_channel_block_phases(g, channels_last, element_bytes)) {
+    return cpu_nhwc_tiles_avx512(g, channels_last, isa, element_bytes)
+               ? ConvTransposePath::CpuDepthwiseChannelBlockPhasesAvx512
+               : ConvTransposePath::CpuDepthwiseChannelBlockPhases;
   }
   if (cpu_depthwise(g, channels_last)) return ConvTransposePath::CpuDepthwise;
   if (cpu_grouped_planes_transpose(g, channels_last)) return ConvTransposePath::CpuGroupedPlanes;
@@ -1235,6 +1268,8 @@ inline const char* path_name(ConvTransposePath path) {
     case ConvTransposePath::CpuDepthwiseChannelBlocksAvx512: return "cpu_depthwise_channel_blocks_avx512";
     case ConvTransposePath::CpuDepthwisePhases: return "cpu_depthwise_phases";
     case ConvTransposePath::CpuDepthwisePhasesAvx512: return "cpu_depthwise_phases_avx512";
+    case ConvTransposePath::CpuDepthwiseChannelBlockPhases: return "cpu_depthwise_channel_block_phases";
+    case ConvTransposePath::CpuDepthwiseChannelBlockPhasesAvx512: return "cpu_depthwise_channel_block_phases_avx512";
     case ConvTransposePath::CpuDepthwisePhasesFolded: return "cpu_depthwise_phases_folded";
     case ConvTransposePath::CpuDepthwisePhasesFoldedAvx512: return "cpu_depthwise_phases_folded_avx512";
     case ConvTransposePath::CpuGroupedExpanded: return "cpu_grouped_expanded";

@@ -181,8 +181,10 @@ CODE_PATHS = {
     "2d_dense_channels_last_symmetric_zeros": _path(False, (12, 13), 16, 24, 3, channels_last=True,
                                                     kernels=_kernels("cpu_channels_last_phase_planes",
                                                                      "cpu_gemm_col2im", "cpu_channels_last_gemm")),
+    # NCHW depthwise at stride 1 on rows of 13 (past the channel blocks' 8 at this ISA): the conv's own kernel; its
+    # input gradient as the one conv it is, on the channel blocks' phases.
     "2d_depthwise_symmetric_zeros": _path(False, (12, 13), 16, 16, 3, groups=16,
-                                          kernels=_kernels("cpu_depthwise", "cpu_depthwise",
+                                          kernels=_kernels("cpu_depthwise", "cpu_depthwise_channel_block_phases",
                                                            "cpu_depthwise_channel_blocks")),
     # Channels-last with 2 input and 2 output channels per group: the depthwise kernel's rows expanded per group, and
     # for the input gradient its scatter over x pixels expanded per group.
@@ -256,8 +258,12 @@ CODE_PATHS = {
     "2d_transposed_channels_last": _path(True, (9, 10), 8, 12, 3, stride=2, channels_last=True,
                                          kernels=_kernels("cpu_channels_last_direct", "cpu_gemm_col2im",
                                                           "cpu_channels_last_gemm")),
-    # The input gradient of a stride-2 transposed conv is a stride-2 conv.
-    "2d_transposed_depthwise": _path(True, (9, 9), 8, 8, 4, groups=8, stride=2, kernels=DEPTHWISE_CHANNEL_BLOCKS),
+    # The input gradient of a stride-2 transposed conv is a stride-2 conv; in zeros mode the transposed conv itself
+    # runs as its stride phases' convs on the channel blocks (4 taps per phase).
+    "2d_transposed_depthwise": _path(True, (9, 9), 8, 8, 4, groups=8, stride=2,
+                                     kernels=_kernels("cpu_depthwise_channel_blocks",
+                                                      "cpu_depthwise_channel_block_phases",
+                                                      "cpu_depthwise_channel_blocks")),
     # NCHW grouped with 2 output channels per group: the input gradient (4 y and 2 x channels per group) sums each
     # y plane over its group's x channels in depthwise.cpp's NCHW kernel, the weight gradient is its tap dots.
     "2d_grouped_two_x_channels_reflect_s2": _path(False, (17, 18), 12, 6, 3, groups=3, stride=2,
@@ -363,6 +369,10 @@ CODE_PATHS.update({
                                                   kernels=_kernels("cpu_depthwise_avx512",
                                                                    "cpu_depthwise_phases_avx512",
                                                                    "cpu_depthwise_avx512")),
+    "2d_depthwise_s2_zeros_avx512": _path(False, (14, 14), 48, 48, 5, groups=48, stride=2, isa="avx512",
+                                          kernels=_kernels("cpu_depthwise_channel_blocks_avx512",
+                                                           "cpu_depthwise_channel_block_phases_avx512",
+                                                           "cpu_depthwise_channel_blocks_avx512")),
     "2d_depthwise_reflect_s2_avx512": _path(False, (17, 19), 40, 40, 3, groups=40, stride=2, padding_mode="reflect",
                                             isa="avx512",
                                             kernels=_kernels("cpu_depthwise_channel_blocks_avx512", "cpu_depthwise",

@@ -313,8 +313,9 @@ def test_channels_last_depthwise_stride_phases_bounds():
     assert path(5, stride=1) == "cpu_depthwise_phases"
     assert path(25, multiplier=3) == "cpu_depthwise_phases"
     assert path(5, stride=1, multiplier=2) == "cpu_depthwise_phases"
-    for others in (path(24), path(25, mode="reflect"), path(25, channels_last=False)):  # path(24): a y row of 47
+    for others in (path(24), path(25, mode="reflect")):  # path(24): a y row of 47
         assert others == "cpu_depthwise"
+    assert path(25, channels_last=False) == "cpu_depthwise_channel_block_phases"  # NCHW: the phases on channel blocks
     assert path(25, y_channels=16) == "cpu_depthwise_phases"  # one x channel and 2 y channels per group
     for others in (path(24, multiplier=2), path(25, mode="reflect", multiplier=2),
                    path(8_200, stride=1, multiplier=16, height=3)):
@@ -408,7 +409,8 @@ def test_nchw_depthwise_stride_1_channel_blocks(channels):
     conv's channel blocks (kernel_paths.h's cpu_depthwise_channel_blocks_transpose), where conv's bounds take that
     conv: y rows of at most 8 at any ISA (7 x 6), of up to 48 on AVX-512's tiles (14 x 14, B0's k5 s1 layer's input
     gradient; a 1-d row of 33; 3-d with dilation 2; a crop past the kernel's extent, whose conv has a negative pad),
-    float32 and bfloat16 there, float64 never (the NCHW scatter).
+    float32 and bfloat16 there, float64 never (the NCHW scatter). The wider rows at AVX2 go to the channel blocks'
+    phases (cpu_depthwise_channel_block_phases; float64: the scatter).
     Values against the float64 reference, and the input gradient of the conv through autograd."""
     cases = [((14, 14), 5, 1, "same", True), ((7, 6), 3, 1, "same", False), ((33,), 4, 1, ((1, 2),), True),
              ((5, 6, 13), 3, 2, "valid", True), ((14, 14), 3, 1, ((3, 4), (4, 3)), True)]
@@ -419,8 +421,10 @@ def test_nchw_depthwise_stride_1_channel_blocks(channels):
         for dtype in (torch.float64, torch.float32, torch.bfloat16):
             xd, wd, bd = x.to(dtype), w.to(dtype), b.to(dtype)
             avx512 = isa.startswith("avx512") and dtype != torch.float64
+            # Past conv's channel blocks (rows of more than 8 on AVX2's tiles): the channel blocks' phases.
             expected_path = ("cpu_depthwise_channel_blocks_avx512" if avx512
-                             else "cpu_depthwise_channel_blocks" if not wide else "cpu_depthwise")
+                             else "cpu_depthwise_channel_blocks" if not wide
+                             else "cpu_depthwise" if dtype == torch.float64 else "cpu_depthwise_channel_block_phases")
             with cpu_isa_limit(isa):
                 path = torch.ops.fastpad._conv_transpose_path(xd, wd, bd, [1] * nd, crop_lo, out_size, [dilation] * nd,
                                                               channels, "zeros", "cpu")
@@ -428,10 +432,60 @@ def test_nchw_depthwise_stride_1_channel_blocks(channels):
                 check_conv_transpose(xd, wd, bd, padding=padding, dilation=dilation, groups=channels)
     x, w, _ = conv_inputs((14, 14), channels, channels, 5, channels, batch=2, dtype=torch.float32)
     for isa in tiles_isas():
-        expected_path = "cpu_depthwise_channel_blocks_avx512" if isa.startswith("avx512") else "cpu_depthwise"
+        expected_path = ("cpu_depthwise_channel_blocks_avx512" if isa.startswith("avx512")
+                         else "cpu_depthwise_channel_block_phases")
         with cpu_isa_limit(isa):
             check_input_gradient(x, w, 1, ((2, 2), (2, 2)), "zeros", channels, torch.contiguous_format, expected_path,
                                  isa)
+
+
+# (x size, channels, kernel, stride, dilation, padding, blocks) of NCHW depthwise transposed convs in zeros mode: on
+# the channel blocks as their stride phases' convs where every phase takes a tap, the kernel two taps per phase or
+# more, x rows at most 128 and the channels fill their vectors (kernel_paths.h's cpu_depthwise_channel_block_phases):
+# B0's k3 s2 and k5 s2 input gradients' shapes, 40 channels (AVX-512: a block ending at C), k5 at stride 3, a 1-d
+# row, 3-d, strides (1, 2), stride 1 on rows of 60 (past the stride-1 channel blocks' 48); and the scatter for a 2x2
+# kernel at stride 2 (one tap per y position), a k4 s2 d2 kernel (every tap in one phase), x rows of 200, 7 channels.
+CHANNEL_BLOCK_PHASES = [((14, 14), 96, 3, 2, 1, "same", True), ((7, 7), 48, 5, 2, 1, "same", True),
+                        ((9, 11), 40, 5, 2, 1, "same", True), ((7, 9), 24, 5, 3, 1, "valid", True),
+                        ((30,), 32, 4, 2, 1, "same", True), ((5, 6, 7), 24, 3, 2, 1, "same", True),
+                        ((12, 10), 48, 3, (1, 2), 1, "same", True), ((60, 60), 16, 3, 1, 1, "same", True),
+                        ((20, 20), 32, 2, 2, 1, "valid", False), ((20, 20), 32, 4, 2, 2, "same", False),
+                        ((200,), 32, 4, 2, 1, "same", False), ((12, 12), 7, 3, 2, 1, "same", False)]
+
+
+@pytest.mark.parametrize("size, channels, kernel, stride, dilation, padding, blocks", CHANNEL_BLOCK_PHASES)
+def test_nchw_depthwise_channel_block_phases(size, channels, kernel, stride, dilation, padding, blocks):
+    """NCHW depthwise transposed convs in zeros mode on the channel blocks as their stride phases' convs
+    (cpu_depthwise_channel_block_phases; _avx512 on AVX-512 from 16 channels), at AVX2 and this CPU's ISA, float32,
+    bfloat16 and float16 (float64 keeps the scatter, cpu_depthwise), against the float64 reference, output poisoned;
+    the cases outside the bounds keep the scatter. Another padding mode with pads to fold (an input gradient's) keeps
+    the scatter too."""
+    nd = len(size)
+    stride_t, kernel_t = as_tuple(stride, nd), as_tuple(kernel, nd)
+    x, w, b = conv_inputs(size, channels, channels, kernel, channels, batch=2, transposed=True)
+    crop_lo, out_size = resolve_crops(padding, size, kernel_t, stride_t, (dilation,) * nd, 0)
+    for isa, dtype in itertools.product(tiles_isas(), (torch.float64, torch.float32, torch.bfloat16, torch.float16)):
+        xd, wd, bd = x.to(dtype), w.to(dtype), b.to(dtype)
+        on_blocks = blocks and dtype != torch.float64
+        wide = on_blocks and isa.startswith("avx512") and channels >= 16
+        expected_path = ("cpu_depthwise_channel_block_phases" + ("_avx512" if wide else "")) if on_blocks \
+            else "cpu_depthwise"
+        with cpu_isa_limit(isa):
+            args = (xd, wd, bd, list(stride_t), crop_lo, out_size, [dilation] * nd, channels)
+            assert torch.ops.fastpad._conv_transpose_path(*args, "zeros", "cpu") == expected_path, (size, isa, dtype)
+            if padding != "valid":  # (a mode with no pads to fold is zeros mode)
+                assert torch.ops.fastpad._conv_transpose_path(*args, "reflect", "cpu") == "cpu_depthwise"
+            check_conv_transpose(xd, wd, bd, stride=stride, padding=padding, dilation=dilation, groups=channels)
+
+
+def test_nchw_depthwise_input_gradient_on_channel_block_phases():
+    """The input gradient of a strided NCHW depthwise conv (B0's k5 s2 672-channel layer's shape at 14 x 14), through
+    autograd, runs on the channel blocks' phases and matches float64 autograd."""
+    x, w, _ = conv_inputs((14, 14), 672, 672, 5, 672, batch=2, dtype=torch.float32)
+    for isa in tiles_isas():
+        expected_path = "cpu_depthwise_channel_block_phases" + ("_avx512" if isa.startswith("avx512") else "")
+        with cpu_isa_limit(isa):
+            check_input_gradient(x, w, 2, ((1, 2), (1, 2)), "zeros", 672, torch.contiguous_format, expected_path, isa)
 
 
 # (x size, x channels, y channels, kernel, stride, pads, mode) of channels-last problems on the GEMM + col2im, whose

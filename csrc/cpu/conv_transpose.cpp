@@ -591,7 +591,14 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     return y;
   }
   if (path == ConvTransposePath::CpuDepthwisePhases || path == ConvTransposePath::CpuDepthwisePhasesAvx512) {
-    depthwise_conv_transpose_phases(g, x, weight, b, y, path == ConvTransposePath::CpuDepthwisePhasesAvx512);
+    depthwise_conv_transpose_phases(g, x, weight, b, y, /*channel_blocks=*/false,
+                                    path == ConvTransposePath::CpuDepthwisePhasesAvx512);
+    return y;
+  }
+  if (path == ConvTransposePath::CpuDepthwiseChannelBlockPhases ||
+      path == ConvTransposePath::CpuDepthwiseChannelBlockPhasesAvx512) {
+    depthwise_conv_transpose_phases(g, x, weight, b, y, /*channel_blocks=*/true,
+                                    path == ConvTransposePath::CpuDepthwiseChannelBlockPhasesAvx512);
     return y;
   }
   const bool depthwise_folded = path == ConvTransposePath::CpuDepthwisePhasesFolded ||
@@ -602,7 +609,7 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
     at::Tensor full_y = at::empty(tensor_shape(g.batch, g.conv_in_channels, full.conv_in_sizes, spatial),
                                   input.options().memory_format(format));
     if (depthwise_folded) {
-      depthwise_conv_transpose_phases(full, x, weight, at::Tensor(), full_y,
+      depthwise_conv_transpose_phases(full, x, weight, at::Tensor(), full_y, /*channel_blocks=*/false,
                                       path == ConvTransposePath::CpuDepthwisePhasesFoldedAvx512);
     } else {
       phase_convs(full, x, weight, at::Tensor(), full_y, format, kernel, /*no_planes=*/false, tap_tiles_folded);

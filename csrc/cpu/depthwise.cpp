@@ -831,33 +831,91 @@ void conv_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const ac
   });
 }
 
-// y = the channels-last depthwise transposed conv of g (one y channel per group, zeros) as the convs its stride phases
-// are (transpose_phase_as_conv), one y row at a time: parallel over (image, y depth, y row), each row's column phases
-// written in turn through their NhwcRows, pixels a stride apart, so that a y row is written once while the x rows
-// it reads are in cache (phase by phase over the whole of y, the phases re-read x and swept y once each: 1.84x the
-// scatter's time on a 112x112 k3 s2 layer). A phase no tap reaches writes the bias (or zero). kMultiplier: m > 1 x
-// channels per group (each phase conv a grouped one reducing over them) or R > 1 y channels per group from one x
-// channel (each phase conv a depthwise one with multiplier R), from x rows expanded per thread (ExpandedRows of the
-// phase conv: one cache for every phase, as many rows as the phase with the most tap rows reads).
+// The stride phases of a depthwise transposed conv (one y channel per group, zeros; or a multiplier, below) as the
+// convs they are (transpose_phase_as_conv), for channels-last pixels: each phase's NhwcRows and its weight by tap, and
+// one y row at a time, its column phases written in turn, pixels a stride apart, so that a y row is written once
+// while the x rows it reads are in cache (phase by phase over the whole of y, the phases re-read x and swept y once
+// each: 1.84x the scatter's time on a 112x112 k3 s2 layer). A phase no tap reaches writes the bias (or zero).
+// kMultiplier: m > 1 x channels per group (each phase conv a grouped one reducing over them) or R > 1 y channels per
+// group from one x channel (each phase conv a depthwise one with multiplier R), from x rows expanded per thread
+// (ExpandedRows of most_rows_conv(): one cache for every phase, as many rows as the phase with the most tap rows
+// reads). rows_g: the transposed conv as the rows see it (its channels those of the pixels they read and write); g:
+// the op's, whose weight the phases' weights are cut from (NCHW's channel blocks: all of its channels).
+template <bool kMultiplier, typename scalar_t>
+class TransposePhaseRows {
+ public:
+  using acc_t = acc_type<scalar_t>;
+
+  TransposePhaseRows(const ConvGeometry& rows_g, const ConvGeometry& g, const at::Tensor& weight, bool avx512)
+      : g_(rows_g), phase_(transpose_phase_count(rows_g)), row_kernels_(phase_.size()), w_taps_(phase_.size()),
+        w_(phase_.size(), nullptr) {
+    const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
+    const auto tap_row_count = &ExpandedRows<scalar_t>::slot_count;
+    for (int64_t p = 0; p < phases(); ++p) {
+      phase_[p] = transpose_phase_as_conv(rows_g, p);
+      if (tap_row_count(phase_[p].conv) > tap_row_count(phase_[most_rows_].conv)) most_rows_ = p;
+      if (phase_[p].conv.conv_out_volume() == 0 || phase_[p].conv.kernel_volume() == 0) continue;
+      row_kernels_[p].emplace(phase_[p].conv, avx512);  // keeps a reference to phase_[p], which is never moved
+      w_taps_[p] = weight_by_tap(transpose_phase_weight(g, weight, p), acc_dtype);
+      w_[p] = w_taps_[p].const_data_ptr<acc_t>();
+    }
+  }
+  TransposePhaseRows(const TransposePhaseRows&) = delete;
+  TransposePhaseRows& operator=(const TransposePhaseRows&) = delete;
+
+  int64_t phases() const { return static_cast<int64_t>(phase_.size()); }
+  const ConvGeometry& most_rows_conv() const { return phase_[most_rows_].conv; }
+  // Phase p's weights by tap, [taps][R][C] for g's C channels (null where no tap reaches the phase), and its taps.
+  const acc_t* const* weights() const { return w_.data(); }
+  int64_t taps(int64_t p) const { return row_kernels_[p] ? phase_[p].conv.kernel_volume() : 0; }
+
+  // y row (od, oh) of image n, its pixels y_pixel_stride apart, from x_image (the image's x pixels: rows_g's x channels
+  // each; with kMultiplier, through expanded_rows); w: each phase's weights [taps][R][C] for rows_g's C channels.
+  void run(const scalar_t* x_image, ExpandedRows<scalar_t>* expanded_rows, const acc_t* const* w, const acc_t* bias,
+           scalar_t* y_row, int64_t y_pixel_stride, int64_t n, int64_t od, int64_t oh,
+           std::vector<std::pair<int64_t, int64_t>>& rows, std::vector<acc_t>& scratch) const {
+    const int64_t rd = (od + g_.pad_lo[0]) % g_.stride[0], rh = (oh + g_.pad_lo[1]) % g_.stride[1];
+    for (int64_t rw = 0; rw < g_.stride[2]; ++rw) {
+      const int64_t p = (rd * g_.stride[1] + rh) * g_.stride[2] + rw;
+      const TransposePhase& t = phase_[p];
+      const int64_t columns = t.conv.conv_out_sizes[2], pixel_stride = g_.stride[2] * y_pixel_stride;
+      scalar_t* y_first = y_row + t.y_first[2] * y_pixel_stride;
+      if (columns == 0) continue;
+      if (!row_kernels_[p]) {
+        for (int64_t j = 0; j < columns; ++j) {
+          scalar_t* pixel = y_first + j * pixel_stride;
+          for (int64_t c = 0; c < g_.conv_in_channels; ++c) {
+            pixel[c] = bias ? static_cast<scalar_t>(bias[c]) : scalar_t(0);
+          }
+        }
+        continue;
+      }
+      tap_rows(t.conv, (od - t.y_first[0]) / g_.stride[0], (oh - t.y_first[1]) / g_.stride[1], rows);
+      const scalar_t* x_rows = x_image;  // the source of the rows: R x C_y values per pixel
+      if constexpr (kMultiplier) {
+        expanded_rows->hold(n, rows);
+        x_rows = expanded_rows->data();
+      }
+      row_kernels_[p]->run(x_rows, w[p], bias, y_first, pixel_stride, rows, scratch);
+    }
+  }
+
+ private:
+  const ConvGeometry g_;
+  std::vector<TransposePhase> phase_;
+  std::vector<std::optional<NhwcRows<kMultiplier, scalar_t>>> row_kernels_;
+  std::vector<at::Tensor> w_taps_;
+  std::vector<const acc_t*> w_;
+  int64_t most_rows_ = 0;
+};
+
+// y = the channels-last depthwise transposed conv of g (TransposePhaseRows): parallel over (image, y depth, y row).
 template <bool kMultiplier, typename scalar_t>
 void conv_transpose_nhwc_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
                                 const at::Tensor& bias, at::Tensor& y, bool avx512) {
   using acc_t = acc_type<scalar_t>;
-  const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
-  const int64_t phases = transpose_phase_count(g), channels = g.conv_in_channels;
-  std::vector<TransposePhase> phase(phases);
-  std::vector<std::optional<NhwcRows<kMultiplier, scalar_t>>> row_kernels(phases);
-  std::vector<at::Tensor> w_taps(phases);
-  int64_t most_rows = 0;  // the phase conv whose tap rows the expanded rows' cache is sized for
-  const auto tap_row_count = &ExpandedRows<scalar_t>::slot_count;
-  for (int64_t p = 0; p < phases; ++p) {
-    phase[p] = transpose_phase_as_conv(g, p);
-    if (tap_row_count(phase[p].conv) > tap_row_count(phase[most_rows].conv)) most_rows = p;
-    if (phase[p].conv.conv_out_volume() == 0 || phase[p].conv.kernel_volume() == 0) continue;
-    row_kernels[p].emplace(phase[p].conv, avx512);  // keeps a reference to phase[p], which is never moved
-    w_taps[p] = weight_by_tap(transpose_phase_weight(g, weight, p), acc_dtype);
-  }
-  const at::Tensor b_acc = bias.defined() ? bias.to(acc_dtype) : at::Tensor();
+  const TransposePhaseRows<kMultiplier, scalar_t> phases(g, g, weight, avx512);
+  const at::Tensor b_acc = bias.defined() ? bias.to(c10::CppTypeToScalarType<acc_t>::value) : at::Tensor();
   const acc_t* b = b_acc.defined() ? b_acc.const_data_ptr<acc_t>() : nullptr;
   const auto strides = element_strides(y);
   TORCH_INTERNAL_ASSERT(strides[1] == 1, "fastpad: the channels-last kernels need contiguous channels");
@@ -866,35 +924,74 @@ void conv_transpose_nhwc_phases(const ConvGeometry& g, const at::Tensor& x, cons
   const int64_t y_depth = g.conv_in_sizes[0], y_rows = g.conv_in_sizes[1];
   at::parallel_for(0, g.batch * y_depth * y_rows, 1, [&](int64_t begin, int64_t end) {
     std::vector<std::pair<int64_t, int64_t>> rows;
-    std::vector<acc_t> scratch(channels);
+    std::vector<acc_t> scratch(g.conv_in_channels);
     std::optional<ExpandedRows<scalar_t>> expanded_rows;
-    if constexpr (kMultiplier) expanded_rows.emplace(phase[most_rows].conv, x_data);
+    if constexpr (kMultiplier) expanded_rows.emplace(phases.most_rows_conv(), x_data);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t oh = item % y_rows, od = (item / y_rows) % y_depth, n = item / (y_rows * y_depth);
-      const int64_t rd = (od + g.pad_lo[0]) % g.stride[0], rh = (oh + g.pad_lo[1]) % g.stride[1];
-      scalar_t* y_row = y_data + n * strides[0] + od * strides[2] + oh * strides[3];
-      const scalar_t* x_image = x_data + n * g.conv_out_volume() * g.conv_out_channels;
-      for (int64_t rw = 0; rw < g.stride[2]; ++rw) {
-        const int64_t p = (rd * g.stride[1] + rh) * g.stride[2] + rw;
-        const TransposePhase& t = phase[p];
-        const int64_t columns = t.conv.conv_out_sizes[2], pixel_stride = g.stride[2] * strides[4];
-        scalar_t* y_first = y_row + t.y_first[2] * strides[4];
-        if (columns == 0) continue;
-        if (!row_kernels[p]) {
-          for (int64_t j = 0; j < columns; ++j) {
-            scalar_t* pixel = y_first + j * pixel_stride;
-            for (int64_t c = 0; c < channels; ++c) pixel[c] = b ? static_cast<scalar_t>(b[c]) : scalar_t(0);
-          }
-          continue;
+      phases.run(x_data + n * g.conv_out_volume() * g.conv_out_channels, expanded_rows ? &*expanded_rows : nullptr,
+                 phases.weights(), b, y_data + n * strides[0] + od * strides[2] + oh * strides[3], strides[4], n, od,
+                 oh, rows, scratch);
+    }
+  });
+}
+
+// y = the NCHW depthwise transposed conv of g (multiplier 1, zeros) over blocks of channels as its stride phases'
+// convs: per (image, block of whole vectors of channels, as conv_nchw_channel_blocks blocks them), the block's x
+// planes are transposed into a channels-last image, TransposePhaseRows writes the block's channels-last y row by row,
+// and y is transposed back into its planes. Against the NCHW scatter, which adds every tap into y's phase planes.
+template <typename scalar_t>
+void conv_transpose_nchw_channel_block_phases(const ConvGeometry& g, const scalar_t* x, const at::Tensor& weight,
+                                              const acc_type<scalar_t>* bias, scalar_t* y, bool avx512) {
+  using acc_t = acc_type<scalar_t>;
+  const int64_t V = avx512 ? kNhwcTilesAvx512Lanes : at::vec::Vectorized<acc_t>::size();
+  const int64_t channels = g.conv_in_channels, vectors = (channels + V - 1) / V;
+  const int64_t x_volume = g.conv_out_volume(), y_volume = g.conv_in_volume();
+  const int64_t y_depth = g.conv_in_sizes[0], y_rows = g.conv_in_sizes[1], y_w = g.conv_in_sizes[2];
+  TORCH_INTERNAL_ASSERT(channels >= V, "fastpad: channel blocks need a vector of channels");
+  const int64_t per_block = std::clamp<int64_t>(
+      kChannelBlockBytes / (y_volume * V * static_cast<int64_t>(sizeof(acc_t))), 1,
+      std::min(kChannelBlockVectors, channels / V));
+  const int64_t most = per_block * V, whole = vectors / per_block, rest = vectors % per_block;
+  const int64_t blocks = whole + (rest > 0 ? 1 : 0);
+  // The transposed conv of one image of a block of `lanes` channels, as the rows see it.
+  const auto block_geometry = [&](int64_t lanes) {
+    ConvGeometry block = g;
+    block.batch = 1;
+    block.conv_in_channels = block.conv_out_channels = block.groups = lanes;
+    return block;
+  };
+  const TransposePhaseRows<false, acc_t> whole_phases(block_geometry(most), g, weight, avx512);
+  const TransposePhaseRows<false, acc_t> rest_phases(block_geometry(std::max<int64_t>(rest, 1) * V), g, weight,
+                                                     avx512);
+  const int64_t phases = whole_phases.phases();
+  at::parallel_for(0, g.batch * blocks, 1, [&](int64_t begin, int64_t end) {
+    std::unique_ptr<acc_t[]> x_lanes(new acc_t[x_volume * most]), y_lanes(new acc_t[y_volume * most]);
+    std::vector<std::vector<acc_t>> w_block(phases);
+    std::vector<const acc_t*> w(phases, nullptr);
+    std::vector<acc_t> bias_block(most), scratch(most);
+    std::vector<std::pair<int64_t, int64_t>> rows;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / blocks, b = item % blocks;
+      const bool last = b == whole;  // the block of the vectors past the whole blocks
+      const int64_t lanes = last ? rest * V : most, c0 = std::min(b * most, channels - lanes);
+      const TransposePhaseRows<false, acc_t>& block_phases = last ? rest_phases : whole_phases;
+      for (int64_t p = 0; p < phases; ++p) {  // each phase's weights [taps][C] cut to the block's channels
+        const acc_t* full = whole_phases.weights()[p];
+        if (full == nullptr) continue;
+        w_block[p].resize(whole_phases.taps(p) * lanes);
+        for (int64_t k = 0; k < whole_phases.taps(p); ++k) {
+          std::copy_n(full + k * channels + c0, lanes, w_block[p].data() + k * lanes);
         }
-        tap_rows(t.conv, (od - t.y_first[0]) / g.stride[0], (oh - t.y_first[1]) / g.stride[1], rows);
-        const scalar_t* x_rows = x_image;  // the source of the rows: R x C_y values per pixel
-        if constexpr (kMultiplier) {
-          expanded_rows->hold(n, rows);
-          x_rows = expanded_rows->data();
-        }
-        row_kernels[p]->run(x_rows, w_taps[p].const_data_ptr<acc_t>(), b, y_first, pixel_stride, rows, scratch);
+        w[p] = w_block[p].data();
       }
+      if (bias) std::copy_n(bias + c0, lanes, bias_block.data());
+      transpose_matrix(x + (n * channels + c0) * x_volume, x_volume, x_lanes.get(), lanes, lanes, x_volume);
+      for (int64_t row = 0; row < y_depth * y_rows; ++row) {
+        block_phases.run(x_lanes.get(), nullptr, w.data(), bias ? bias_block.data() : nullptr,
+                         y_lanes.get() + row * y_w * lanes, lanes, 0, row / y_rows, row % y_rows, rows, scratch);
+      }
+      transpose_matrix(y_lanes.get(), lanes, y + (n * channels + c0) * y_volume, y_volume, y_volume, lanes);
     }
   });
 }
@@ -1155,8 +1252,16 @@ void depthwise_conv_transpose(const ConvGeometry& g, const at::Tensor& x, const 
 }
 
 void depthwise_conv_transpose_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
-                                     const at::Tensor& bias, at::Tensor& y, bool avx512_tiles) {
+                                     const at::Tensor& bias, at::Tensor& y, bool channel_blocks, bool avx512_tiles) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_depthwise_phases", [&] {
+    if (channel_blocks) {
+      using acc_t = acc_type<scalar_t>;
+      const auto b_acc = bias.defined() ? bias.to(c10::CppTypeToScalarType<acc_t>::value) : at::Tensor();
+      conv_transpose_nchw_channel_block_phases<scalar_t>(g, x.const_data_ptr<scalar_t>(), weight,
+                                                         b_acc.defined() ? b_acc.const_data_ptr<acc_t>() : nullptr,
+                                                         y.mutable_data_ptr<scalar_t>(), avx512_tiles);
+      return;
+    }
     const bool expanded = g.conv_out_channels > g.groups || g.conv_in_channels > g.groups;  // x or y multiplied
     const auto phases =
         expanded ? conv_transpose_nhwc_phases<true, scalar_t> : conv_transpose_nhwc_phases<false, scalar_t>;

@@ -29,8 +29,10 @@ void depthwise_conv_transpose(const ConvGeometry& g, const at::Tensor& x, const 
 
 // y = conv_transpose(x, weight, bias), channels-last, multiplier 1, zeros (cpu_depthwise_phases): its stride phases
 // as depthwise convs on the channels-last tiles, y row by y row. y: the op's output (channels contiguous).
+// channel_blocks: NCHW, multiplier 1, zeros (cpu_depthwise_channel_block_phases): the same on blocks of channels
+// transposed to channels-last; y contiguous.
 void depthwise_conv_transpose_phases(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
-                                     const at::Tensor& bias, at::Tensor& y, bool avx512_tiles);
+                                     const at::Tensor& bias, at::Tensor& y, bool channel_blocks, bool avx512_tiles);
 
 // The weight gradient, [C_out, C_in / groups, *k] in the accumulation type. channel_blocks: NCHW with multiplier 1 on
 // blocks of channels transposed to channels-last (cpu_depthwise_weight_grad_channel_blocks). avx512_tiles: the
