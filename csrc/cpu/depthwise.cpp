@@ -783,41 +783,56 @@ void transpose_matrix(const src_t* src, int64_t src_stride, dst_t* dst, int64_t 
 // which ends at C (channels it shares with the block before are computed again, alike). w_taps: [taps][C].
 constexpr int64_t kChannelBlockVectors = 8, kChannelBlockBytes = 64 * 1024;
 
+// NCHW's blocks of channels: whole vectors of V channels, up to max_vectors a block (at most kChannelBlockVectors),
+// as many as keep image_values accumulators per channel within kChannelBlockBytes; the vectors past the last whole
+// block are one block of their own that ends at C (sharing channels with the block before where V does not divide C).
+struct ChannelBlocks {
+  int64_t vector, channels, most, whole, rest, count;
+  ChannelBlocks(int64_t channels, int64_t vector, int64_t image_values, int64_t acc_bytes, int64_t max_vectors)
+      : vector(vector), channels(channels) {
+    const int64_t vectors = (channels + vector - 1) / vector;
+    const int64_t per_block = std::clamp<int64_t>(kChannelBlockBytes / (image_values * vector * acc_bytes), 1,
+                                                  std::min({kChannelBlockVectors, channels / vector, max_vectors}));
+    most = per_block * vector;
+    whole = vectors / per_block;
+    rest = vectors % per_block;
+    count = whole + (rest > 0 ? 1 : 0);
+  }
+  int64_t lanes(int64_t block) const { return block == whole ? rest * vector : most; }
+  int64_t first_channel(int64_t block) const { return std::min(block * most, channels - lanes(block)); }
+};
+
+// The geometry of one image of a depthwise problem's block of `lanes` channels, as the channels-last kernels see it.
+ConvGeometry channel_block_geometry(const ConvGeometry& g, int64_t lanes) {
+  ConvGeometry block = g;
+  block.batch = 1;
+  block.conv_in_channels = block.conv_out_channels = block.groups = lanes;
+  return block;
+}
+
 template <typename scalar_t>
 void conv_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const acc_type<scalar_t>* w_taps,
                               const acc_type<scalar_t>* bias, scalar_t* y, bool avx512) {
   using acc_t = acc_type<scalar_t>;
   // Channels per vector of the tiles.
   const int64_t V = avx512 ? kNhwcTilesAvx512Lanes : at::vec::Vectorized<acc_t>::size();
-  const int64_t channels = g.conv_out_channels, taps = g.kernel_volume(), vectors = (channels + V - 1) / V;
+  const int64_t channels = g.conv_out_channels, taps = g.kernel_volume();
   const int64_t in_volume = g.conv_in_volume(), out_volume = g.conv_out_volume(), out_w = g.conv_out_sizes[2];
   const int64_t out_rows = g.conv_out_sizes[0] * g.conv_out_sizes[1];
   TORCH_INTERNAL_ASSERT(channels >= V, "fastpad: channel blocks need a vector of channels");
-  const int64_t per_block = std::clamp<int64_t>(
-      kChannelBlockBytes / (in_volume * V * static_cast<int64_t>(sizeof(acc_t))), 1,
-      std::min(kChannelBlockVectors, channels / V));
-  const int64_t whole = vectors / per_block, rest = vectors % per_block, blocks = whole + (rest > 0 ? 1 : 0);
-  // The channels-last geometry of one image of a block of `lanes` channels.
-  const auto block_geometry = [&](int64_t lanes) {
-    ConvGeometry block = g;
-    block.batch = 1;
-    block.conv_in_channels = block.conv_out_channels = block.groups = lanes;
-    return block;
-  };
-  const ConvGeometry whole_block = block_geometry(per_block * V);
-  const ConvGeometry rest_block = block_geometry(std::max<int64_t>(rest, 1) * V);
+  const ChannelBlocks blocks(channels, V, in_volume, sizeof(acc_t), kChannelBlockVectors);
+  const ConvGeometry whole_block = channel_block_geometry(g, blocks.most);
+  const ConvGeometry rest_block = channel_block_geometry(g, std::max<int64_t>(blocks.rest, 1) * V);
   const NhwcRows<false, acc_t> whole_kernel(whole_block, avx512), rest_kernel(rest_block, avx512);
-  at::parallel_for(0, g.batch * blocks, 1, [&](int64_t begin, int64_t end) {
-    const int64_t most = per_block * V;
+  at::parallel_for(0, g.batch * blocks.count, 1, [&](int64_t begin, int64_t end) {
+    const int64_t most = blocks.most;
     std::unique_ptr<acc_t[]> x_lanes(new acc_t[in_volume * most]), y_lanes(new acc_t[out_volume * most]);
     std::vector<acc_t> w_block(taps * most), bias_block(most), scratch(most);
     std::vector<std::pair<int64_t, int64_t>> rows;
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t n = item / blocks, b = item % blocks;
-      const bool last = b == whole;  // the block of the vectors past the whole blocks
-      const int64_t lanes = last ? rest * V : most;
-      const int64_t c0 = std::min(b * most, channels - lanes);
-      const NhwcRows<false, acc_t>& row_kernel = last ? rest_kernel : whole_kernel;
+      const int64_t n = item / blocks.count, b = item % blocks.count;
+      const int64_t lanes = blocks.lanes(b), c0 = blocks.first_channel(b);
+      const NhwcRows<false, acc_t>& row_kernel = b == blocks.whole ? rest_kernel : whole_kernel;
       for (int64_t k = 0; k < taps; ++k) std::copy_n(w_taps + k * channels + c0, lanes, w_block.data() + k * lanes);
       if (bias) std::copy_n(bias + c0, lanes, bias_block.data());
       transpose_matrix(x + (n * channels + c0) * in_volume, in_volume, x_lanes.get(), lanes, lanes, in_volume);
@@ -840,7 +855,8 @@ void conv_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const ac
 // group from one x channel (each phase conv a depthwise one with multiplier R), from x rows expanded per thread
 // (ExpandedRows of most_rows_conv(): one cache for every phase, as many rows as the phase with the most tap rows
 // reads). rows_g: the transposed conv as the rows see it (its channels those of the pixels they read and write); g:
-// the op's, whose weight the phases' weights are cut from (NCHW's channel blocks: all of its channels).
+// the op's, whose weight the phases' weights are cut from (NCHW's channel blocks: all of its channels; an undefined
+// weight: none, for rows that take their weights from another's).
 template <bool kMultiplier, typename scalar_t>
 class TransposePhaseRows {
  public:
@@ -856,6 +872,7 @@ class TransposePhaseRows {
       if (tap_row_count(phase_[p].conv) > tap_row_count(phase_[most_rows_].conv)) most_rows_ = p;
       if (phase_[p].conv.conv_out_volume() == 0 || phase_[p].conv.kernel_volume() == 0) continue;
       row_kernels_[p].emplace(phase_[p].conv, avx512);  // keeps a reference to phase_[p], which is never moved
+      if (!weight.defined()) continue;
       w_taps_[p] = weight_by_tap(transpose_phase_weight(g, weight, p), acc_dtype);
       w_[p] = w_taps_[p].const_data_ptr<acc_t>();
     }
@@ -945,37 +962,27 @@ void conv_transpose_nchw_channel_block_phases(const ConvGeometry& g, const scala
                                               const acc_type<scalar_t>* bias, scalar_t* y, bool avx512) {
   using acc_t = acc_type<scalar_t>;
   const int64_t V = avx512 ? kNhwcTilesAvx512Lanes : at::vec::Vectorized<acc_t>::size();
-  const int64_t channels = g.conv_in_channels, vectors = (channels + V - 1) / V;
+  const int64_t channels = g.conv_in_channels;
   const int64_t x_volume = g.conv_out_volume(), y_volume = g.conv_in_volume();
   const int64_t y_depth = g.conv_in_sizes[0], y_rows = g.conv_in_sizes[1], y_w = g.conv_in_sizes[2];
   TORCH_INTERNAL_ASSERT(channels >= V, "fastpad: channel blocks need a vector of channels");
-  const int64_t per_block = std::clamp<int64_t>(
-      kChannelBlockBytes / (y_volume * V * static_cast<int64_t>(sizeof(acc_t))), 1,
-      std::min(kChannelBlockVectors, channels / V));
-  const int64_t most = per_block * V, whole = vectors / per_block, rest = vectors % per_block;
-  const int64_t blocks = whole + (rest > 0 ? 1 : 0);
-  // The transposed conv of one image of a block of `lanes` channels, as the rows see it.
-  const auto block_geometry = [&](int64_t lanes) {
-    ConvGeometry block = g;
-    block.batch = 1;
-    block.conv_in_channels = block.conv_out_channels = block.groups = lanes;
-    return block;
-  };
-  const TransposePhaseRows<false, acc_t> whole_phases(block_geometry(most), g, weight, avx512);
-  const TransposePhaseRows<false, acc_t> rest_phases(block_geometry(std::max<int64_t>(rest, 1) * V), g, weight,
-                                                     avx512);
+  const ChannelBlocks blocks(channels, V, y_volume, sizeof(acc_t), kChannelBlockVectors);
+  const int64_t most = blocks.most;
+  // The whole blocks' phases hold the weights of all C channels; the last block's, where there is one, none.
+  const TransposePhaseRows<false, acc_t> whole_phases(channel_block_geometry(g, most), g, weight, avx512);
+  std::optional<TransposePhaseRows<false, acc_t>> rest_phases;
+  if (blocks.rest > 0) rest_phases.emplace(channel_block_geometry(g, blocks.rest * V), g, at::Tensor(), avx512);
   const int64_t phases = whole_phases.phases();
-  at::parallel_for(0, g.batch * blocks, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, g.batch * blocks.count, 1, [&](int64_t begin, int64_t end) {
     std::unique_ptr<acc_t[]> x_lanes(new acc_t[x_volume * most]), y_lanes(new acc_t[y_volume * most]);
     std::vector<std::vector<acc_t>> w_block(phases);
     std::vector<const acc_t*> w(phases, nullptr);
     std::vector<acc_t> bias_block(most), scratch(most);
     std::vector<std::pair<int64_t, int64_t>> rows;
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t n = item / blocks, b = item % blocks;
-      const bool last = b == whole;  // the block of the vectors past the whole blocks
-      const int64_t lanes = last ? rest * V : most, c0 = std::min(b * most, channels - lanes);
-      const TransposePhaseRows<false, acc_t>& block_phases = last ? rest_phases : whole_phases;
+      const int64_t n = item / blocks.count, b = item % blocks.count;
+      const int64_t lanes = blocks.lanes(b), c0 = blocks.first_channel(b);
+      const TransposePhaseRows<false, acc_t>& block_phases = b == blocks.whole ? *rest_phases : whole_phases;
       for (int64_t p = 0; p < phases; ++p) {  // each phase's weights [taps][C] cut to the block's channels
         const acc_t* full = whole_phases.weights()[p];
         if (full == nullptr) continue;
@@ -1043,15 +1050,6 @@ void conv_transpose_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_typ
   });
 }
 
-// Parallel over channel blocks, one per thread, each summing over every output row of every image through
-// nhwc_weight_grad_row (cpu/nhwc_tiles.h: per vector of channels and run of taps, the sums in registers along the row;
-// on AVX-512 where avx512, cpu_nhwc_tiles_avx512). Each channel sums over (image, row, tap, column) in the same order
-// whatever the blocking, so the result is bitwise independent of the thread count. Per pixel and tap, a multiply-add
-// over the block's channels into sums in memory took 1.8-5.3x this time (benchmarks/RESULTS.md). With a multiplier,
-// each thread reads x's rows expanded (ExpandedRows, as conv_nhwc does), where NCHW copies of x and gy had been made.
-// gy_repeats > 1 (multiplier 1): gy has C / gy_repeats channels, its channel c / gy_repeats standing for channel c;
-// each thread expands its block's channels of each gy row into a row of C channels (the vector ending at the block's
-// end also reads channels before it, whatever the row holds there: their lanes' sums are discarded).
 // The output columns of the channels-last weight gradient's rows (NhwcWeightGradRow): each column's tap columns, and
 // the interior [interior_begin, interior_end) whose every tap reads inside the row.
 struct WeightGradColumns {
@@ -1070,6 +1068,15 @@ struct WeightGradColumns {
   }
 };
 
+// Parallel over channel blocks, one per thread, each summing over every output row of every image through
+// nhwc_weight_grad_row (cpu/nhwc_tiles.h: per vector of channels and run of taps, the sums in registers along the row;
+// on AVX-512 where avx512, cpu_nhwc_tiles_avx512). Each channel sums over (image, row, tap, column) in the same order
+// whatever the blocking, so the result is bitwise independent of the thread count. Per pixel and tap, a multiply-add
+// over the block's channels into sums in memory took 1.8-5.3x this time (benchmarks/RESULTS.md). With a multiplier,
+// each thread reads x's rows expanded (ExpandedRows, as conv_nhwc does), where NCHW copies of x and gy had been made.
+// gy_repeats > 1 (multiplier 1): gy has C / gy_repeats channels, its channel c / gy_repeats standing for channel c;
+// each thread expands its block's channels of each gy row into a row of C channels (the vector ending at the block's
+// end also reads channels before it, whatever the row holds there: their lanes' sums are discarded).
 template <typename scalar_t>
 void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* gy, acc_type<scalar_t>* gw,
                       bool avx512, int64_t gy_repeats) {
@@ -1152,23 +1159,20 @@ void weight_grad_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, c
                                      acc_type<scalar_t>* gw, bool avx512) {
   using acc_t = acc_type<scalar_t>;
   const int64_t V = avx512 ? kNhwcTilesAvx512Lanes : at::vec::Vectorized<acc_t>::size();
-  const int64_t channels = g.conv_out_channels, taps = g.kernel_volume(), vectors = (channels + V - 1) / V;
+  const int64_t channels = g.conv_out_channels, taps = g.kernel_volume();
   const int64_t in_volume = g.conv_in_volume(), out_volume = g.conv_out_volume(), out_w = g.conv_out_sizes[2];
   const int64_t out_h = g.conv_out_sizes[1], out_rows = g.conv_out_sizes[0] * out_h;
   TORCH_INTERNAL_ASSERT(channels >= V, "fastpad: channel blocks need a vector of channels");
-  const int64_t threads = at::get_num_threads();
-  const int64_t per_block = std::clamp<int64_t>(
-      kChannelBlockBytes / (in_volume * V * static_cast<int64_t>(sizeof(acc_t))), 1,
-      std::min({kChannelBlockVectors, channels / V, (vectors + threads - 1) / threads}));
-  const int64_t most = per_block * V, whole = vectors / per_block, rest = vectors % per_block;
-  const int64_t blocks = whole + (rest > 0 ? 1 : 0);
+  const int64_t threads = at::get_num_threads(), vectors = (channels + V - 1) / V;
+  const ChannelBlocks blocks(channels, V, in_volume, sizeof(acc_t), (vectors + threads - 1) / threads);
+  const int64_t most = blocks.most;
   const WeightGradColumns tap_cols(g);
-  at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, blocks.count, 1, [&](int64_t begin, int64_t end) {
     std::unique_ptr<acc_t[]> x_lanes(new acc_t[in_volume * most]), gy_lanes(new acc_t[out_volume * most]);
     std::vector<acc_t> sums(taps * most);
     std::vector<std::pair<int64_t, int64_t>> rows;
     for (int64_t b = begin; b < end; ++b) {
-      const int64_t lanes = b == whole ? rest * V : most, c0 = std::min(b * most, channels - lanes);
+      const int64_t lanes = blocks.lanes(b), c0 = blocks.first_channel(b);
       std::fill(sums.begin(), sums.end(), acc_t(0));
       for (int64_t n = 0; n < g.batch; ++n) {
         transpose_matrix(x + (n * channels + c0) * in_volume, in_volume, x_lanes.get(), lanes, lanes, in_volume);
