@@ -1146,14 +1146,13 @@ void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
   });
 }
 
-// The NCHW depthwise weight gradient with multiplier 1 over blocks of channels (cpu_depthwise_weight_grad_channel_blocks
-// in kernel_paths.h): parallel over blocks of whole vectors of channels, each summed by one thread over every image.
-// Per image, the block's x and gy planes are transposed into channels-last images and NhwcWeightGradRow's sums run
-// over each output row of them, as weight_grad_nhwc's do over a channels-last tensor: each channel's sums are the same
-// fused multiply-adds in the same order, whatever the blocking. A block holds up to kChannelBlockVectors vectors, as
-// many as keep its x image within kChannelBlockBytes, and no more than leave every thread a block; the vectors past
-// the last whole block are one block of their own that ends at C, which writes only the channels no block before it
-// holds.
+// The NCHW depthwise weight gradient with multiplier 1 over blocks of channels
+// (cpu_depthwise_weight_grad_channel_blocks in kernel_paths.h): parallel over blocks of whole vectors of channels
+// (ChannelBlocks: their x images within kChannelBlockBytes, and no more vectors a block than leave every thread one),
+// each summed by one thread over every image. Per image, the block's x and gy planes are transposed into
+// channels-last images and NhwcWeightGradRow's sums run over each output row of them, as weight_grad_nhwc's do over a
+// channels-last tensor: each channel's sums are the same fused multiply-adds in the same order, whatever the
+// blocking. The last block, which ends at C, writes only the channels no block before it holds.
 template <typename scalar_t>
 void weight_grad_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const scalar_t* gy,
                                      acc_type<scalar_t>* gw, bool avx512) {
