@@ -1050,6 +1050,21 @@ void conv_transpose_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_typ
   });
 }
 
+// Adds one output row's products to its sums (nhwc_weight_grad_row), on AVX-512 where avx512 (float accumulation
+// only): row(x_as, gy_as) builds the row's NhwcWeightGradRow over x_image and gy_row, as scalar_t or as its TileBits.
+template <typename scalar_t, typename Row>
+void add_weight_grad_row(const scalar_t* x_image, const scalar_t* gy_row, bool avx512, const Row& row) {
+  using acc_t = acc_type<scalar_t>;
+  if constexpr (std::is_same_v<acc_t, float>) {
+    if (avx512) {
+      using Bits = TileBits<scalar_t>;
+      nhwc_weight_grad_row_avx512(row(reinterpret_cast<const Bits*>(x_image), reinterpret_cast<const Bits*>(gy_row)));
+      return;
+    }
+  }
+  nhwc_weight_grad_row<AtenVectors<acc_t>>(row(x_image, gy_row));
+}
+
 // The output columns of the channels-last weight gradient's rows (NhwcWeightGradRow): each column's tap columns, and
 // the interior [interior_begin, interior_end) whose every tap reads inside the row.
 struct WeightGradColumns {
@@ -1126,15 +1141,7 @@ void weight_grad_nhwc(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
               c0, c0 + len, kw_count, g.conv_in_sizes[2], g.stride[2], g.dilation[2], out_w, tap_cols.columns.data(),
               tap_cols.interior_begin, tap_cols.interior_end};
         };
-        if constexpr (std::is_same_v<acc_t, float>) {
-          if (avx512) {
-            using Bits = TileBits<scalar_t>;
-            nhwc_weight_grad_row_avx512(
-                row(reinterpret_cast<const Bits*>(x_image), reinterpret_cast<const Bits*>(gy_row)));
-            continue;
-          }
-        }
-        nhwc_weight_grad_row<AtenVectors<acc_t>>(row(x_image, gy_row));
+        add_weight_grad_row(x_image, gy_row, avx512, row);
       }
       // Past the whole vectors, the vector ending at the block's end (first channel `tail`) kept its sums apart.
       const int64_t whole = len / lanes * lanes, tail = c0 + len - lanes;
@@ -1178,18 +1185,13 @@ void weight_grad_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, c
         transpose_matrix(gy + (n * channels + c0) * out_volume, out_volume, gy_lanes.get(), lanes, lanes, out_volume);
         for (int64_t row = 0; row < out_rows; ++row) {
           tap_rows(g, row / out_h, row % out_h, rows);
-          const NhwcWeightGradRow<acc_t, acc_t> row_sums{
-              x_lanes.get(), gy_lanes.get() + row * out_w * lanes, sums.data(), lanes, /*tail_column=*/0,
-              rows.data(), static_cast<int64_t>(rows.size()), lanes, 0, lanes, g.kernel[2], g.conv_in_sizes[2],
-              g.stride[2], g.dilation[2], out_w, tap_cols.columns.data(), tap_cols.interior_begin,
-              tap_cols.interior_end};
-          if constexpr (std::is_same_v<acc_t, float>) {
-            if (avx512) {
-              nhwc_weight_grad_row_avx512(row_sums);
-              continue;
-            }
-          }
-          nhwc_weight_grad_row<AtenVectors<acc_t>>(row_sums);
+          const auto row_sums = [&](const auto* x_as, const auto* gy_as) {  // the row, its values as x_as's
+            return NhwcWeightGradRow<std::remove_cv_t<std::remove_pointer_t<decltype(x_as)>>, acc_t>{
+                x_as, gy_as, sums.data(), lanes, /*tail_column=*/0, rows.data(), static_cast<int64_t>(rows.size()),
+                lanes, 0, lanes, g.kernel[2], g.conv_in_sizes[2], g.stride[2], g.dilation[2], out_w,
+                tap_cols.columns.data(), tap_cols.interior_begin, tap_cols.interior_end};
+          };
+          add_weight_grad_row(x_lanes.get(), gy_lanes.get() + row * out_w * lanes, avx512, row_sums);
         }
       }
       for (int64_t c = b * most - c0; c < lanes; ++c) {
