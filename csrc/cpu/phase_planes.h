@@ -280,26 +280,20 @@ class PhasePlanes {
 
  private:
   // `count` pixels of `lanes_` consecutive values each, pixel t at first + t * step, into consecutive positions: one
-  // run where the pixels are adjacent, else a loop of fixed length for a stem's few channels (a call per pixel made
-  // the gather of a 3-channel stem a sixth of its forward), else a vector copy per pixel.
+  // run where the pixels are adjacent, else a loop of fixed length for a few channels (with_fixed_run: a call per
+  // pixel made the gather of a 3-channel stem a sixth of its forward), else a vector copy per pixel.
   template <typename scalar_t>
   void copy_pixels(const scalar_t* first, int64_t step, acc_t* out, int64_t count) const {
-    const auto fixed = [&](auto lanes) {
+    if (step == lanes_) {
+      at::vec::convert(first, out, count * lanes_);
+      return;
+    }
+    const bool fixed = with_fixed_run(lanes_, [&](auto lanes) {
       for (int64_t t = 0; t < count; ++t) {
         for (int64_t lane = 0; lane < lanes; ++lane) out[t * lanes + lane] = static_cast<acc_t>(first[t * step + lane]);
       }
-    };
-    if (step == lanes_) {
-      at::vec::convert(first, out, count * lanes_);
-    } else if (lanes_ == 1) {
-      fixed(std::integral_constant<int64_t, 1>());
-    } else if (lanes_ == 2) {
-      fixed(std::integral_constant<int64_t, 2>());
-    } else if (lanes_ == 3) {
-      fixed(std::integral_constant<int64_t, 3>());
-    } else if (lanes_ == 4) {
-      fixed(std::integral_constant<int64_t, 4>());
-    } else {
+    });
+    if (!fixed) {
       for (int64_t t = 0; t < count; ++t) at::vec::convert(first + t * step, out + t * lanes_, lanes_);
     }
   }
