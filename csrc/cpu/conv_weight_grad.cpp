@@ -99,13 +99,19 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
   const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), work));
   auto partial = at::zeros({chunks, groups, out_per_group, pitch}, x.options().dtype(acc_dtype));
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
+  acc_t* partial_data = partial.template mutable_data_ptr<acc_t>();
 
   at::parallel_for(0, chunks * groups, 1, [&](int64_t begin, int64_t end) {
     std::vector<acc_t> cols(block_pitch * plan.buffer_positions());  // zeros: the padding columns stay so
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t chunk = item / groups, group = item % groups;
-      at::Tensor acc = partial[chunk][group];
-      for (int64_t job = chunk * work / chunks; job < (chunk + 1) * work / chunks; ++job) {
+    // Each chunk's jobs in order, and within a job the groups of this range: the job's input tile is read for every
+    // group while it is in cache (random066, a g=8 channels-last weight gradient: 0.93x on Zen 4, 0.74-0.77x on Zen 3), and each group's
+    // partial still sums its jobs in order, so the result is bitwise the same as group by group.
+    for (int64_t chunk = begin / groups; chunk * groups < end; ++chunk) {
+      const int64_t group_begin = std::max(begin, chunk * groups) - chunk * groups;
+      const int64_t group_end = std::min(end, (chunk + 1) * groups) - chunk * groups;
+      for (int64_t job = chunk * work / chunks; job < (chunk + 1) * work / chunks; ++job)
+      for (int64_t group = group_begin; group < group_end; ++group) {
+        acc_t* acc = partial_data + (chunk * groups + group) * out_per_group * pitch;
         const int64_t n = job / plan.tiles;
         const auto [pixel_begin, tile_pixels] = plan.tile(job % plan.tiles);
         const scalar_t* x_image = x_data + n * g.conv_in_volume() * g.conv_in_channels;
@@ -120,7 +126,7 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
               // One block: its padded pitch, zeros past the reduction; a block of several: its columns exactly.
               const int64_t columns = block_rows == tap_rows ? pitch : (row1 - row0) * row_values;
               ReductionTiles product{gy_float.const_data_ptr<float>(), gy_float.stride(1), gy_float.stride(0),
-                                     cols.data(), block_pitch, acc.data_ptr<float>() + row0 * row_values, pitch,
+                                     cols.data(), block_pitch, acc + row0 * row_values, pitch,
                                      out_per_group, columns, tile_pixels};
               product.depth_chunk = kWeightGradTilesDepth;
               tiles(product);
@@ -129,7 +135,9 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
           }
         }
         im2col_nhwc(g, x_image, group, pixel_begin, pixel_begin + tile_pixels, cols.data(), pitch);
-        acc.addmm_(gy.to(acc_dtype).t(), wrap_buffer(cols.data(), {tile_pixels, reduce}));
+        wrap_buffer(acc, {out_per_group, pitch})
+            .narrow(1, 0, reduce)
+            .addmm_(gy.to(acc_dtype).t(), wrap_buffer(cols.data(), {tile_pixels, reduce}));
       }
     }
   });
@@ -142,7 +150,6 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
       const int64_t rows = groups * out_per_group;
       auto grad = at::empty(std::is_same_v<scalar_t, float> ? weight_shape : at::IntArrayRef{rows, in_per_group, taps},
                             x.options().dtype(acc_dtype));
-      const float* partial_data = partial.template const_data_ptr<float>();
       float* grad_data = grad.template mutable_data_ptr<float>();
       at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
         std::vector<float> sum(reduce);
