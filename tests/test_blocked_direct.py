@@ -3,6 +3,7 @@ runs, in NCHW and channels-last, 1-3 spatial dims, every padding mode, float32 a
 reference with the output allocator poisoned; each case asserts the kernel it reaches. Also the run-time ISA choice
 (FASTPAD_CPU_ISA) and the FMA-peak microbenchmark behind `python -m fastpad bench`."""
 
+import math
 import os
 import platform
 import random
@@ -52,12 +53,31 @@ def transposed_reads_no_padding(case):
                for p in range(m) for t in range(k) if (p + lo - t * d) % s == 0)
 
 
+def takes_half_vector_tap_tiles(case, isa):
+    """Whether a (non-transposed) case the blocked kernel could take runs on the tap tiles instead, by kernel_paths.h's
+    cpu_tap_tiles_reason: at most half a vector of output channels per group on output rows of 14 or more (28 with a
+    stride), channels-last also with 4 taps per stride phase or more. (Its other reason, fewer than two vectors on
+    NCHW rows of 28 or more at stride 1, is out of reach of this file's random sizes.)"""
+    if case.transposed or isa == "baseline":
+        return False
+    lanes = 8 if isa == "avx2" else 16
+    stride = case.per_dim(case.stride)
+    phases = math.prod(stride)
+    taps = math.prod(case.per_dim(case.kernel))
+    wide_rows = case.conv_output_size()[-1] >= (28 if phases > 1 else 14)
+    few_channels = 2 * (case.out_channels // case.groups) <= lanes
+    enough_taps = case.layout != "channels_last" or taps >= 4 * phases
+    return few_channels and wide_rows and enough_taps and (case.in_channels // case.groups) * taps >= 8
+
+
 def blocked_path(case, isa):
-    """The blocked kernel a case reaches at `isa`: float32 channels-last convs whose padding no tap reads, and
+    """The blocked kernel a case reaches at `isa` (or the tap tiles, takes_half_vector_tap_tiles): float32 channels-last convs whose padding no tap reads, and
     transposed ones whose stride phases read none, read their input in place (cpu_blocked_no_planes_*); at
     avx512_bf16, the dot products take bfloat16 convs (not transposed ones) with an even number of input channels per
     group, and every other case AVX-512's float32 FMAs."""
     vector_isa = "avx512" if isa == "avx512_bf16" else isa
+    if takes_half_vector_tap_tiles(case, isa):
+        return f"cpu_tap_tiles_{vector_isa}"
     no_padding_read = transposed_reads_no_padding(case) if case.transposed else reads_no_padding(case)
     if case.layout == "channels_last" and case.dtype == "float32" and no_padding_read:
         return f"cpu_blocked_no_planes_{vector_isa}"
@@ -380,7 +400,10 @@ def random_few_channels_case(rng):
         # NCHW grouped transposed convs with up to 4 x and 2-16 y channels per group take cpu_grouped_planes
         # (tests/test_phase_planes.py, tests/code_paths.py).
         grouped_planes = nchw and transposed and groups > 1 and 1 < out_per_group <= 16 and in_per_group <= 4
-        if not depthwise and not grouped_expanded and not grouped_planes and (
+        # Channels-last transposed convs with one x and up to 4 y channels per group take the depthwise phases
+        # (kernel_paths.h's kDepthwisePhasesMaxYPerX; tests/test_conv_transpose.py).
+        depthwise_phases = transposed and not nchw and in_per_group == 1 and out_per_group <= 4
+        if not depthwise and not grouped_expanded and not grouped_planes and not depthwise_phases and (
                 (nchw and not transposed and groups > 1) or blocked_transposed):
             break
     dilation = tuple(rng.randint(1, 2) for _ in range(dims))
