@@ -631,9 +631,10 @@ def test_the_fma_peak_bounds_what_the_gemms_reach():
     (cpu/reduction_tiles.h) reached 70-73% of it on the 2-core AMD Zen 5 fastpad is developed on, 48-53% on a 2-core
     Sapphire Rapids class Xeon (44% in one CI run there, which failed a bound at 45%), and no GEMM may exceed it. When
     the compiler merged the microbenchmark's twelve FMA chains into one (all started from the same value), the peak
-    read 2.5-3x too high, which puts the tiles under 30% of it: the bound is 35%. (Torch's sgemm is no such witness
-    there: MKL takes its generic AVX2 kernel on that CPU and reached 39-41% of the peak, so a bound at 40% failed
-    by chance.)"""
+    read 2.5-3x too high, which puts the tiles under 30% of it (and torch's sgemm, 37-42% of the true peak there,
+    under 17%): the faster of the two must reach 35%. (On a 2-core AMD Zen 3, AVX2 only, the tiles reached 41-48% and
+    sgemm 60-77% alone, but 34% and 44% late in a full test run on that noisy host, which failed a bound on the tiles
+    alone. On Sapphire Rapids, MKL takes its generic AVX2 kernel and reached 39-41%.)"""
     if machine_isa() == "baseline":
         pytest.skip("the FMA peak is measured with AVX2 or AVX-512")
     if "libasan" in os.environ.get("LD_PRELOAD", ""):
@@ -656,8 +657,8 @@ def test_the_fma_peak_bounds_what_the_gemms_reach():
     a, b = torch.randn(1536, 1536), torch.randn(1536, 1536)
     sgemm = best_gflops(lambda: a @ b, 2 * 1536 ** 3)
     message = f"FMA peak {peak:.0f} GFLOP/s, fastpad's tiles {tiles:.0f}, torch's sgemm {sgemm:.0f}"
-    assert 0.35 * peak <= tiles <= 1.05 * peak, message
-    assert sgemm <= 1.05 * peak, message
+    assert 0.35 * peak <= max(tiles, sgemm), message
+    assert tiles <= 1.05 * peak and sgemm <= 1.05 * peak, message
 
 
 def test_a_bad_isa_cap_names_the_variable_and_value():
