@@ -71,10 +71,10 @@ def takes_half_vector_tap_tiles(case, isa):
 
 
 def blocked_path(case, isa):
-    """The blocked kernel a case reaches at `isa` (or the tap tiles, takes_half_vector_tap_tiles): float32 channels-last convs whose padding no tap reads, and
-    transposed ones whose stride phases read none, read their input in place (cpu_blocked_no_planes_*); at
-    avx512_bf16, the dot products take bfloat16 convs (not transposed ones) with an even number of input channels per
-    group, and every other case AVX-512's float32 FMAs."""
+    """The blocked kernel a case reaches at `isa` (or the tap tiles, takes_half_vector_tap_tiles): float32
+    channels-last convs whose padding no tap reads, and transposed ones whose stride phases read none, read their input
+    in place (cpu_blocked_no_planes_*); at avx512_bf16, the dot products take bfloat16 convs (not transposed ones) with
+    an even number of input channels per group, and every other case AVX-512's float32 FMAs."""
     vector_isa = "avx512" if isa == "avx512_bf16" else isa
     if takes_half_vector_tap_tiles(case, isa):
         return f"cpu_tap_tiles_{vector_isa}"
