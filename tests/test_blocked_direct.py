@@ -60,7 +60,7 @@ def takes_half_vector_tap_tiles(case, isa):
     NCHW rows of 28 or more at stride 1, is out of reach of this file's random sizes.)"""
     if case.transposed or isa == "baseline":
         return False
-    lanes = 8 if isa == "avx2" else 16
+    lanes = BLOCK[isa][1]
     stride = case.per_dim(case.stride)
     phases = math.prod(stride)
     taps = math.prod(case.per_dim(case.kernel))
