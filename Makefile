@@ -46,10 +46,11 @@ $(STAMP).packages: Makefile
 	$(PIP) install -q --no-deps keras==3.15.1 absl-py==2.5.1 namex==0.1.0 optree==0.20.0 rich==15.0.0 h5py==3.16.0
 	mkdir -p $(@D) && touch $@
 
+# The 15 slowest tests are listed at the end (--durations), to keep CI's 30-minute budget in view on slow hosts.
 # Then tests/test_cuda.py once more on the CPU kernels (FASTPAD_CUDA_TESTS_ON_CPU=1, about 30 s): on a machine without
 # a GPU that module would only skip, and this runs its own logic (cases, references, tolerances) everywhere.
 test: install
-	$(PYTHON) -m pytest tests -q
+	$(PYTHON) -m pytest tests -q --durations=15
 	FASTPAD_CUDA_TESTS_ON_CPU=1 $(PYTHON) -m pytest tests/test_cuda.py -q -p no:cacheprovider
 
 # The CPU kernels built with AddressSanitizer and UBSan (in build/sanitize/), under a subset of the tests.
