@@ -126,8 +126,9 @@ def test_backward_peak_memory(case):
 # --------------------------------------------------------------------------------------------
 # Long rows: no buffer grows with the row (docs/DESIGN.md section 5; their results: tests/test_long_rows.py).
 
-# One forward call over 2 x 64 x `length` float32 samples, 'same' with 4 taps (pads (1, 2), fastpad's own kernels):
-# the growth of the peak resident set, and the input's and output's bytes.
+# One forward call over `batch` x 64 x `length` float32 samples to `out_channels` channels (batch 2 and 64 channels
+# unless a fifth and a fourth argument say otherwise), 'same' with 4 taps (pads (1, 2), fastpad's own kernels): the kernel path on one line, then the growth of
+# the peak resident set, and the input's and output's bytes.
 LONG_ROW_SCRIPT = r"""
 import sys
 import torch
@@ -138,7 +139,16 @@ def peak_bytes():
         return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
 
 op, padding_mode, length = sys.argv[1], sys.argv[2], int(sys.argv[3])
-x, w = torch.randn(2, 64, length), torch.randn(64, 64, 4)
+out_channels = int(sys.argv[4]) if len(sys.argv) > 4 else 64
+batch = int(sys.argv[5]) if len(sys.argv) > 5 else 2
+x = torch.randn(batch, 64, length)
+if op == "conv1d":
+    w = torch.randn(out_channels, 64, 4)
+    pads = fastpad.same_padding((length,), 4, 1)
+    print(torch.ops.fastpad._conv_path(x, w, None, [1], [pads[0][0]], [pads[0][1]], [1], 1, padding_mode, "cpu"))
+else:
+    w = torch.randn(64, out_channels, 4)
+    print(torch.ops.fastpad._conv_transpose_path(x, w, None, [1], [1], [length], [1], 1, "zeros", "cpu"))
 with torch.no_grad():
     before = peak_bytes()
     if op == "conv1d":
