@@ -361,6 +361,27 @@ constexpr int64_t kTorchMaxElements = int64_t(1) << 24;
 // 0.18 ms in fastpad's; 27 M multiply-adds of 9x38x7x7 k6 s2 took 0.90 ms through torch's, 1.68 ms in fastpad's).
 constexpr int64_t kTorchMinMultiplyAdds = int64_t(1) << 24;
 
+// Whether a channels-last bfloat16 problem that torch's padding expresses goes to torch's convolution on a CPU with
+// AVX512_BF16, where oneDNN multiplies bfloat16 with dot products and fastpad's kernels would run in float: one group,
+// and
+// - conv: an odd number of input channels (fastpad's dot-product kernel, cpu_blocked_direct's Avx512Bf16 variant,
+//   takes pairs of them and was as fast as torch's: 0.56-1.18x);
+// - conv_transpose (fastpad has no dot-product kernel for it): 2-d, strides of at most 2 with at least as many taps
+//   (torch's strided or 3-d bfloat16 deconvolutions ran up to 11x fastpad's time: a 3 -> 122 channel 3-d k4 one), and
+//   kChannelsLastBf16TorchMinYChannels y channels or more (3-16 y channels: 0.54-5.4x).
+// bfloat16 channels-last calls this moves, the op alone, 2 cores (Zen 4), interleaved, torch's time over fastpad's
+// (benchmarks/RESULTS.md): 42 calls of random seeds 1-16 and the suite 0.18-1.43x, geomean 0.54 (the UNet transposed
+// convs 0.46-0.48; above 1.0 a 5 -> 259 channel k4x2 s2 transposed conv, 1.16x, and a 3-d conv to 3 channels, 1.43x);
+// held out, seeds 17-24, 20 calls 0.37-0.74x, geomean 0.51.
+constexpr int64_t kChannelsLastBf16TorchMinYChannels = 17;
+inline bool cpu_channels_last_bf16_to_torch(const ConvGeometry& g, bool transposed) {
+  if (g.groups != 1) return false;
+  if (!transposed) return g.conv_in_channels % 2 != 0;
+  bool small_strides = g.kernel[0] == 1 && g.stride[0] == 1;  // 2-d
+  for (int d = 1; d < kMaxSpatial; ++d) small_strides = small_strides && g.stride[d] <= 2 && g.kernel[d] >= g.stride[d];
+  return small_strides && g.conv_in_channels >= kChannelsLastBf16TorchMinYChannels;
+}
+
 // The CPU conv and conv_transpose problems fastpad's own kernels leave to torch (see torch_pads_match): NCHW, not
 // depthwise, between kTorchMinMultiplyAdds and kTorchMaxElements, with channels on both sides (torch rejects an empty
 // reduction), and not a strided 1x1 kernel (1x313x96x96 -> 3 channels, stride 3: 5.6 ms through torch's, 1.6 ms
@@ -372,14 +393,17 @@ constexpr int64_t kTorchMinMultiplyAdds = int64_t(1) << 24;
 // and 0.91x on resnet50.dense_k3s1_c64 even with fastpad's dot-product kernel.
 // Channels-last stays with fastpad: torch 2.13's CPU convolution backward in channels-last gave wrong weight
 // gradients (1x1 stride 3 over 15x18), NaN input gradients (3x3 stride 2 pads 1 over 57x57) and, for one random
-// shape, did not return.
+// shape, did not return; except bfloat16 on AVX512_BF16 (cpu_channels_last_bf16_to_torch), whose forward (conv, or
+// conv_transpose: what fastpad asks of torch) runs there natively.
 inline bool cpu_leaves_to_torch(const ConvGeometry& g, bool channels_last, bool pads_match, bool reduced_precision,
-                                CpuIsa isa) {
+                                CpuIsa isa, bool transposed) {
   const int64_t elements =
       g.batch * (g.conv_in_channels * g.conv_in_volume() + g.conv_out_channels * g.conv_out_volume());
   const int64_t multiply_adds = conv_multiply_adds(g);
   const bool strided_1x1 = g.kernel_volume() == 1 && g.stride[0] * g.stride[1] * g.stride[2] > 1;
-  return pads_match && (!reduced_precision || isa == CpuIsa::Avx512Bf16) && !channels_last &&
+  const bool bf16_dot_products = reduced_precision && isa == CpuIsa::Avx512Bf16;
+  return pads_match && (!reduced_precision || bf16_dot_products) &&
+         (!channels_last || (bf16_dot_products && cpu_channels_last_bf16_to_torch(g, transposed))) &&
          !cpu_depthwise(g, channels_last) &&
          elements <= kTorchMaxElements &&
          multiply_adds >= kTorchMinMultiplyAdds && !strided_1x1 && g.conv_in_channels > 0 && g.conv_out_channels > 0;
@@ -776,7 +800,9 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
     return !channels_last && cuda::halo_plan(g, element_bytes).fits ? ConvPath::CudaDepthwiseHalo
                                                                      : ConvPath::CudaDirect;
   }
-  if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g), reduced_precision, isa)) return ConvPath::CpuTorch;
+  if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g), reduced_precision, isa, /*transposed=*/false)) {
+    return ConvPath::CpuTorch;
+  }
   const bool avx512_tiles = cpu_nhwc_conv_tiles_avx512(g, channels_last, isa, element_bytes, reduced_precision);
   if (cpu_depthwise(g, channels_last, /*expanded_rows=*/true)) {
     if (cpu_depthwise_channel_blocks(g, channels_last, element_bytes, avx512_tiles)) {
@@ -976,7 +1002,7 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
     if (g.conv_out_channels_per_group() < cuda::kPhaseGemmMinChannels) return ConvTransposePath::CudaDirectGather;
     return g.mode == PaddingMode::Zeros ? ConvTransposePath::CudaPhaseGemm : ConvTransposePath::CudaPhaseGemmFold;
   }
-  if (!cpu_leaves_to_torch(g, channels_last, torch_crop_matches(g), reduced_precision, isa)) {
+  if (!cpu_leaves_to_torch(g, channels_last, torch_crop_matches(g), reduced_precision, isa, /*transposed=*/true)) {
     return choose_cpu_own_transpose_path(g, channels_last, element_bytes, reduced_precision, isa, weight_finite);
   }
   // torch's own transposed convolution takes the call where it measured faster than fastpad's own kernels.
