@@ -210,7 +210,6 @@ def test_reduced_precision_goes_to_torch_only_where_bfloat16_is_native(dtype, is
                                                        *transpose_args) == "cpu_torch") == to_torch
 
 
-
 # bfloat16 channels-last problems whose zero pads (or crop) torch expresses: (op, x channels, y channels, groups,
 # stride, kernel, whether torch takes it on AVX512_BF16). fastpad keeps convs with an even number of input channels
 # (its dot-product kernel), grouped problems, and transposed convs to fewer than 17 y channels, at a stride above 2, or
@@ -253,6 +252,7 @@ def test_channels_last_bfloat16_goes_to_torch_where_fastpad_would_run_float(op, 
     assert (path == "cpu_torch") == (to_torch and isa == "avx512_bf16"), path
     assert y.is_contiguous(memory_format=torch.channels_last)
     assert_matches(y, expected, torch.bfloat16)
+
 
 def transpose_path(x, w, crop, out_size, isa, stride=1):
     """conv_transpose's CPU path for x (NCHW or channels-last) and w at the ISA, zeros mode, one group."""

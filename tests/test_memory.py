@@ -127,8 +127,8 @@ def test_backward_peak_memory(case):
 # Long rows: no buffer grows with the row (docs/DESIGN.md section 5; their results: tests/test_long_rows.py).
 
 # One forward call over `batch` x 64 x `length` float32 samples to `out_channels` channels (batch 2 and 64 channels
-# unless a fifth and a fourth argument say otherwise), 'same' with 4 taps (pads (1, 2), fastpad's own kernels): the kernel path on one line, then the growth of
-# the peak resident set, and the input's and output's bytes.
+# unless a fifth and a fourth argument say otherwise), 'same' with 4 taps (pads (1, 2), fastpad's own kernels): the
+# kernel path on one line, then the growth of the peak resident set, and the input's and output's bytes.
 LONG_ROW_SCRIPT = r"""
 import sys
 import torch
