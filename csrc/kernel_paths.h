@@ -197,10 +197,10 @@ inline bool cpu_depthwise_channel_blocks(const ConvGeometry& g, bool channels_la
 // With a multiplier m (one y and m x channels per group), each phase conv reduces over its y channel's m x channels,
 // read from x rows expanded per thread (ExpandedRows, as a grouped conv's: each y channel's lane reads its group's
 // x channels in turn) within kExpandedRowsMaxBytes. Under kDepthwisePhasesMinYChannels y channels (a vector of AVX2
-// floats) the tiles give way to a per-pixel loop: then only where few_y_channels (in place of the grouped scatter,
-// which loops per pixel too; choose_cpu_own_transpose_path). Random channels-last layers, float32, 2 cores, the op
-// alone, interleaved against the path before: 1.39-4.36x faster on 10 calls of seeds 1-16 with 9-188 y channels (in
-// place of the blocked kernel, the scatter and the GEMM + col2im); with 7, 1.83x faster than the scatter (a 1x1
+// floats) the tiles give way to a per-pixel loop: then only where instead_of_grouped_scatter (in place of the grouped
+// scatter, which loops per pixel too; choose_cpu_own_transpose_path). Random channels-last layers, float32, 2 cores,
+// the op alone, interleaved against the path before: 1.39-4.36x faster on 10 calls of seeds 1-16 with 9-188 y channels
+// (in place of the blocked kernel, the scatter and the GEMM + col2im); with 7, 1.83x faster than the scatter (a 1x1
 // kernel over 189 x 189) and 0.45x the blocked kernel's speed (a 7x3 kernel over x rows of 13).
 constexpr int64_t kDepthwisePhasesMinColumns = 24;
 constexpr int64_t kDepthwisePhasesMinYChannels = 8;
@@ -216,13 +216,22 @@ constexpr int64_t kDepthwisePhasesMinYChannels = 8;
 // set on seeds 1-16, the 4 calls of seeds 17-24 0.33-0.43x; AVX2 and bfloat16 0.25-0.74x on 7); R = 17 0.42x the
 // GEMM + col2im's (random050 of seed 2, replicate: folded, below); R = 7, 16 and 102 1.17-2.14x the tap tiles' and
 // the folded blocked conv's (seeds 9-16), which keep them.
+// In place of the grouped scatter (instead_of_grouped_scatter, cpu_grouped_expanded_transpose), also with more than
+// one channel per group on both sides: each phase conv is then the grouped conv that cpu_grouped_expanded runs forward
+// (the same NhwcRows over ExpandedRows), written in place, where the scatter loads and stores y per tap and x pixel.
+// Random channels-last layers, float32, 2 cores (Zen 4), the op alone, interleaved against the scatter
+// (benchmarks/RESULTS.md): 0.51-0.52x its time on the 2 calls of seeds 1-8 and the suite, 0.33-0.78x on the 3 of
+// seeds 9-24 (held out); AVX2 0.45-0.93x (5 calls of seeds 1-24), bfloat16 0.32x (1).
 constexpr int64_t kDepthwisePhasesMaxYPerX = 4;
-inline bool cpu_depthwise_phases(const ConvGeometry& g, bool channels_last, bool few_y_channels = false) {
+inline bool cpu_depthwise_phases(const ConvGeometry& g, bool channels_last, bool instead_of_grouped_scatter = false) {
   const bool one_y_channel = g.conv_in_channels == g.groups, one_x_channel = g.conv_out_channels == g.groups;
-  if (!channels_last || g.mode != PaddingMode::Zeros || !(one_y_channel || one_x_channel)) return false;
+  const bool grouped = instead_of_grouped_scatter && g.groups > 1;
+  if (!channels_last || g.mode != PaddingMode::Zeros || !(one_y_channel || one_x_channel || grouped)) return false;
   if (g.stride[2] > 1 && g.conv_in_sizes[2] < kDepthwisePhasesMinColumns * g.stride[2]) return false;
   if (one_y_channel && one_x_channel) return true;
-  if (g.conv_in_channels < kDepthwisePhasesMinYChannels && (!few_y_channels || !one_y_channel)) return false;
+  if (g.conv_in_channels < kDepthwisePhasesMinYChannels && (!instead_of_grouped_scatter || !one_y_channel)) {
+    return false;
+  }
   for (int64_t phase = 0; phase < transpose_phase_count(g); ++phase) {
     if (expanded_rows_bytes(transpose_phase_as_conv(g, phase).conv) > kExpandedRowsMaxBytes) return false;
   }
@@ -274,8 +283,9 @@ inline bool cpu_nhwc_conv_tiles_avx512(const ConvGeometry& g, bool channels_last
 // kernel over expanded rows (cpu_grouped_expanded): each output channel's lane reads its own group's input channels,
 // so every lane of a vector of output channels is a real one, where the blocked kernel puts one group's output channels
 // in a vector of their own (2 per group: an eighth of AVX-512's lanes). But the expanded rows hold the input times the
-// output channels per group, each value copied one by one and then loaded once per tap that reads it, from a cache
-// that mostly outgrows L1; and the blocked kernel's tiles run better the longer a group's reduction. So only where
+// output channels per group, each value written once per output channel of its group and loaded once per tap that
+// reads it, from a cache that mostly outgrows L1; and the blocked kernel's tiles run better the longer a group's
+// reduction. So only where
 // - a group has at most kGroupedExpandedMaxOutChannels output channels, and at most kGroupedExpandedMaxGroupWeights
 //   weights per tap (input x output channels per group);
 // - the kernel has at least kGroupedExpandedMinTapsPerStride taps for each input position the strides step over
@@ -285,6 +295,8 @@ inline bool cpu_nhwc_conv_tiles_avx512(const ConvGeometry& g, bool channels_last
 // Random layers, float32, 2 cores, interleaved, against the blocked kernel: inside these bounds 0.32-0.97x its time on
 // 14 layers of seeds 1-9; outside, 4 per group 0.91-7.2x and 5-14 per group 1.4-4.7x (14 layers), 4 taps at stride 3x3
 // 1.07x, 16 taps at 3x3 1.18x, 46 and 50 weights per tap 1.13x and 1.35x.
+// (These bounds were set when the expansion gathered value by value; reading each input value once and writing it m
+// times took 0.62-0.90x the op's time on the 17 convs of random seeds 1-8 this takes.)
 constexpr int64_t kGroupedExpandedMaxOutChannels = 3;
 constexpr int64_t kGroupedExpandedMaxGroupWeights = 40;
 constexpr int64_t kGroupedExpandedMinTapsPerStride = 2;
@@ -741,12 +753,12 @@ inline bool folded_transpose_fits(const ConvGeometry& g) {
 // 2 channels over 49 taps 1.16x.
 constexpr int64_t kDepthwisePhasesFoldedMinTaps = 20;
 inline bool cpu_depthwise_phases_folded(const ConvGeometry& g, bool channels_last, bool reduced_precision,
-                                        bool few_y_channels = false) {
+                                        bool instead_of_grouped_scatter = false) {
   const bool multiplier = g.conv_in_channels > g.groups || g.conv_out_channels > g.groups;
   return g.mode != PaddingMode::Zeros && !reduced_precision && folded_transpose_fits(g) &&
          (multiplier ||
           (g.kernel_volume() >= kDepthwisePhasesFoldedMinTaps && g.conv_in_channels >= kDepthwisePhasesMinYChannels)) &&
-         cpu_depthwise_phases(full_transpose_geometry(g), channels_last, few_y_channels);
+         cpu_depthwise_phases(full_transpose_geometry(g), channels_last, instead_of_grouped_scatter);
 }
 
 // What the CUDA choice needs beyond the geometry: whether the input's channels load as aligned 16-byte vectors
@@ -893,9 +905,9 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
     }
     return avx512_tiles ? ConvTransposePath::CpuDepthwisePhasesAvx512 : ConvTransposePath::CpuDepthwisePhases;
   };
-  const auto phases_path = [&](bool few_y_channels) -> std::optional<ConvTransposePath> {
-    if (cpu_depthwise_phases(g, channels_last, few_y_channels)) return depthwise_phases(/*folded=*/false);
-    if (cpu_depthwise_phases_folded(g, channels_last, reduced_precision, few_y_channels)) {
+  const auto phases_path = [&](bool instead_of_grouped_scatter) -> std::optional<ConvTransposePath> {
+    if (cpu_depthwise_phases(g, channels_last, instead_of_grouped_scatter)) return depthwise_phases(/*folded=*/false);
+    if (cpu_depthwise_phases_folded(g, channels_last, reduced_precision, instead_of_grouped_scatter)) {
       return depthwise_phases(/*folded=*/true);
     }
     return std::nullopt;
@@ -905,7 +917,7 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
   const bool many_y_per_x =
       g.conv_out_channels == g.groups && g.conv_in_channels_per_group() > kDepthwisePhasesMaxYPerX;
   if (!many_y_per_x) {
-    if (const auto path = phases_path(/*few_y_channels=*/false)) return *path;
+    if (const auto path = phases_path(/*instead_of_grouped_scatter=*/false)) return *path;
   }
   if (const auto path = cpu_depthwise_channel_blocks_transpose(g, channels_last, isa, element_bytes,
                                                                reduced_precision)) {
@@ -926,7 +938,7 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
                        cpu_blocked_no_planes_transpose_few_x_channels(g, channels_last, reduced_precision, isa,
                                                                       element_bytes);
   if (cpu_grouped_expanded_transpose(g, channels_last) && (folded || !blocked)) {
-    if (const auto path = phases_path(/*few_y_channels=*/true)) return *path;
+    if (const auto path = phases_path(/*instead_of_grouped_scatter=*/true)) return *path;
     return ConvTransposePath::CpuGroupedExpanded;
   }
   const bool tiles = cpu_reduction_tiles(isa, element_bytes), avx512 = isa >= CpuIsa::Avx512;
@@ -952,7 +964,7 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
     return folded ? ConvTransposePath::CpuBlockedFoldedAvx2 : ConvTransposePath::CpuBlockedAvx2;
   }
   if (many_y_per_x) {
-    if (const auto path = phases_path(/*few_y_channels=*/false)) return *path;
+    if (const auto path = phases_path(/*instead_of_grouped_scatter=*/false)) return *path;
   }
   if (!cpu_phase_plane_transpose_shape(g, channels_last) || !weight_finite()) return gemm_col2im;
   // So do NCHW calls with kCol2imMinXChannels x channels per group or more on AVX-512 in float32: one GEMM over x's

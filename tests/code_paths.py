@@ -187,12 +187,13 @@ CODE_PATHS = {
                                           kernels=_kernels("cpu_depthwise", "cpu_depthwise_channel_block_phases",
                                                            "cpu_depthwise_channel_blocks")),
     # Channels-last with 2 input and 2 output channels per group: the depthwise kernel's rows expanded per group, and
-    # for the input gradient its scatter over x pixels expanded per group.
-    "2d_grouped_two_channels_channels_last_reflect": _path(False, (20, 21), 16, 16, 3, groups=8, channels_last=True,
-                                                           padding_mode="reflect",
-                                                           kernels=_kernels("cpu_grouped_expanded",
-                                                                            "cpu_grouped_expanded",
-                                                                            "cpu_tap_dots")),
+    # for the input gradient at stride 2 (rows of 21, too short for the stride phases) its scatter over x pixels
+    # expanded per group.
+    "2d_grouped_two_channels_channels_last_reflect_s2": _path(False, (20, 21), 16, 16, 3, groups=8, stride=2,
+                                                              channels_last=True, padding_mode="reflect",
+                                                              kernels=_kernels("cpu_grouped_expanded",
+                                                                               "cpu_grouped_expanded",
+                                                                               "cpu_tap_dots")),
     "1d_transposed_symmetric_crop": _path(True, (20_000,), 16, 8, 4, stride=2, kernels=TORCH),
     "1d_transposed_strided_symmetric_crop": _path(True, (300,), 16, 16, 4, stride=2,
                                                   kernels=_kernels("cpu_tap_gemms", "cpu_phase_planes",
@@ -377,11 +378,13 @@ CODE_PATHS.update({
                                             isa="avx512",
                                             kernels=_kernels("cpu_depthwise_channel_blocks_avx512", "cpu_depthwise",
                                                              "cpu_depthwise_channel_blocks_avx512")),
+    # ... and at stride 1 its input gradient runs as the grouped conv its stride phase is (the forward's expanded rows),
+    # over the full transposed conv, then folded.
     "2d_grouped_two_channels_channels_last_reflect_avx512": _path(False, (20, 21), 32, 32, 3, groups=16,
                                                                   channels_last=True, padding_mode="reflect",
                                                                   isa="avx512",
                                                                   kernels=_kernels("cpu_grouped_expanded_avx512",
-                                                                                   "cpu_grouped_expanded",
+                                                                                   "cpu_depthwise_phases_folded_avx512",
                                                                                    "cpu_tap_dots")),
 })
 # A channels-last depthwise conv with a multiplier of 2 in reflect mode: its input gradient (2 x channels per y

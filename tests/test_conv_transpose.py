@@ -773,11 +773,13 @@ def test_crop_past_the_full_extent(batch, device):
 
 # (transposed, size, c_in, c_out, kernel, stride, groups, mode, batch, dtype): channels-last problems whose transposed
 # op (a conv's input gradient, or a transposed conv's forward) has 1-6 x and 1-6 y channels per group, at most 6
-# weights per tap of a group, and runs depthwise.cpp's scatter over x pixels expanded per group: 2 x 2 reflect at
-# stride 2, a depthwise conv with multiplier 6 in replicate, 3-d circular in bfloat16, 6 y channels per group over 36
-# (two channel blocks) at stride 3, and a transposed conv's forward with 3 x and 2 y channels per group.
+# weights per tap of a group, and runs depthwise.cpp's scatter over x pixels expanded per group, where the stride
+# phases do not take it (rows under 24 per column phase, under 8 y channels, or bfloat16 in another mode than zeros):
+# 2 x 2 reflect at stride 2, 2 y and 3 x channels per group (6 y channels) in replicate, 3-d circular in bfloat16, 6 y
+# channels per group over 36 (two channel blocks) at stride 3, and a transposed conv's forward with 3 x and 2 y
+# channels per group.
 GROUPED_EXPANDED_TRANSPOSE = [(False, (20, 21), 16, 16, 3, 2, 8, "reflect", 2, torch.float32),
-                              (False, (9, 11), 10, 15, 4, 1, 5, "replicate", 3, torch.float64),
+                              (False, (9, 11), 6, 9, 4, 1, 3, "replicate", 3, torch.float64),
                               (False, (6, 7, 8), 9, 6, 3, 2, 3, "circular", 2, torch.bfloat16),
                               (False, (13, 17), 36, 6, 5, 3, 6, "zeros", 2, torch.float32),
                               (True, (7, 9), 12, 8, 3, 2, 4, "zeros", 2, torch.float64)]
@@ -802,25 +804,60 @@ def test_channels_last_grouped_expanded_transpose(transposed, size, c_in, c_out,
 def test_channels_last_grouped_expanded_transpose_bounds():
     """kernel_paths.h's cpu_grouped_expanded_transpose: at most 6 weights per tap of a group (2 x 4 keep the GEMM +
     col2im), channels-last with several groups only, and not where the zeros-mode blocked conv takes the problem (a
-    stride-1 k3 with 2 x and 2 y channels per group: the blocked kernel in zeros, the expanded scatter in reflect); with
-    one y channel per group the depthwise phases take it instead, in reflect over the full transposed conv, then
-    folded."""
-    def path(x_channels, y_channels, groups, stride, mode, channels_last=True):
-        x = torch.randn(2, x_channels, 12, 13)
+    stride-1 k3 with 2 x and 2 y channels per group: the blocked kernel in zeros). Within them the stride phases take
+    it where they can (cpu_depthwise_phases: here at stride 1, and at stride 2 over x rows of 13, 26 y columns, under
+    24 per column phase, only the scatter), in reflect over the full transposed conv, then folded, except in bfloat16,
+    and with one y channel per group as well. Asked at AVX2."""
+    def path(x_channels, y_channels, groups, stride, mode, channels_last=True, dtype=torch.float32):
+        x = torch.randn(2, x_channels, 12, 13, dtype=dtype)
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        w = torch.randn(x_channels, y_channels // groups, 3, 3)
+        w = torch.randn(x_channels, y_channels // groups, 3, 3, dtype=dtype)
         out_size = [(12 - 1) * stride + 1, (13 - 1) * stride + 1]
-        return torch.ops.fastpad._conv_transpose_path(x, w, None, [stride] * 2, [1, 1], out_size, [1, 1], groups,
-                                                      mode, "cpu")
+        with cpu_isa_limit("avx2"):
+            return torch.ops.fastpad._conv_transpose_path(x, w, None, [stride] * 2, [1, 1], out_size, [1, 1], groups,
+                                                          mode, "cpu")
     assert path(16, 24, 8, 2, "zeros") == "cpu_grouped_expanded"  # 2 x 3
     assert path(32, 16, 8, 2, "zeros") != "cpu_grouped_expanded"  # 4 x 2
     assert path(16, 24, 8, 2, "zeros", channels_last=False) != "cpu_grouped_expanded"
     assert path(16, 24, 1, 2, "zeros") != "cpu_grouped_expanded"
     assert path(16, 16, 8, 1, "zeros").startswith("cpu_blocked")
-    assert path(16, 16, 8, 1, "reflect") == "cpu_grouped_expanded"
+    assert path(16, 16, 8, 1, "reflect") == "cpu_depthwise_phases_folded"
+    assert path(16, 16, 8, 1, "reflect", dtype=torch.bfloat16) == "cpu_grouped_expanded"
     assert path(16, 8, 8, 1, "zeros") == "cpu_depthwise_phases"
     assert path(16, 8, 8, 1, "reflect") == "cpu_depthwise_phases_folded"
+
+
+# (transposed, size, c_in, c_out, kernel, stride, groups, mode, dtype): channels-last problems whose transposed op has
+# more than one x and more than one y channel per group within cpu_grouped_expanded_transpose's bounds, which run as
+# the grouped convs their stride phases are (cpu_depthwise_phases; in another mode than zeros over the full transposed
+# conv, then folded): random072 of seed 2 (a conv's input gradient, 2 x 2 per group, k7x2 s2 in replicate over rows
+# of 59), its zeros twin in bfloat16, 3 y and 2 x channels per group at stride 1 in circular, and a transposed conv's
+# forward with 3 x and 2 y channels per group at stride 2 (y rows of 52) in float64.
+GROUPED_TRANSPOSE_PHASES = [(False, (40, 59), 32, 32, (7, 2), 2, 16, "replicate", torch.float32, "_folded"),
+                            (False, (40, 59), 32, 32, (7, 2), 2, 16, "zeros", torch.bfloat16, ""),
+                            (False, (11, 30), 24, 16, 3, 1, 8, "circular", torch.float32, "_folded"),
+                            (True, (9, 26), 12, 8, 3, 2, 4, "zeros", torch.float64, "")]
+
+
+@pytest.mark.parametrize("transposed, size, c_in, c_out, kernel, stride, groups, mode, dtype, folded",
+                         GROUPED_TRANSPOSE_PHASES)
+def test_channels_last_grouped_transpose_stride_phases(transposed, size, c_in, c_out, kernel, stride, groups, mode,
+                                                       dtype, folded):
+    """The transposed op takes the stride phases (at AVX2 and this CPU's ISA, whose AVX-512 tiles take 16 y channels
+    or more, or 9-15 in float32); the output and gradients match the float64 reference, outputs poisoned."""
+    case = ConvCase(transposed, size, c_in, c_out, kernel, stride, "same", groups=groups, padding_mode=mode,
+                    layout="channels_last")
+    y_channels = c_out if transposed else c_in
+    for isa in tiles_isas():
+        path = CodePath(case, (), isa)
+        inputs = path.inputs(dtype, batch=2)
+        expected_path = tiles_kernel(f"cpu_depthwise_phases{folded}", isa, dtype, y_channels)
+        assert ("conv_transpose", expected_path) in kernels_reached(path, inputs), isa
+        with cpu_isa_limit(isa):
+            for result, expected, name in zip(run_forward_backward(path, inputs, poison_outputs=True),
+                                              run_reference(path, inputs), RESULT_NAMES):
+                assert_matches(result, expected, what=name)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])

@@ -475,14 +475,7 @@ class ExpandedRows {
       : x_(x), in_channels_(g.conv_in_channels), reduction_(g.conv_in_channels_per_group()),
         multiplier_(g.conv_out_channels_per_group()), out_channels_(g.conv_out_channels), in_w_(g.conv_in_sizes[2]),
         rows_per_image_(g.conv_in_sizes[0] * g.conv_in_sizes[1]), slots_(slot_count(g)),
-        keys_(slots_, -1), last_use_(slots_, 0), values_(slots_ * in_w_ * reduction_ * out_channels_) {
-    if (reduction_ > 1) {
-      source_.resize(reduction_ * out_channels_);
-      for (int64_t ci = 0; ci < reduction_; ++ci) {
-        for (int64_t c = 0; c < out_channels_; ++c) source_[ci * out_channels_ + c] = c / multiplier_ * reduction_ + ci;
-      }
-    }
-  }
+        keys_(slots_, -1), last_use_(slots_, 0), values_(slots_ * in_w_ * reduction_ * out_channels_) {}
 
   // The rows a conv's cache holds: kd x kh x dilation (see above).
   static int64_t slot_count(const ConvGeometry& g) { return g.kernel[0] * g.kernel[1] * g.dilation[1]; }
@@ -519,18 +512,20 @@ class ExpandedRows {
   // interleaves a vector with itself log2(m) times, which gives its values repeated m times in m vectors. Other values
   // store whole broadcast vectors, whose lanes past the value's m the next value's stores overwrite; the last values,
   // whose stores would run past the row, are written one by one.
-  // With R > 1, each pixel's R x C_out values are gathered through source_.
+  // With R > 1, each input value (group, ci) of a pixel is read once and written m times, to run ci's lanes of the
+  // group's m output channels.
   void expand(int64_t n, int64_t in_row, int64_t slot) {
     using Vec = at::vec::Vectorized<scalar_t>;
     constexpr int64_t kLanes = Vec::size();
     const scalar_t* from = x_ + (n * rows_per_image_ + in_row) * in_w_ * in_channels_;
     scalar_t* to = values_.data() + slot * in_w_ * reduction_ * out_channels_;
     if (reduction_ > 1) {
-      const int64_t pixel_values = reduction_ * out_channels_;
-      for (int64_t iw = 0; iw < in_w_; ++iw, from += in_channels_, to += pixel_values) {
-        for (int64_t i = 0; i < pixel_values; ++i) to[i] = from[source_[i]];
+      switch (multiplier_) {
+        case 1: return expand_groups<1>(from, to);
+        case 2: return expand_groups<2>(from, to);
+        case 3: return expand_groups<3>(from, to);
+        default: return expand_groups<0>(from, to);
       }
-      return;
     }
     const int64_t count = in_w_ * in_channels_, m = multiplier_;
     int64_t i = 0;
@@ -554,13 +549,28 @@ class ExpandedRows {
     for (; i < count; ++i, to += m) std::fill_n(to, m, from[i]);
   }
 
+  // R > 1: one row's pixels, kMultiplier (0: multiplier_) known to the compiler for the few that grouped convs
+  // take (kGroupedExpandedMaxOutChannels), so that the m stores of a value unroll.
+  template <int64_t kMultiplier>
+  void expand_groups(const scalar_t* from, scalar_t* to) const {
+    const int64_t m = kMultiplier > 0 ? kMultiplier : multiplier_, groups = in_channels_ / reduction_;
+    for (int64_t iw = 0; iw < in_w_; ++iw, from += in_channels_, to += reduction_ * out_channels_) {
+      for (int64_t group = 0; group < groups; ++group) {
+        for (int64_t ci = 0; ci < reduction_; ++ci) {
+          const scalar_t value = from[group * reduction_ + ci];
+          scalar_t* lanes = to + ci * out_channels_ + group * m;
+          for (int64_t k = 0; k < m; ++k) lanes[k] = value;
+        }
+      }
+    }
+  }
+
   const scalar_t* x_;
   int64_t in_channels_, reduction_, multiplier_, out_channels_, in_w_, rows_per_image_, slots_;
   std::vector<int64_t> keys_;  // the (image, input row) each slot holds, -1 for none
   std::vector<int64_t> last_use_;  // the call of hold that last used each slot (0: never)
   int64_t uses_ = 0;
   std::vector<scalar_t> values_;  // [slot][in_w][R][C_out]
-  std::vector<int64_t> source_;  // R > 1: [R][C_out], the input channel each expanded value copies
 };
 
 // One output row of a channels-last conv at a time, for conv_nhwc and NCHW's channel blocks. With a vector of
@@ -1018,15 +1028,21 @@ void conv_transpose_nhwc(const ConvGeometry& g, const scalar_t* x, const acc_typ
   const int64_t blocks = (channels + block - 1) / block;
   at::parallel_for(0, g.batch * blocks, 1, [&](int64_t begin, int64_t end) {
     std::vector<acc_t> x_expanded(kExpanded ? m * block : 0);
+    std::vector<int64_t> x_source(kExpanded ? m * block : 0);  // the x channel of each expanded value (for the block)
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / blocks, c0 = (item % blocks) * block, len = std::min(block, channels - c0);
       acc_t* y_image = y_acc + n * g.conv_in_volume() * channels + c0;
+      if constexpr (kExpanded) {
+        for (int64_t k = 0; k < m; ++k) {
+          for (int64_t c = 0; c < len; ++c) x_source[k * block + c] = (c0 + c) / reduction * m + k;
+        }
+      }
       for (int64_t pixel = 0; pixel < g.conv_out_volume(); ++pixel) {
         const scalar_t* x_pixel = x + (n * g.conv_out_volume() + pixel) * x_channels;
         if constexpr (kExpanded) {
           for (int64_t k = 0; k < m; ++k) {
             for (int64_t c = 0; c < len; ++c) {
-              x_expanded[k * block + c] = static_cast<acc_t>(x_pixel[(c0 + c) / reduction * m + k]);
+              x_expanded[k * block + c] = static_cast<acc_t>(x_pixel[x_source[k * block + c]]);
             }
           }
         }
