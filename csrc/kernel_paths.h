@@ -890,6 +890,36 @@ inline bool cpu_phase_plane_transpose_shape(const ConvGeometry& g, bool channels
          g.conv_out_sizes[1] * g.conv_out_sizes[2] >= kTapGemmMinPositions;
 }
 
+// Whether an NCHW strided transposed conv in zeros mode that the blocked kernel would run as its stride phases runs on
+// the phase planes' tap GEMMs instead (cpu_phase_planes_avx512: float accumulation on AVX-512): 2-d (one tap and
+// stride 1 along depth), strided along H and W, each kernel dim a multiple of its stride with at most
+// kPhasePlanesMaxTapsPerPhase taps per phase along it (every phase the same few taps), and kPhasePlanesMinXChannels
+// x channels per group or more (the GEMMs' reduction).
+// There the blocked kernel's gather of channel-contiguous x planes and the transpose of its outputs back to NCHW took
+// a fifth of its time (UNet's k2 s2: 12% and 7% of the samples), where the tap GEMMs read x's planes as they are.
+// 2 cores (Zen 4), the op alone, interleaved, against the blocked kernel (benchmarks/RESULTS.md): the 8 calls of random
+// seeds 1-56 and the suite 0.49-1.02x its time, geomean 0.75 (UNet's k2 s2 0.88-0.95x and k4 s2 0.93-0.97x over four
+// runs; the 4 of seeds 25-56, held out, 0.58-1.02x); bfloat16 1 call, 0.66x. Not 1-d (HiFi-GAN's k4 s2 0.90x, but 3
+// random 1-d calls 1.09-1.70x) and not under 24 x channels (16 x channels to 271 y channels, k4 s2: 1.34x).
+constexpr int64_t kPhasePlanesMaxTapsPerPhase = 2;
+constexpr int64_t kPhasePlanesMinXChannels = 24;
+inline bool cpu_phase_planes_over_blocked(const ConvGeometry& g, bool channels_last, CpuIsa isa,
+                                          int64_t element_bytes) {
+  if (g.mode != PaddingMode::Zeros || isa < CpuIsa::Avx512 || !cpu_reduction_tiles(isa, element_bytes) ||
+      !cpu_phase_plane_transpose_shape(g, channels_last) ||
+      g.conv_out_channels_per_group() < kPhasePlanesMinXChannels) {
+    return false;
+  }
+  if (g.kernel[0] != 1 || g.stride[0] != 1) return false;
+  for (int d = 1; d < kMaxSpatial; ++d) {
+    if (g.stride[d] == 1 || g.dilation[d] != 1 || g.kernel[d] % g.stride[d] != 0 ||
+        g.kernel[d] / g.stride[d] > kPhasePlanesMaxTapsPerPhase) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // The CPU path of conv_transpose among fastpad's own kernels (choose_conv_transpose_path's arguments).
 template <class WeightFinite>
 ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool channels_last, int64_t element_bytes,
@@ -949,6 +979,9 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
                                                  : (nhwc ? ConvTransposePath::CpuGemmCol2imNhwcAvx2
                                                          : ConvTransposePath::CpuGemmCol2imAvx2);
   if (blocked && (!folded || (!reduced_precision && folded_transpose_fits(g))) && weight_finite()) {
+    if (cpu_phase_planes_over_blocked(g, channels_last, isa, element_bytes)) {
+      return ConvTransposePath::CpuPhasePlanesAvx512;
+    }
     if (cpu_blocked_transpose_wasteful(g, isa)) return gemm_col2im;
     if (cpu_tap_tiles_transpose(g, channels_last, isa, element_bytes, reduced_precision)) {
       if (avx512) return folded ? ConvTransposePath::CpuTapTilesFoldedAvx512 : ConvTransposePath::CpuTapTilesAvx512;

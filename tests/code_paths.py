@@ -406,8 +406,9 @@ for isa in ("avx2", "avx512"):
                          tiles_kernel("cpu_depthwise_repeated", isa, channels=24, weight_grad=True)))
 # On AVX-512, strided transposed convs with 16 or more x and y channels per group in zeros mode run their stride
 # phases on the blocked kernel too (k4 s2 here: 4 taps per phase, 2 x 1000 y positions per phase; crops that torch's
-# transposed conv cannot express); the input gradient is a stride-2 conv with 32 channels.
-CODE_PATHS["2d_transposed_wide_s2_avx512"] = _path(True, (32, 32), 32, 32, 4, stride=2, padding=((1, 2), (1, 2)),
+# transposed conv cannot express; 16 x channels, under the 24 from which NCHW k4 s2 takes the phase planes); the
+# input gradient is a stride-2 conv with 32 channels.
+CODE_PATHS["2d_transposed_wide_s2_avx512"] = _path(True, (32, 32), 16, 32, 4, stride=2, padding=((1, 2), (1, 2)),
                                                    isa="avx512",
                                                    kernels=_kernels("cpu_blocked_avx512", "cpu_blocked_avx512",
                                                                     "cpu_phase_planes_avx512"))

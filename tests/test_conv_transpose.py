@@ -647,6 +647,41 @@ def test_transposes_on_tap_tiles(size, c_x, c_y, kernel, groups, stride, channel
                                                               isa))
 
 
+# (x size, x channels, y channels, kernel, stride, path on AVX-512) of NCHW strided transposed convs in zeros mode
+# around kernel_paths.h's cpu_phase_planes_over_blocked: 2-d, each kernel dim a multiple of its stride with at most 2
+# taps per phase (k2 s2 as UNet's decoder, k4 s2, k3 s3), 24 x channels or more, on the phase planes' tap GEMMs;
+# past each bound the blocked kernel's phases: 16 x channels, k3 s2 (a kernel not a multiple of the stride), k6 s2
+# (3 taps per phase), stride 1 along W, 1-d.
+PHASE_PLANES_OVER_BLOCKED = [((24, 24), 32, 24, 2, 2, "phase_planes"),
+                             ((24, 26), 24, 40, 4, 2, "phase_planes"),
+                             ((20, 21), 48, 32, (3, 3), (3, 3), "phase_planes"),
+                             ((32, 32), 16, 24, 4, 2, "blocked"),
+                             ((24, 24), 32, 24, 3, 2, "blocked"),
+                             ((24, 24), 32, 24, 6, 2, "blocked"),
+                             ((24, 48), 32, 24, (2, 3), (2, 1), "blocked"),
+                             ((600,), 32, 24, 4, 2, "blocked")]
+
+
+@pytest.mark.parametrize("size, c_x, c_y, kernel, stride, kernel_path", PHASE_PLANES_OVER_BLOCKED)
+def test_nchw_strided_transposes_with_few_taps_per_phase_on_the_phase_planes(size, c_x, c_y, kernel, stride,
+                                                                            kernel_path):
+    """On AVX-512, NCHW float32 transposed convs whose every phase has the same 1-2 taps per dim run on the phase
+    planes' tap GEMMs over x as it is, where the blocked kernel gathers channel-contiguous planes and transposes its
+    output back: the path at AVX-512 (crops that torch's transposed conv cannot express), against the float64
+    reference, outputs poisoned first."""
+    require_isa("avx512")
+    nd = len(size)
+    kernel, stride = as_tuple(kernel, nd), as_tuple(stride, nd)
+    pads = tuple(((k - 1) // 2, k // 2) for k in kernel)
+    x, w, b = conv_inputs(size, c_x, c_y, kernel, 1, 2, transposed=True, dtype=torch.float32)
+    crop_lo, out_size = resolve_crops(pads, size, kernel, stride, (1,) * nd, 0)
+    with cpu_isa_limit("avx512"):
+        path = torch.ops.fastpad._conv_transpose_path(x, w, b, list(stride), crop_lo, out_size, [1] * nd, 1,
+                                                      "zeros", "cpu")
+        assert path == f"cpu_{kernel_path}_avx512", path
+        check_conv_transpose(x, w, b, stride=stride, padding=pads)
+
+
 @pytest.mark.parametrize("nd", NDIMS)
 def test_batch_zero_and_no_bias(nd, device):
     y = run_case(nd, device, batch=0, stride=2, padding="same")
@@ -664,10 +699,11 @@ def test_non_contiguous(device):
 
 # (x size, x channels, y channels, kernel, groups, stride, the ISA the path needs) of float32 transposed convs whose
 # stride phases run as convs on the blocked kernel, each phase's weight written from the transposed conv's weight by
-# conv_params.cpp's transpose_phase_weight: strided with 16 x channels or more (AVX-512), strided with fewer x
-# channels per group, grouped, 3-d, and at stride 1 (each channel's taps one block, read backwards).
+# conv_params.cpp's transpose_phase_weight: strided with 16 x channels or more (AVX-512; k6 s2, 3 taps per phase along
+# each dim, which keeps the blocked kernel), strided with fewer x channels per group, grouped, 3-d, and at stride 1
+# (each channel's taps one block, read backwards).
 PHASE_WEIGHT_CASES = [
-    ((24, 24), 32, 24, 4, 1, 2, "avx512"),
+    ((24, 24), 32, 24, 6, 1, 2, "avx512"),
     ((400,), 16, 24, 6, 2, 3, "avx2"),
     ((6, 8, 10), 12, 20, (3, 4, 2), 1, (1, 2, 2), "avx2"),
     ((12, 14), 24, 40, (3, 5), 4, 1, "avx2"),

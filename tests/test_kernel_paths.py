@@ -84,10 +84,12 @@ def test_nchw_weight_gradients_take_the_reduction_tiles_within_their_bounds():
 def test_wide_strided_transposed_convs_take_the_blocked_phases_on_avx512_only():
     """kernel_paths.h's cpu_blocked_transpose with 16 or more x channels per group and a stride: the blocked stride
     phases on AVX-512, in zeros mode, with 16 or more y channels per group, a tap per phase on average and 1024 y
-    positions per phase over the batch; otherwise the phase planes or the GEMM + col2im, as before."""
+    positions per phase over the batch; otherwise the phase planes or the GEMM + col2im, as before. From 24 x channels,
+    2-d with each kernel dim a multiple of the stride and at most 2 taps per phase along it take the phase planes
+    instead (cpu_phase_planes_over_blocked)."""
     require_isa("avx512")
 
-    def path(batch=2, x_channels=32, y_channels=32, kernel=4, stride=2, size=32, mode="zeros", isa="avx512"):
+    def path(batch=2, x_channels=16, y_channels=32, kernel=4, stride=2, size=32, mode="zeros", isa="avx512"):
         x, w = torch.randn(batch, x_channels, size, size), torch.randn(x_channels, y_channels, kernel, kernel)
         out = (size - 1) * stride + kernel - 2
         with cpu_isa_limit(isa):
@@ -95,6 +97,8 @@ def test_wide_strided_transposed_convs_take_the_blocked_phases_on_avx512_only():
                                                           mode, "cpu")
     assert path() == "cpu_blocked_avx512"
     assert path(isa="avx512_bf16") == "cpu_blocked_avx512"
+    assert path(x_channels=24) == "cpu_phase_planes_avx512"
+    assert path(x_channels=24, kernel=6) == "cpu_blocked_avx512"
     assert path(isa="avx2") == "cpu_phase_planes_avx2"
     assert path(y_channels=3) == "cpu_gemm_col2im_avx512"
     assert path(y_channels=3, isa="baseline") == "cpu_gemm_col2im"
