@@ -807,6 +807,16 @@ def test_crop_past_the_full_extent(batch, device):
     torch.testing.assert_close(y, b.view(1, -1, 1, 1, 1).expand_as(y), rtol=0, atol=0)
 
 
+def check_transposed_op_path(path, dtype, batch, kernel):
+    """path's case at path.isa, inputs in dtype: its conv_transpose op call reaches `kernel`, and the output and
+    gradients match the float64 reference, outputs poisoned first."""
+    inputs = path.inputs(dtype, batch=batch)
+    assert ("conv_transpose", kernel) in kernels_reached(path, inputs), path.isa
+    for result, expected, name in zip(run_forward_backward(path, inputs, poison_outputs=True),
+                                      run_reference(path, inputs), RESULT_NAMES):
+        assert_matches(result, expected, what=name)
+
+
 # (transposed, size, c_in, c_out, kernel, stride, groups, mode, batch, dtype): channels-last problems whose transposed
 # op (a conv's input gradient, or a transposed conv's forward) has 1-6 x and 1-6 y channels per group, at most 6
 # weights per tap of a group, and runs depthwise.cpp's scatter over x pixels expanded per group, where the stride
@@ -829,12 +839,7 @@ def test_channels_last_grouped_expanded_transpose(transposed, size, c_in, c_out,
     cpu_grouped_expanded."""
     case = ConvCase(transposed, size, c_in, c_out, kernel, stride, "same", groups=groups, padding_mode=mode,
                     layout="channels_last")
-    path = CodePath(case, (), None)
-    inputs = path.inputs(dtype, batch=batch)
-    assert ("conv_transpose", "cpu_grouped_expanded") in kernels_reached(path, inputs)
-    for result, expected, name in zip(run_forward_backward(path, inputs, poison_outputs=True),
-                                      run_reference(path, inputs), RESULT_NAMES):
-        assert_matches(result, expected, what=name)
+    check_transposed_op_path(CodePath(case, (), None), dtype, batch, "cpu_grouped_expanded")
 
 
 def test_channels_last_grouped_expanded_transpose_bounds():
@@ -886,14 +891,8 @@ def test_channels_last_grouped_transpose_stride_phases(transposed, size, c_in, c
                     layout="channels_last")
     y_channels = c_out if transposed else c_in
     for isa in tiles_isas():
-        path = CodePath(case, (), isa)
-        inputs = path.inputs(dtype, batch=2)
-        expected_path = tiles_kernel(f"cpu_depthwise_phases{folded}", isa, dtype, y_channels)
-        assert ("conv_transpose", expected_path) in kernels_reached(path, inputs), isa
-        with cpu_isa_limit(isa):
-            for result, expected, name in zip(run_forward_backward(path, inputs, poison_outputs=True),
-                                              run_reference(path, inputs), RESULT_NAMES):
-                assert_matches(result, expected, what=name)
+        check_transposed_op_path(CodePath(case, (), isa), dtype, 2,
+                                 tiles_kernel(f"cpu_depthwise_phases{folded}", isa, dtype, y_channels))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
