@@ -757,3 +757,24 @@ NCHW_OUTPUT_COPIES = [ConvCase(False, (13, 37), 24, 40, 3, 1, ((0, 2), (1, 1)), 
 def test_nchw_outputs_are_copied_out_of_the_band_buffer(isa, case):
     require_isa(isa)
     run_case(case, isa)
+
+
+# NCHW inputs whose rows' interior runs are 64 positions or more, with 16 input channels per group or more, gather
+# their lanes through the register transpose, 16 channels at a time (cpu/phase_planes.h's gather_transpose_pays):
+# runs of 63 and 64 positions (a valid conv reads its whole input row), 15, 16 and 21 lanes (a last block of 5), two
+# groups, a 2-d row, and a transposed conv (the conv its phase is reads x at stride 1). HiFi-GAN's strided one is
+# the suite's (benchmarks/layers.py); its phases take this gather on AVX-512 only.
+NCHW_GATHER_RUNS = [ConvCase(False, (63,), 16, 40, 3, padding="valid", batch=2),
+                    ConvCase(False, (64,), 16, 40, 3, padding="valid", batch=2),
+                    ConvCase(False, (72,), 15, 40, 9, padding="valid", batch=2),
+                    ConvCase(False, (100,), 21, 40, 3, padding="same", batch=2),
+                    ConvCase(False, (90,), 42, 80, 3, padding="same", groups=2, batch=1),
+                    ConvCase(False, (5, 70), 16, 40, 3, padding="same", batch=1),
+                    ConvCase(True, (100,), 40, 24, 3, 1, "same", batch=2)]
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("case", NCHW_GATHER_RUNS, ids=[case.describe() for case in NCHW_GATHER_RUNS])
+def test_nchw_rows_gather_their_lanes_through_the_transpose(isa, case):
+    require_isa(isa)
+    run_case(case, isa)

@@ -437,7 +437,7 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
                            0, g.conv_in_channels);
           } else {
             planes->gather(x_data + (n * g.conv_in_channels + group * c_in) * g.conv_in_volume() + id * slice, band,
-                           0, 1, g.conv_in_volume());
+                           0, 1, g.conv_in_volume(), transpose);
           }
           const Element* w_kd = w_data + (group * depth + kd) * co_blocks * taps_2d * tap_pitch;
           for (int64_t run0 = 0; run0 < runs; run0 += runs_per_pass) {

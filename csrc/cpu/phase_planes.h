@@ -37,6 +37,17 @@ constexpr int64_t kGemmPhasePlaneBytes = 1024 * 1024;
 // stay small, and no 2-d image up to this width is split.
 constexpr int64_t kMinTileColumns = 1024;
 
+// Where the NCHW gather into lanes (PhasePlanes::gather) goes through the register transpose (float32, unit stride
+// along the row): kGatherTransposeLanes channels' rows at a time, each swept along its whole interior run, so that the
+// copy reads 16 rows of x in order, as the copy a value at a time does. The whole block of lanes per run of positions
+// (each position's lanes written whole, 128 rows of x read side by side) took HiFi-GAN's 1-d k4 s2 transposed conv
+// from 17.0 to 19.2 ms; by blocks of 16 lanes it took 14.5 ms (2 cores, Zen 4). Rows of 8-33 positions had lost
+// through the transpose (Sapphire Rapids, benchmarks/RESULTS.md), hence the least run of kGatherTransposeMinPositions.
+constexpr int64_t kGatherTransposeLanes = 16, kGatherTransposeMinPositions = 64;
+inline bool gather_transpose_pays(int64_t positions, int64_t lanes) {
+  return positions >= kGatherTransposeMinPositions && lanes >= kGatherTransposeLanes;
+}
+
 // A band: output rows [row0, row0 + rows) and, of each, output columns [col0, col0 + cols). Columns are split
 // (cols < out_w) only where one whole row does not fit the budget, and then a band is one row.
 struct Band {
@@ -132,10 +143,11 @@ class PhasePlanes {
 
   // Fills the phase planes of `channel` for `band` from one (H, W) input slice whose pixels are `pixel_stride`
   // elements apart (channels-last: the input's channel count). With lanes, a pixel's channels are `lane_stride`
-  // apart in the slice: 1 from channels-last, H * W from NCHW (the copy then transposes the band).
+  // apart in the slice: 1 from channels-last, H * W from NCHW (the copy then transposes the band: through
+  // `transpose`, the ISA's transpose_floats, where gather_transpose_pays).
   template <typename scalar_t>
   void gather(const scalar_t* slice, const Band& band, int64_t channel = 0, int64_t pixel_stride = 1,
-              int64_t lane_stride = 1) {
+              int64_t lane_stride = 1, void (*transpose)(const FloatTranspose&) = nullptr) {
     for_each_phase_row(channel, band, [&](acc_t* dst, int64_t in_row, const Columns& columns) {
       if (in_row < 0) {
         std::fill_n(dst, pitch_ * lanes_, acc_t(0));
@@ -165,6 +177,16 @@ class PhasePlanes {
         if (lane_stride == 1) {
           copy_pixels(first, stride_w_ * pixel_stride, out, columns.interior_count);
         } else {  // NCHW: kLaneBlock channels' rows at a time, each read in order, each position's lanes written whole
+          if constexpr (std::is_same_v<scalar_t, float> && std::is_same_v<acc_t, float>) {
+            if (transpose != nullptr && stride_w_ * pixel_stride == 1 &&
+                gather_transpose_pays(columns.interior_count, lanes_)) {
+              for (int64_t lane0 = 0; lane0 < lanes_; lane0 += kGatherTransposeLanes) {
+                transpose({first + lane0 * lane_stride, lane_stride, std::min(kGatherTransposeLanes, lanes_ - lane0),
+                           columns.interior_count, out + lane0, lanes_, 1});
+              }
+              return;
+            }
+          }
           constexpr int64_t kLaneBlock = 16;
           for (int64_t lane0 = 0; lane0 < lanes_; lane0 += kLaneBlock) {
             const int64_t block = std::min(kLaneBlock, lanes_ - lane0);
