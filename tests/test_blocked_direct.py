@@ -513,6 +513,32 @@ def test_strided_transposed_convs_run_their_phases_on_the_blocked_kernel(isa, ca
     run_case(case, isa)
 
 
+# 1-d and 2-d strided transposed convs whose phases run on the blocked kernel's phase planes, not side by side (2+
+# images): one gather of x per band for every phase (conv_transpose.cpp's covering_conv and blocked_convs), each phase's
+# taps a range of the covering conv's, its outputs the first of its. Phases of 3 and 2 taps in 1-d; crops past the
+# kernel's reach (the phase convs' pads negative); 2-d with groups and an output_padding (phases with one more row or
+# column than others); channels-last planes that read padding; a dim whose k2 s3 leaves a phase without taps (the bias,
+# AVX-512's blocked kernel only: AVX2 runs torch's conv there); bfloat16 and float16 inputs.
+SHARED_GATHER = [(ConvCase(True, (301,), 12, 48, 5, 2, "same", batch=4), ("avx2", "avx512")),
+                 (ConvCase(True, (300,), 12, 64, 4, 2, ((6, 6),), batch=4), ("avx2", "avx512")),
+                 (ConvCase(True, (21, 23), 24, 48, 3, 2, "same", groups=2, output_padding=1, batch=4),
+                  ("avx2", "avx512")),
+                 (ConvCase(True, (20, 22), 12, 40, 5, 2, "same", groups=2, layout="channels_last", batch=3),
+                  ("avx2", "avx512")),
+                 (ConvCase(True, (15, 40), 12, 64, (2, 6), (3, 2), "same", batch=4), ("avx512",)),
+                 (ConvCase(True, (301,), 12, 48, 4, 2, "same", batch=4, dtype="bfloat16"), ("avx2", "avx512")),
+                 (ConvCase(True, (17, 19), 12, 48, 4, 2, "same", batch=4, dtype="float16", layout="channels_last"),
+                  ("avx2", "avx512"))]
+
+
+@pytest.mark.parametrize("case,isa", [(case, isa) for case, isas in SHARED_GATHER for isa in isas],
+                         ids=[f"{case.describe()}-{isa}" for case, isas in SHARED_GATHER for isa in isas])
+def test_strided_transposed_phases_share_one_gather_of_x(case, isa):
+    require_isa(isa)
+    with intra_op_threads(2):
+        run_case(case, isa)
+
+
 # Single images whose stride phases are each too small to split among the threads (under 2^23 multiply-adds): on 2
 # threads the phases run side by side, a thread each (conv_transpose.cpp's phase_convs), in place into their
 # positions of y: channels-last 4 phases, 1-d 3 phases, 3-d with a phase-less k2 s3 dim (those phases write the bias),

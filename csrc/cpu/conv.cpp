@@ -204,11 +204,11 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
 // 1.46x slower split).
 constexpr int64_t kBlockedBandMinMultiplyAdds = int64_t(1) << 21;
 
-// PhasePlanes' wanted_row_bands for a driver whose other work items (images x groups x whatever else it splits) are
-// `items`: where they leave threads without work, the rows go in more bands (each gathers its halo rows again), each
-// of kBlockedBandMinMultiplyAdds or more (waking a thread costs microseconds).
-inline int64_t thread_row_bands(const ConvGeometry& g, int64_t items) {
-  return std::clamp<int64_t>(conv_multiply_adds(g) / kBlockedBandMinMultiplyAdds, 1,
+// PhasePlanes' wanted_row_bands for a driver of `multiply_adds` whose other work items (images x groups x whatever
+// else it splits) are `items`: where they leave threads without work, the rows go in more bands (each gathers its
+// halo rows again), each of kBlockedBandMinMultiplyAdds or more (waking a thread costs microseconds).
+inline int64_t thread_row_bands(int64_t multiply_adds, int64_t items) {
+  return std::clamp<int64_t>(multiply_adds / kBlockedBandMinMultiplyAdds, 1,
                              ceil_div(2 * at::get_num_threads(), std::max<int64_t>(items, 1)));
 }
 
@@ -228,32 +228,44 @@ constexpr int64_t kBlockedWeightPassBytes = 512 * 1024;
 // of output rows, range of output-channel blocks), the group's input channels become channels-last phase planes (the
 // NCHW copy transposes the band), and the register-blocked micro-kernel of cpu/blocked_direct.h computes every tap
 // and input channel of a tile of outputs in registers, out[band, co]. The band's kernel depth slices add onto it.
-// y may be any strided view (a transposed conv's stride phase writes its positions of the whole output in place).
-// Element: what the planes and weights hold, float (converted from scalar_t), or uint16_t for the bfloat16 dot-product
-// kernel, whose planes keep the input's bfloat16 and whose weights pair input channels. With no_planes
-// (cpu_blocked_no_planes: a float32 channels-last x whose padding no tap reads), the tiles read x in place.
+// Each y may be any strided view (a transposed conv's stride phase writes its positions of the whole output in
+// place). Several convs over the same x (`outputs`, blocked_convs in cpu/blocked_conv.h) share one gather per band:
+// g is then a conv that covers them all, whose planes every output's taps read. Element: what the planes and weights
+// hold, float (converted from scalar_t), or uint16_t for the bfloat16 dot-product kernel, whose planes keep the
+// input's bfloat16 and whose weights pair input channels. With no_planes (cpu_blocked_no_planes: a float32
+// channels-last x whose padding no tap reads), the tiles read x in place.
 template <typename scalar_t, typename Element>
-void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                         at::Tensor& y, bool channels_last, bool no_planes,
+void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::vector<BlockedOutput>& outputs,
+                         const at::Tensor& bias, bool channels_last, bool no_planes,
                          void (*micro_kernel)(const BlockedDirectArgs<Element>&, int64_t), int64_t vector,
                          int64_t max_vectors, void (*pack_lanes)(const WeightLanes&) = nullptr,
                          void (*transpose)(const FloatTranspose&) = nullptr) {
   constexpr bool kPairs = std::is_same_v<Element, uint16_t>;
   using Plane = std::conditional_t<kPairs, at::BFloat16, float>;
   const int64_t groups = g.groups, c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
+  const auto output_count = static_cast<int64_t>(outputs.size());
   TORCH_INTERNAL_ASSERT(!kPairs || c_in % 2 == 0, "fastpad: the bfloat16 dot-product kernel takes channel pairs");
   TORCH_INTERNAL_ASSERT(!no_planes || (std::is_same_v<scalar_t, Element> && channels_last && g.reads_no_padding()),
                         "fastpad: the blocked kernel reads only a channels-last input of its own type in place");
+  TORCH_INTERNAL_ASSERT(output_count == 1 || (!no_planes && g.kernel[0] == 1 && g.conv_out_sizes[0] == 1),
+                        "fastpad: convs share a gather in 1-d and 2-d, from the phase planes");
   const int64_t block_width = blocked_direct_block_width(c_out, vector, max_vectors);
   const int64_t depth = g.kernel[0], taps_2d = g.kernel[1] * g.kernel[2];
   const int64_t co_blocks = (c_out + block_width - 1) / block_width, out_pitch = (c_out + vector - 1) / vector * vector;
   const auto options = at::TensorOptions(at::kFloat);
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
-  scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
-  const auto y_stride = element_strides(y);
+  const auto y_stride = element_strides(outputs[0].y);  // the same for every output (views of one y, or one y)
+  std::vector<scalar_t*> y_data;
+  for (const BlockedOutput& o : outputs) {
+    TORCH_INTERNAL_ASSERT(element_strides(o.y) == y_stride,
+                          "fastpad: the outputs of blocked convs share their strides");
+    y_data.push_back(o.y.mutable_data_ptr<scalar_t>());
+  }
   const int64_t slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
   const int64_t bytes_per_position = out_pitch * static_cast<int64_t>(sizeof(float));  // out[band, out_pitch]
-  const int64_t wanted_row_bands = thread_row_bands(g, g.batch * groups * co_blocks);
+  int64_t multiply_adds = 0;
+  for (const BlockedOutput& o : outputs) multiply_adds += conv_multiply_adds(o.conv);
+  const int64_t wanted_row_bands = thread_row_bands(multiply_adds, g.batch * groups * co_blocks);
   // Each thread's planes (none in place), and one more that only plans the bands and the band buffer's pitch.
   // In place (no planes), only the band buffer sizes the bands: planes of c_in lanes limited a batch-3 410 -> 64 k5
   // conv over 23 x 23 to bands of one row of 8 positions, its tiles to 4 positions.
@@ -295,97 +307,117 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   const int64_t x_row_stride =
       no_planes ? g.stride[1] * g.conv_in_sizes[2] * g.conv_in_channels : band_plan.pitch() * c_in;
 
-  // [groups, kd, co_blocks, kh*kw, tap_pitch], each tap's [Cg_in, block_width] (pairs: [Cg_in / 2, block_width, 2])
-  // at its start, zero beyond Cg_out, in one pass over the weight [C_out, Cg_in, kd, kh, kw] read through its strides
-  // (large weights over few positions spent longer in three ATen copies than in the kernel, and a channels-last
-  // weight's copy to contiguous took 8% of a batch-1 298 -> 48 k5 conv); bias (or zeros) [groups, co_blocks *
-  // block_width].
-  const at::Tensor w_source = weight.to(kPairs ? at::kBFloat16 : at::kFloat);
-  const Element* w_from = reinterpret_cast<const Element*>(w_source.const_data_ptr());
-  const auto w_strides = w_source.strides();
-  const int64_t w_dims = w_source.dim();
-  const int64_t kd_stride = w_dims == 5 ? w_strides[2] : 0, kh_stride = w_dims >= 4 ? w_strides[w_dims - 2] : 0;
-  // Runs of `run` taps read as one (blocked_tap_run).
-  std::vector<int64_t> tap_starts(taps_2d);
-  for (int64_t tap = 0; tap < taps_2d; ++tap) {
-    tap_starts[tap] = no_planes ? input_tap_offsets[tap] : band_plan.taps()[tap] - band_plan.taps()[0];
-  }
-  const int64_t run = blocked_tap_run(tap_starts, c_in), runs = taps_2d / run;
-  std::vector<int64_t> tap_offsets(taps_2d);  // tap kh * kw_count + kw's, from its (co, ci, kd)
-  for (int64_t tap = 0; tap < taps_2d; ++tap) {
-    tap_offsets[tap] = (tap / g.kernel[2]) * kh_stride + (tap % g.kernel[2]) * w_strides[w_dims - 1];
-  }
-  // A run's taps follow one another with no padding between them: one block of run x c_in rows.
-  const int64_t tap_pitch =
-      run > 1 ? c_in * block_width : blocked_direct_weight_tap_pitch(c_in, block_width, sizeof(Element));
-  at::Tensor w_packed = at::empty({groups * depth * co_blocks * taps_2d * tap_pitch},
-                                  options.dtype(kPairs ? at::kBFloat16 : at::kFloat));
-  Element* w_to = reinterpret_cast<Element*>(w_packed.mutable_data_ptr());
-  // Items of kPackChannels input channels: each output channel's source taps are read in runs, and the item's
-  // destination (taps x kPackChannels x block_width) stays in cache while it is written a column at a time (a store
-  // per tap, tap_pitch apart).
-  constexpr int64_t kPackChannels = 16;
-  const int64_t ci_chunks = (c_in + kPackChannels - 1) / kPackChannels;
-  // Where each input channel's taps are contiguous, pack_lanes (float32) packs a vector of output channels at a time,
-  // transposed in registers (random layers' blocked calls, 2 cores, interleaved, AVX-512: 0.65-1.04x the time of the
-  // copy a value at a time on 279 calls, geomean 0.96; a batch-1 150 -> 239 k5 conv over 9 x 9 0.77x).
-  // A channels-last weight ([C_out, kd, kh, kw, Cg_in] in memory: each tap's input channels contiguous, the taps
-  // evenly apart) packs the same way with the roles of taps and input channels swapped: runs of input channels, one
-  // per tap, each value (an input channel) a block-width row apart and each run (a tap) a tap pitch apart. Before, its
-  // values were copied one at a time, each from another cache line (13% of a batch-1 298 -> 48 k5 conv's time).
-  bool taps_contiguous = true, channels_contiguous = w_strides[1] == 1;
-  for (int64_t tap = 0; tap < taps_2d; ++tap) {
-    taps_contiguous = taps_contiguous && tap_offsets[tap] == tap;
-    channels_contiguous = channels_contiguous && tap_offsets[tap] == tap * w_strides[w_dims - 1];
-  }
-  const bool lane_packs = pack_lanes != nullptr && (taps_contiguous || channels_contiguous);
-  at::parallel_for(0, groups * depth * co_blocks * ci_chunks, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t chunk = item % ci_chunks, block_item = item / ci_chunks;
-      const int64_t block = block_item % co_blocks, kd = (block_item / co_blocks) % depth,
-                    group = block_item / (co_blocks * depth);
-      Element* to = w_to + block_item * taps_2d * tap_pitch;
-      const int64_t ci_end = std::min(c_in, (chunk + 1) * kPackChannels);
-      if constexpr (!kPairs) {
-        if (lane_packs) {
-          const int64_t ci0 = chunk * kPackChannels;
-          for (int64_t lane0 = 0; lane0 < block_width; lane0 += vector) {
-            const int64_t co0 = block * block_width + lane0;
-            const float* from = w_from + (group * c_out + co0) * w_strides[0] + ci0 * w_strides[1] + kd * kd_stride;
-            const int64_t rows = std::clamp<int64_t>(c_out - co0, 0, vector);
-            if (taps_contiguous) {
-              pack_lanes({from, w_strides[0], rows, ci_end - ci0, taps_2d, w_strides[1], to + ci0 * block_width + lane0,
-                          tap_pitch, block_width});
-            } else {
-              pack_lanes({from, w_strides[0], rows, taps_2d, ci_end - ci0, w_strides[w_dims - 1],
-                          to + ci0 * block_width + lane0, block_width, tap_pitch});
+  // Each output's weights for the tiles: [groups, kd, co_blocks, kh*kw, tap_pitch], each tap's [Cg_in, block_width]
+  // (pairs: [Cg_in / 2, block_width, 2]) at its start, zero beyond Cg_out, in one pass over the weight [C_out, Cg_in,
+  // kd, kh, kw] read through its strides (large weights over few positions spent longer in three ATen copies than in
+  // the kernel, and a channels-last weight's copy to contiguous took 8% of a batch-1 298 -> 48 k5 conv). Its tap
+  // kh * kw_count + kw reads g's tap covering_taps[that]; runs of `run` taps are read as one (blocked_tap_run).
+  struct PackedWeights {
+    std::vector<int64_t> covering_taps;
+    int64_t taps_2d = 0, run = 1, runs = 0, tap_pitch = 0, runs_per_pass = 1;
+    at::Tensor packed;
+  };
+  const auto pack_weights = [&](const BlockedOutput& o) {
+    PackedWeights p;
+    const int64_t kw_count = o.conv.kernel[2], taps_2d = o.conv.kernel[1] * kw_count;
+    p.taps_2d = taps_2d;
+    for (int64_t tap = 0; tap < taps_2d; ++tap) {
+      p.covering_taps.push_back((o.tap_row + tap / kw_count) * g.kernel[2] + o.tap_col + tap % kw_count);
+    }
+    const at::Tensor w_source = o.weight.to(kPairs ? at::kBFloat16 : at::kFloat);
+    const Element* w_from = reinterpret_cast<const Element*>(w_source.const_data_ptr());
+    const auto w_strides = w_source.strides();
+    const int64_t w_dims = w_source.dim();
+    const int64_t kd_stride = w_dims == 5 ? w_strides[2] : 0, kh_stride = w_dims >= 4 ? w_strides[w_dims - 2] : 0;
+    std::vector<int64_t> tap_starts(taps_2d);
+    for (int64_t tap = 0; tap < taps_2d; ++tap) {
+      const int64_t covering = p.covering_taps[tap];
+      tap_starts[tap] = no_planes ? input_tap_offsets[covering] : band_plan.taps()[covering] - band_plan.taps()[0];
+    }
+    const int64_t run = blocked_tap_run(tap_starts, c_in), runs = taps_2d / run;
+    p.run = run;
+    p.runs = runs;
+    std::vector<int64_t> tap_offsets(taps_2d);  // tap kh * kw_count + kw's, from its (co, ci, kd)
+    for (int64_t tap = 0; tap < taps_2d; ++tap) {
+      tap_offsets[tap] = (tap / kw_count) * kh_stride + (tap % kw_count) * w_strides[w_dims - 1];
+    }
+    // A run's taps follow one another with no padding between them: one block of run x c_in rows.
+    const int64_t tap_pitch =
+        run > 1 ? c_in * block_width : blocked_direct_weight_tap_pitch(c_in, block_width, sizeof(Element));
+    p.tap_pitch = tap_pitch;
+    p.packed = at::empty({groups * depth * co_blocks * taps_2d * tap_pitch},
+                         options.dtype(kPairs ? at::kBFloat16 : at::kFloat));
+    Element* w_to = reinterpret_cast<Element*>(p.packed.mutable_data_ptr());
+    // Items of kPackChannels input channels: each output channel's source taps are read in runs, and the item's
+    // destination (taps x kPackChannels x block_width) stays in cache while it is written a column at a time (a store
+    // per tap, tap_pitch apart).
+    constexpr int64_t kPackChannels = 16;
+    const int64_t ci_chunks = (c_in + kPackChannels - 1) / kPackChannels;
+    // Where each input channel's taps are contiguous, pack_lanes (float32) packs a vector of output channels at a time,
+    // transposed in registers (random layers' blocked calls, 2 cores, interleaved, AVX-512: 0.65-1.04x the time of the
+    // copy a value at a time on 279 calls, geomean 0.96; a batch-1 150 -> 239 k5 conv over 9 x 9 0.77x).
+    // A channels-last weight ([C_out, kd, kh, kw, Cg_in] in memory: each tap's input channels contiguous, the taps
+    // evenly apart) packs the same way with the roles of taps and input channels swapped: runs of input channels,
+    // one per tap, each value (an input channel) a block-width row apart and each run (a tap) a tap pitch apart.
+    // Before, its values were copied one at a time, each from another cache line (13% of a batch-1 298 -> 48 k5
+    // conv's time).
+    bool taps_contiguous = true, channels_contiguous = w_strides[1] == 1;
+    for (int64_t tap = 0; tap < taps_2d; ++tap) {
+      taps_contiguous = taps_contiguous && tap_offsets[tap] == tap;
+      channels_contiguous = channels_contiguous && tap_offsets[tap] == tap * w_strides[w_dims - 1];
+    }
+    const bool lane_packs = pack_lanes != nullptr && (taps_contiguous || channels_contiguous);
+    at::parallel_for(0, groups * depth * co_blocks * ci_chunks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t chunk = item % ci_chunks, block_item = item / ci_chunks;
+        const int64_t block = block_item % co_blocks, kd = (block_item / co_blocks) % depth,
+                      group = block_item / (co_blocks * depth);
+        Element* to = w_to + block_item * taps_2d * tap_pitch;
+        const int64_t ci_end = std::min(c_in, (chunk + 1) * kPackChannels);
+        if constexpr (!kPairs) {
+          if (lane_packs) {
+            const int64_t ci0 = chunk * kPackChannels;
+            for (int64_t lane0 = 0; lane0 < block_width; lane0 += vector) {
+              const int64_t co0 = block * block_width + lane0;
+              const float* from = w_from + (group * c_out + co0) * w_strides[0] + ci0 * w_strides[1] + kd * kd_stride;
+              const int64_t rows = std::clamp<int64_t>(c_out - co0, 0, vector);
+              if (taps_contiguous) {
+                pack_lanes({from, w_strides[0], rows, ci_end - ci0, taps_2d, w_strides[1],
+                            to + ci0 * block_width + lane0, tap_pitch, block_width});
+              } else {
+                pack_lanes({from, w_strides[0], rows, taps_2d, ci_end - ci0, w_strides[w_dims - 1],
+                            to + ci0 * block_width + lane0, block_width, tap_pitch});
+              }
             }
-          }
-          continue;
-        }
-      }
-      const int64_t lane_step = kPairs ? 2 : 1;
-      for (int64_t b = 0; b < block_width; ++b) {
-        const int64_t co = block * block_width + b;
-        for (int64_t ci = chunk * kPackChannels; ci < ci_end; ++ci) {
-          // Pairs: [tap][ci / 2][b][ci % 2]; floats: [tap][ci][b].
-          Element* column = to + (kPairs ? (ci / 2) * block_width * 2 + ci % 2 : ci * block_width) + b * lane_step;
-          if (co >= c_out) {  // the last block's lanes past the real channels
-            for (int64_t tap = 0; tap < taps_2d; ++tap) column[tap * tap_pitch] = Element(0);
             continue;
           }
-          const Element* taps = w_from + (group * c_out + co) * w_strides[0] + ci * w_strides[1] + kd * kd_stride;
-          for (int64_t tap = 0; tap < taps_2d; ++tap) column[tap * tap_pitch] = taps[tap_offsets[tap]];
+        }
+        const int64_t lane_step = kPairs ? 2 : 1;
+        for (int64_t b = 0; b < block_width; ++b) {
+          const int64_t co = block * block_width + b;
+          for (int64_t ci = chunk * kPackChannels; ci < ci_end; ++ci) {
+            // Pairs: [tap][ci / 2][b][ci % 2]; floats: [tap][ci][b].
+            Element* column = to + (kPairs ? (ci / 2) * block_width * 2 + ci % 2 : ci * block_width) + b * lane_step;
+            if (co >= c_out) {  // the last block's lanes past the real channels
+              for (int64_t tap = 0; tap < taps_2d; ++tap) column[tap * tap_pitch] = Element(0);
+              continue;
+            }
+            const Element* taps = w_from + (group * c_out + co) * w_strides[0] + ci * w_strides[1] + kd * kd_stride;
+            for (int64_t tap = 0; tap < taps_2d; ++tap) column[tap * tap_pitch] = taps[tap_offsets[tap]];
+          }
         }
       }
-    }
-  });
-  const Element* w_data = w_to;
-  // A block's weights stream from L2 once per tile; where they outgrow it (a 298 -> 48 k5 conv's 25 taps: 1.4 MiB of
-  // the Zen 5's 1 MiB), the taps go in passes of at most kBlockedWeightPassBytes of weights, each adding onto the
-  // tiles' outputs (random layers with such weights, float32, 2 cores: 0.87-1.01x the time of one pass).
-  const int64_t runs_per_pass = std::clamp<int64_t>(
-      kBlockedWeightPassBytes / (run * tap_pitch * static_cast<int64_t>(sizeof(Element))), 1, runs);
+    });
+    // A block's weights stream from L2 once per tile; where they outgrow it (a 298 -> 48 k5 conv's 25 taps: 1.4 MiB of
+    // the Zen 5's 1 MiB), the taps go in passes of at most kBlockedWeightPassBytes of weights, each adding onto the
+    // tiles' outputs (random layers with such weights, float32, 2 cores: 0.87-1.01x the time of one pass).
+    p.runs_per_pass = std::clamp<int64_t>(
+        kBlockedWeightPassBytes / (run * tap_pitch * static_cast<int64_t>(sizeof(Element))), 1, runs);
+    return p;
+  };
+  std::vector<PackedWeights> packed;
+  for (const BlockedOutput& o : outputs) packed.push_back(pack_weights(o));
+  // The bias (or zeros) [groups, co_blocks * block_width].
   const at::Tensor init = at::zeros({groups, co_blocks * block_width}, options);
   if (bias.defined()) init.narrow(1, 0, c_out).copy_(bias.view({groups, c_out}));
   const float* init_data = init.const_data_ptr<float>();
@@ -393,10 +425,14 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
   at::parallel_for(0, slices * co_splits, 1, [&](int64_t begin, int64_t end) {
     std::optional<PhasePlanes<Plane>> planes;
     if (!no_planes) emplace_planes(planes);
-    // Where each run's first tap reads: in place, set per band; in the planes, the same for every band.
-    std::vector<const Element*> run_taps(runs);
-    for (int64_t r = 0; !no_planes && r < runs; ++r) {
-      run_taps[r] = reinterpret_cast<const Element*>(planes->taps()[r * run]);
+    // Per output, where each run's first tap reads: in place, set per band; in the planes, the same for every band.
+    std::vector<std::vector<const Element*>> run_taps(output_count);
+    for (int64_t q = 0; q < output_count; ++q) {
+      const PackedWeights& w = packed[q];
+      run_taps[q].resize(w.runs);
+      for (int64_t r = 0; !no_planes && r < w.runs; ++r) {
+        run_taps[q][r] = reinterpret_cast<const Element*>(planes->taps()[w.covering_taps[r * w.run]]);
+      }
     }
     std::vector<float> out(in_place ? 0 : band_plan.band_buffer_size() * out_pitch);
     std::vector<float> channel_rows;  // a 16-bit NCHW y's row: its channels transposed in float, then converted
@@ -406,85 +442,103 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const at::T
       const Band band = band_plan.band(band_index);
       const int64_t block_begin = split * co_blocks / co_splits, block_end = (split + 1) * co_blocks / co_splits;
       const int64_t co_begin = block_begin * block_width, co_end = std::min(block_end * block_width, c_out);
-      BlockedDirectArgs<Element> args{run_taps.data(), runs, run * c_in, x_row_stride, x_position_stride, nullptr,
-                                      run * tap_pitch, taps_2d * tap_pitch, block_width, block_begin, block_end,
-                                      out.data(), out_pitch, band_plan.pitch() * out_pitch, band.rows, band.cols,
-                                      init_data + group * co_blocks * block_width, false};
+      // Output q's part of the band: its rows and columns (fewer than the band's where its outputs end sooner).
+      const auto band_of = [&](int64_t q) {
+        const ConvGeometry& c = outputs[q].conv;
+        return Band{band.row0, std::min(band.rows, c.conv_out_sizes[1] - band.row0), band.col0,
+                    std::min(band.cols, c.conv_out_sizes[2] - band.col0)};
+      };
       for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
-        // The band's first kept position in y.
-        scalar_t* y_band = y_data + n * y_stride[0] + (group * c_out) * y_stride[1] + od * y_stride[2] +
-                           band.row0 * y_stride[3] + band.col0 * y_stride[4];
-        if constexpr (std::is_same_v<scalar_t, float>) {
-          if (in_place) {
-            args.out = y_band;
-            args.out_pitch = y_stride[4];
-            args.out_row_stride = y_stride[3];
-          }
-        }
-        args.accumulate = false;
-        for (int64_t kd = 0; kd < depth; ++kd) {
-          const int64_t id = g.tap_source(0, od, kd);
-          if (id < 0) continue;
-          if (no_planes) {
-            if constexpr (std::is_same_v<scalar_t, Element>) {
-              const scalar_t* band_start =
-                  x_data + ((n * g.conv_in_sizes[0] + id) * slice + g.tap_position(1, band.row0, 0) *
-                            g.conv_in_sizes[2] + g.tap_position(2, band.col0, 0)) * g.conv_in_channels + group * c_in;
-              for (int64_t r = 0; r < runs; ++r) run_taps[r] = band_start + input_tap_offsets[r * run];
-            }
-          } else if (channels_last) {
-            planes->gather(x_data + (n * g.conv_in_sizes[0] + id) * slice * g.conv_in_channels + group * c_in, band,
-                           0, g.conv_in_channels);
-          } else {
-            planes->gather(x_data + (n * g.conv_in_channels + group * c_in) * g.conv_in_volume() + id * slice, band,
-                           0, 1, g.conv_in_volume(), transpose);
-          }
-          const Element* w_kd = w_data + (group * depth + kd) * co_blocks * taps_2d * tap_pitch;
-          for (int64_t run0 = 0; run0 < runs; run0 += runs_per_pass) {
-            args.taps = run_taps.data() + run0;
-            args.num_taps = std::min(runs_per_pass, runs - run0);
-            args.weights = w_kd + run0 * run * tap_pitch;
-            micro_kernel(args, in_place ? c_out : out_pitch);  // the band buffer's lanes past c_out need no mask
-            args.accumulate = true;
-          }
-        }
-        if (!args.accumulate) {  // every depth tap read zero padding: the bias alone
-          for (int64_t r = 0; r < band.rows; ++r) {
-            for (int64_t c = 0; c < band.cols; ++c) {
-              std::copy(args.init + co_begin, args.init + co_end,
-                        args.out + r * args.out_row_stride + c * args.out_pitch + co_begin);
+        // One output after another, each computed and stored from the one band buffer; with more than one, the kernel
+        // has one depth tap, whose planes the first output gathers and the others read.
+        for (int64_t q = 0; q < output_count; ++q) {
+          const PackedWeights& w = packed[q];
+          const Band own = band_of(q);
+          BlockedDirectArgs<Element> a{run_taps[q].data(), w.runs, w.run * c_in, x_row_stride, x_position_stride,
+                                       nullptr, w.run * w.tap_pitch, w.taps_2d * w.tap_pitch, block_width,
+                                       block_begin, block_end, out.data(), out_pitch, band_plan.pitch() * out_pitch,
+                                       std::max<int64_t>(own.rows, 0), std::max<int64_t>(own.cols, 0),
+                                       init_data + group * co_blocks * block_width, false};
+          if constexpr (std::is_same_v<scalar_t, float>) {
+            if (in_place) {  // the band's first kept position in y
+              a.out = y_data[q] + n * y_stride[0] + (group * c_out) * y_stride[1] + od * y_stride[2] +
+                      band.row0 * y_stride[3] + band.col0 * y_stride[4];
+              a.out_pitch = y_stride[4];
+              a.out_row_stride = y_stride[3];
             }
           }
-        }
-        if (in_place) continue;
-        for (int64_t r = 0; r < band.rows; ++r) {  // the kept columns of each row
-          const float* out_row = out.data() + r * band_plan.pitch() * out_pitch;
-          scalar_t* y_row = y_band + r * y_stride[3];
-          if (y_stride[1] == 1) {  // channels-last: each pixel's channels are contiguous
-            for (int64_t c = 0; c < band.cols; ++c) {
-              at::vec::convert(out_row + c * out_pitch + co_begin, y_row + c * y_stride[4] + co_begin,
-                               co_end - co_begin);
+          for (int64_t kd = 0; kd < depth; ++kd) {
+            const int64_t id = g.tap_source(0, od, kd);
+            if (id < 0) continue;
+            if (no_planes) {
+              if constexpr (std::is_same_v<scalar_t, Element>) {
+                const scalar_t* band_start =
+                    x_data + ((n * g.conv_in_sizes[0] + id) * slice + g.tap_position(1, band.row0, 0) *
+                              g.conv_in_sizes[2] + g.tap_position(2, band.col0, 0)) * g.conv_in_channels + group * c_in;
+                for (int64_t r = 0; r < w.runs; ++r) {
+                  run_taps[q][r] = band_start + input_tap_offsets[w.covering_taps[r * w.run]];
+                }
+              }
+            } else if (q == 0 && channels_last) {
+              planes->gather(x_data + (n * g.conv_in_sizes[0] + id) * slice * g.conv_in_channels + group * c_in, band,
+                             0, g.conv_in_channels);
+            } else if (q == 0) {
+              planes->gather(x_data + (n * g.conv_in_channels + group * c_in) * g.conv_in_volume() + id * slice, band,
+                             0, 1, g.conv_in_volume(), transpose);
             }
-          } else if (std::is_same_v<scalar_t, float> && transpose != nullptr &&
-                     float_transpose_pays(band.cols, co_end - co_begin) && float_transpose_takes(y_stride[4])) {
-            transpose({out_row + co_begin, out_pitch, band.cols, co_end - co_begin,
-                       reinterpret_cast<float*>(y_row + co_begin * y_stride[1]), y_stride[1], y_stride[4]});
-          } else if (sizeof(scalar_t) == 2 && transpose != nullptr &&
-                     float_transpose_pays(band.cols, co_end - co_begin) && y_stride[4] == 1) {
-            // 16-bit: the same register transpose into a float row per channel, each converted into y in one
-            // vectorized run (value by value, bfloat16 calls took 0.97-2.28x this time, float16 0.98-1.73x).
-            channel_rows.resize((co_end - co_begin) * band.cols);
-            transpose({out_row + co_begin, out_pitch, band.cols, co_end - co_begin, channel_rows.data(), band.cols, 1});
-            for (int64_t co = co_begin; co < co_end; ++co) {
-              at::vec::convert(channel_rows.data() + (co - co_begin) * band.cols, y_row + co * y_stride[1], band.cols);
+            if (a.rows == 0 || a.cols == 0) continue;
+            const Element* w_kd = reinterpret_cast<const Element*>(w.packed.const_data_ptr()) +
+                                  (group * depth + kd) * co_blocks * w.taps_2d * w.tap_pitch;
+            for (int64_t run0 = 0; run0 < w.runs; run0 += w.runs_per_pass) {
+              a.taps = run_taps[q].data() + run0;
+              a.num_taps = std::min(w.runs_per_pass, w.runs - run0);
+              a.weights = w_kd + run0 * w.run * w.tap_pitch;
+              micro_kernel(a, in_place ? c_out : out_pitch);  // the band buffer's lanes past c_out need no mask
+              a.accumulate = true;
             }
-          } else {  // transposed kChannelBlock channels at a time: each pixel's channels read whole
-            constexpr int64_t kChannelBlock = 16;
-            for (int64_t co0 = co_begin; co0 < co_end; co0 += kChannelBlock) {
-              const int64_t block_end = std::min(co0 + kChannelBlock, co_end);
-              for (int64_t c = 0; c < band.cols; ++c) {
-                for (int64_t co = co0; co < block_end; ++co) {
-                  y_row[co * y_stride[1] + c * y_stride[4]] = static_cast<scalar_t>(out_row[c * out_pitch + co]);
+          }
+          if (!a.accumulate) {  // every depth tap read zero padding: the bias alone
+            for (int64_t r = 0; r < a.rows; ++r) {
+              for (int64_t c = 0; c < a.cols; ++c) {
+                std::copy(a.init + co_begin, a.init + co_end,
+                          a.out + r * a.out_row_stride + c * a.out_pitch + co_begin);
+              }
+            }
+          }
+          if (in_place) continue;
+          const float* band_out = out.data();
+          scalar_t* y_band = y_data[q] + n * y_stride[0] + (group * c_out) * y_stride[1] + od * y_stride[2] +
+                             band.row0 * y_stride[3] + band.col0 * y_stride[4];
+          const int64_t cols = a.cols;
+          for (int64_t r = 0; r < a.rows; ++r) {  // the kept columns of each row
+            const float* out_row = band_out + r * band_plan.pitch() * out_pitch;
+            scalar_t* y_row = y_band + r * y_stride[3];
+            if (y_stride[1] == 1) {  // channels-last: each pixel's channels are contiguous
+              for (int64_t c = 0; c < cols; ++c) {
+                at::vec::convert(out_row + c * out_pitch + co_begin, y_row + c * y_stride[4] + co_begin,
+                                 co_end - co_begin);
+              }
+            } else if (std::is_same_v<scalar_t, float> && transpose != nullptr &&
+                       float_transpose_pays(cols, co_end - co_begin) && float_transpose_takes(y_stride[4])) {
+              transpose({out_row + co_begin, out_pitch, cols, co_end - co_begin,
+                         reinterpret_cast<float*>(y_row + co_begin * y_stride[1]), y_stride[1], y_stride[4]});
+            } else if (sizeof(scalar_t) == 2 && transpose != nullptr &&
+                       float_transpose_pays(cols, co_end - co_begin) && y_stride[4] == 1) {
+              // 16-bit: the same register transpose into a float row per channel, each converted into y in one
+              // vectorized run (value by value, bfloat16 calls took 0.97-2.28x this time, float16 0.98-1.73x).
+              channel_rows.resize((co_end - co_begin) * cols);
+              transpose({out_row + co_begin, out_pitch, cols, co_end - co_begin, channel_rows.data(), cols, 1});
+              for (int64_t co = co_begin; co < co_end; ++co) {
+                at::vec::convert(channel_rows.data() + (co - co_begin) * cols, y_row + co * y_stride[1], cols);
+              }
+            } else {  // transposed kChannelBlock channels at a time: each pixel's channels read whole
+              constexpr int64_t kChannelBlock = 16;
+              for (int64_t co0 = co_begin; co0 < co_end; co0 += kChannelBlock) {
+                const int64_t block_end = std::min(co0 + kChannelBlock, co_end);
+                for (int64_t c = 0; c < cols; ++c) {
+                  for (int64_t co = co0; co < block_end; ++co) {
+                    y_row[co * y_stride[1] + c * y_stride[4]] = static_cast<scalar_t>(out_row[c * out_pitch + co]);
+                  }
                 }
               }
             }
@@ -584,7 +638,7 @@ void tap_gemm_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor&
   // The band's own buffers: out[Cg_out, band], plus the columns when they are used.
   const int64_t bytes_per_position = (c_out + (tap_gemms ? 0 : c_in * taps_2d)) * static_cast<int64_t>(sizeof(acc_t));
   // The tiles split the rows in bands for the threads as the blocked kernel does.
-  const int64_t wanted_row_bands = tiles ? thread_row_bands(g, g.batch * groups) : 1;
+  const int64_t wanted_row_bands = tiles ? thread_row_bands(conv_multiply_adds(g), g.batch * groups) : 1;
   const int64_t row_band_multiple = thread_band_multiple(g.batch * groups, wanted_row_bands);
   const auto make_planes = [&] {
     return PhasePlanes<acc_t>(g, c_in, kGemmPhasePlaneBytes, bytes_per_position, 1, wanted_row_bands,
@@ -742,11 +796,11 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
 
 }  // namespace
 
-void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                  at::Tensor& y, bool channels_last, BlockedKernel kernel, bool no_planes) {
+void blocked_convs(const ConvGeometry& covering, const at::Tensor& x, const std::vector<BlockedOutput>& outputs,
+                   const at::Tensor& bias, bool channels_last, BlockedKernel kernel, bool no_planes) {
   if (kernel == BlockedKernel::Avx512Bf16) {
     TORCH_INTERNAL_ASSERT(x.scalar_type() == at::kBFloat16, "fastpad: the bfloat16 dot-product kernel takes bfloat16");
-    blocked_direct_conv<at::BFloat16, uint16_t>(g, x, weight, bias, y, channels_last, no_planes,
+    blocked_direct_conv<at::BFloat16, uint16_t>(covering, x, outputs, bias, channels_last, no_planes,
                                                 &blocked_direct_avx512_bf16, kBlockedDirectVectorAvx512,
                                                 kBlockedDirectMaxVectorsAvx512, nullptr, &transpose_floats_avx512);
     return;
@@ -755,7 +809,8 @@ void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& 
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fastpad_blocked_conv", [&] {
     if constexpr (std::is_same_v<acc_type<scalar_t>, float>) {
       blocked_direct_conv<scalar_t, float>(
-          g, x, weight, bias, y, channels_last, no_planes, avx512 ? &blocked_direct_avx512 : &blocked_direct_avx2,
+          covering, x, outputs, bias, channels_last, no_planes,
+          avx512 ? &blocked_direct_avx512 : &blocked_direct_avx2,
           avx512 ? kBlockedDirectVectorAvx512 : kBlockedDirectVectorAvx2,
           avx512 ? kBlockedDirectMaxVectorsAvx512 : kBlockedDirectMaxVectorsAvx2,
           avx512 ? &pack_weight_lanes_avx512 : &pack_weight_lanes_avx2,
@@ -764,6 +819,11 @@ void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& 
       TORCH_INTERNAL_ASSERT(false, "fastpad: the blocked kernels take float accumulation only");
     }
   });
+}
+
+void blocked_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                  at::Tensor& y, bool channels_last, BlockedKernel kernel, bool no_planes) {
+  blocked_convs(g, x, {BlockedOutput{g, weight, y}}, bias, channels_last, kernel, no_planes);
 }
 
 void tap_tiles_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
