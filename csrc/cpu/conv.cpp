@@ -442,27 +442,25 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
       const Band band = band_plan.band(band_index);
       const int64_t block_begin = split * co_blocks / co_splits, block_end = (split + 1) * co_blocks / co_splits;
       const int64_t co_begin = block_begin * block_width, co_end = std::min(block_end * block_width, c_out);
-      // Output q's part of the band: its rows and columns (fewer than the band's where its outputs end sooner).
-      const auto band_of = [&](int64_t q) {
-        const ConvGeometry& c = outputs[q].conv;
-        return Band{band.row0, std::min(band.rows, c.conv_out_sizes[1] - band.row0), band.col0,
-                    std::min(band.cols, c.conv_out_sizes[2] - band.col0)};
-      };
       for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
         // One output after another, each computed and stored from the one band buffer; with more than one, the kernel
         // has one depth tap, whose planes the first output gathers and the others read.
         for (int64_t q = 0; q < output_count; ++q) {
           const PackedWeights& w = packed[q];
-          const Band own = band_of(q);
+          // Output q's part of the band: its rows and columns (fewer than the band's where its outputs end sooner).
+          const ConvGeometry& own = outputs[q].conv;
+          const int64_t rows = std::clamp<int64_t>(own.conv_out_sizes[1] - band.row0, 0, band.rows);
+          const int64_t cols = std::clamp<int64_t>(own.conv_out_sizes[2] - band.col0, 0, band.cols);
           BlockedDirectArgs<Element> a{run_taps[q].data(), w.runs, w.run * c_in, x_row_stride, x_position_stride,
                                        nullptr, w.run * w.tap_pitch, w.taps_2d * w.tap_pitch, block_width,
                                        block_begin, block_end, out.data(), out_pitch, band_plan.pitch() * out_pitch,
-                                       std::max<int64_t>(own.rows, 0), std::max<int64_t>(own.cols, 0),
-                                       init_data + group * co_blocks * block_width, false};
+                                       rows, cols, init_data + group * co_blocks * block_width, false};
+          // The band's first kept position in y.
+          scalar_t* y_band = y_data[q] + n * y_stride[0] + (group * c_out) * y_stride[1] + od * y_stride[2] +
+                             band.row0 * y_stride[3] + band.col0 * y_stride[4];
           if constexpr (std::is_same_v<scalar_t, float>) {
-            if (in_place) {  // the band's first kept position in y
-              a.out = y_data[q] + n * y_stride[0] + (group * c_out) * y_stride[1] + od * y_stride[2] +
-                      band.row0 * y_stride[3] + band.col0 * y_stride[4];
+            if (in_place) {
+              a.out = y_band;
               a.out_pitch = y_stride[4];
               a.out_row_stride = y_stride[3];
             }
@@ -486,7 +484,7 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
               planes->gather(x_data + (n * g.conv_in_channels + group * c_in) * g.conv_in_volume() + id * slice, band,
                              0, 1, g.conv_in_volume(), transpose);
             }
-            if (a.rows == 0 || a.cols == 0) continue;
+            if (rows == 0 || cols == 0) continue;
             const Element* w_kd = reinterpret_cast<const Element*>(w.packed.const_data_ptr()) +
                                   (group * depth + kd) * co_blocks * w.taps_2d * w.tap_pitch;
             for (int64_t run0 = 0; run0 < w.runs; run0 += w.runs_per_pass) {
@@ -498,20 +496,16 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
             }
           }
           if (!a.accumulate) {  // every depth tap read zero padding: the bias alone
-            for (int64_t r = 0; r < a.rows; ++r) {
-              for (int64_t c = 0; c < a.cols; ++c) {
+            for (int64_t r = 0; r < rows; ++r) {
+              for (int64_t c = 0; c < cols; ++c) {
                 std::copy(a.init + co_begin, a.init + co_end,
                           a.out + r * a.out_row_stride + c * a.out_pitch + co_begin);
               }
             }
           }
           if (in_place) continue;
-          const float* band_out = out.data();
-          scalar_t* y_band = y_data[q] + n * y_stride[0] + (group * c_out) * y_stride[1] + od * y_stride[2] +
-                             band.row0 * y_stride[3] + band.col0 * y_stride[4];
-          const int64_t cols = a.cols;
-          for (int64_t r = 0; r < a.rows; ++r) {  // the kept columns of each row
-            const float* out_row = band_out + r * band_plan.pitch() * out_pitch;
+          for (int64_t r = 0; r < rows; ++r) {  // the kept columns of each row
+            const float* out_row = out.data() + r * band_plan.pitch() * out_pitch;
             scalar_t* y_row = y_band + r * y_stride[3];
             if (y_stride[1] == 1) {  // channels-last: each pixel's channels are contiguous
               for (int64_t c = 0; c < cols; ++c) {
