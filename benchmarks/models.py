@@ -4,7 +4,12 @@ For each model it times the original (timm's Conv2dSame: F.pad + conv) and the c
 interleaved, and prints the medians and their ratio as a markdown table, for inference (eval, no_grad) and for a
 training step (train mode, forward + backward). With --per-layer it times each replaced layer alone instead. timm is needed (`pip install --no-deps timm`); where torchvision
 is missing, the test suite's stand-in satisfies timm's imports (the tf_* models never call torchvision).
+
+On a GPU: `python -m benchmarks.models --device cuda --amp-bf16 --channels-last --batch 256 --models tf_efficientnet_b0
+efficientnet_b0` (efficientnet_b0 has the same FLOPs with symmetric pads: convert replaces nothing in it, so its two
+columns time the same model and say what the converted tf_ model should reach).
 """
+import contextlib
 import argparse
 import importlib.util
 import sys
@@ -33,35 +38,42 @@ def import_timm():
     return timm
 
 
-def inference_step(model, x):
+def autocast(device: torch.device, amp_bf16: bool):
+    return torch.autocast(device.type, dtype=torch.bfloat16) if amp_bf16 else contextlib.nullcontext()
+
+
+def inference_step(model, x, amp_bf16=False):
     def step():
-        with torch.no_grad():
+        with torch.no_grad(), autocast(x.device, amp_bf16):
             model(x)
     return step
 
 
-def training_step(model, x):
+def training_step(model, x, amp_bf16=False):
     def step():
         model.zero_grad(set_to_none=True)
-        model(x).sum().backward()
+        with autocast(x.device, amp_bf16):
+            loss = model(x).float().sum()
+        loss.backward()
     return step
 
 
-def measure(name: str, batch: int, size: int, channels_last: bool, effort: Effort):
+def measure(name: str, batch: int, size: int, channels_last: bool, effort: Effort,
+            device: torch.device = torch.device("cpu"), amp_bf16: bool = False):
     timm = import_timm()
-    original = timm.create_model(name)
+    original = timm.create_model(name).to(device)
     converted = fastpad.convert(original)
     memory_format = torch.channels_last if channels_last else torch.contiguous_format
-    x = torch.randn(batch, 3, size, size).to(memory_format=memory_format)
+    x = torch.randn(batch, 3, size, size, device=device).to(memory_format=memory_format)
     rows = []
     for mode, make_step, train in (("inference", inference_step, False), ("training step", training_step, True)):
         models = {"original": original.train(train).to(memory_format=memory_format),
                   "converted": converted.train(train).to(memory_format=memory_format)}
-        medians, repeats = median_times_interleaved({k: make_step(m, x) for k, m in models.items()},
-                                                    torch.device("cpu"), effort)
+        medians, repeats = median_times_interleaved({k: make_step(m, x, amp_bf16) for k, m in models.items()},
+                                                    device, effort)
         rows.append([name, f"{batch}x3x{size}x{size}", mode, f"{medians['original'] * 1e3:.1f}",
                      f"{medians['converted'] * 1e3:.1f}", f"{medians['converted'] / medians['original']:.3f}",
-                     str(repeats)])
+                     f"{batch / medians['converted']:.0f}", str(repeats)])
     return rows
 
 
@@ -98,6 +110,8 @@ def main(argv=None) -> int:
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--channels-last", action="store_true")
     parser.add_argument("--budget", type=float, default=20.0, help="seconds of timing per model and mode")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--amp-bf16", action="store_true", help="run the models under bfloat16 autocast")
     parser.add_argument("--per-layer", action="store_true",
                         help="time each replaced layer alone (inference, contiguous) instead of whole models")
     args = parser.parse_args(argv)
@@ -106,11 +120,13 @@ def main(argv=None) -> int:
         rows = [row for name in args.models for row in measure_replaced_layers(name, args.batch, args.size, effort)]
     else:
         rows = [row for name in args.models
-                for row in measure(name, args.batch, args.size, args.channels_last, effort)]
-    print(f"machine: {machine_description(torch.device('cpu'))}; torch {torch.__version__}; commit {source_description()}; "
-          f"{'channels_last' if args.channels_last else 'contiguous'}; float32")
+                for row in measure(name, args.batch, args.size, args.channels_last, effort, torch.device(args.device),
+                                   args.amp_bf16)]
+    print(f"machine: {machine_description(torch.device(args.device))}; torch {torch.__version__}; "
+          f"commit {source_description()}; {'channels_last' if args.channels_last else 'contiguous'}; "
+          f"{'bfloat16 autocast' if args.amp_bf16 else 'float32'}")
     print(markdown_table(["model", "input", "mode", "original ms", "converted ms", "converted/original",
-                          "repeats"], rows))
+                          "converted images/s", "repeats"], rows))
     return 0
 
 
