@@ -11,7 +11,7 @@ from fastpad.bench import peers, runner
 from fastpad.bench.layers import Layer
 from fastpad.bench.random_layers import random_layers
 from fastpad.cases import ConvCase
-from fastpad.reference import relative_error
+from fastpad.reference import TF32_TOLERANCE, relative_error, tolerance
 
 # Asymmetric pads, stride 2, dilation, groups, 1-d and 3-d, and transposed layers whose crop is an end pad, an
 # output_padding (k_eff < stride: the output reaches past the full output) or explicit.
@@ -174,3 +174,13 @@ def test_bench_with_peers_gives_compile_and_onnxruntime_columns(tmp_path, capsys
     assert header.endswith("| max rel. error | fastpad/compile | fastpad/ORT | % peak |")
     assert "FMA peak: 100.0 GFLOP/s" in printed
     assert "geomean fastpad/compile = " in printed and "geomean fastpad/ORT = " in printed
+
+
+def test_float32_on_cuda_is_judged_to_the_tf32_tolerance_while_torch_allows_tf32(tf32):
+    """torch lets cuDNN (and so fastpad) run float32 convs on TF32 by default; the bench then judges CUDA float32
+    results to TF32's tolerance, and every other device and dtype to the table's."""
+    assert tolerance(torch.float32, "cuda") == tolerance(torch.float32, torch.device("cuda:1")) == TF32_TOLERANCE
+    assert tolerance(torch.float32, "cpu") == tolerance(torch.float32) == 1e-5
+    assert tolerance(torch.bfloat16, "cuda") == tolerance(torch.bfloat16) == 1e-2
+    torch.backends.cudnn.allow_tf32 = False
+    assert tolerance(torch.float32, "cuda") == 1e-5

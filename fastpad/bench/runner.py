@@ -348,7 +348,7 @@ def measure_layer(layer: Layer, settings: Settings, on_phase: Callable[[str], No
         if with_peers:
             on_phase(f"{mode} compile")
             step = notes.attempt("compile", f"{layer.name} {mode}", lambda: compile_step(
-                functions["pad+conv"], inputs, mode, expected, tolerance(settings.dtype)))
+                functions["pad+conv"], inputs, mode, expected, tolerance(settings.dtype, settings.device)))
             if step is not None:
                 steps["compile"] = step
             if mode == "forward" and onnxruntime is not None:
@@ -707,7 +707,7 @@ def main(device: Optional[str], dtype: str, batch: Optional[int], layers: Option
     print("\n".join(legend_lines(context) + loser_lines(measurements) + summary_lines(measurements)))
     for key, value in notes.context_entries().items():
         print(f"{key}: {value}")
-    limit = tolerance(settings.dtype)
+    limit = tolerance(settings.dtype, settings.device)
     inaccurate = sorted({m.layer for m in measurements if not m.max_rel_error <= limit})
     for problem, names in (("raised an exception", failed), ("exceeded the error tolerance", inaccurate)):
         if names:
