@@ -804,3 +804,29 @@ NCHW_GATHER_RUNS = [ConvCase(False, (63,), 16, 40, 3, padding="valid", batch=2),
 def test_nchw_rows_gather_their_lanes_through_the_transpose(isa, case):
     require_isa(isa)
     run_case(case, isa)
+
+
+# In zeros mode, a band's rows whose kernel rows read only padding along H skip those taps, the band's rows in runs
+# with the same taps inside x (conv.cpp's kRowTapSkipMinWork: 32 input channels x output channel blocks per call or
+# more): 'same' k5 rows, top rows that read nothing but padding (their outputs are the bias), a dilation, kernel
+# depths, weights in tap passes (1.4 MiB: 3 passes over the row runs), groups, channels-last planes, and transposed
+# convs at stride 1 and 3 (their phases' convs); at avx512_bf16 in bfloat16 on the dot products.
+ROW_TAP_SKIP_CASES = [
+    ConvCase(False, (11, 13), 40, 24, 5, padding="same", batch=2),
+    ConvCase(False, (6, 9), 36, 20, 3, padding=((5, 4), (1, 1)), batch=2, layout="channels_last"),
+    ConvCase(False, (10, 12), 32, 40, 3, dilation=2, padding="same", batch=2, layout="channels_last"),
+    ConvCase(False, (4, 7, 8), 34, 20, 3, padding=((1, 1), (2, 1), (1, 1)), batch=1),
+    ConvCase(False, (6, 7), 300, 48, 5, padding="same", batch=1),
+    ConvCase(False, (9, 10), 64, 48, 4, padding="same", groups=2, batch=2, layout="channels_last"),
+    ConvCase(True, (7, 9), 48, 40, 5, 1, "same", batch=2),
+    ConvCase(True, (20, 30), 12, 40, 6, 3, "same", batch=2),
+]
+
+
+@pytest.mark.parametrize("case", ROW_TAP_SKIP_CASES, ids=ConvCase.describe)
+@pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])
+def test_rows_skip_the_kernel_rows_that_read_only_padding(isa, case):
+    require_isa(isa)
+    if isa == "avx512_bf16":
+        case = replace(case, dtype="bfloat16")
+    run_case(case, isa)
