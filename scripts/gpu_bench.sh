@@ -14,7 +14,8 @@
 # (build 59 s), and the first two parts of this script about 125 s and 120 s at the code of 2026-11-27, so one call
 # holds both scripts with GPU_BENCH_PART_S=120 or so.
 # Writes under OUT (default benchmarks/results/gpu-bench-local): bench.log and, per part,
-# bench-cuda-bf16-b256-{efficientnet-cl,others-cl,others-nchw}.{md,json}. Environment: PYTHON (default python3),
+# bench-cuda-bf16-b256-{efficientnet-cl,others-cl,others-nchw}.{md,json}, and ops-cuda-bf16-b256-cl.md (the op
+# breakdown). Environment: PYTHON (default python3),
 # GPU_BENCH_PART_S (each part's time limit, default 150 s), GPU_BENCH_BATCH (default 256).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -57,4 +58,11 @@ OTHERS='resnet50*|even_kernel*|unet_decoder*|hifigan*|encodec*|mamba*'
 bench_part efficientnet-cl 'tf_*' --channels-last
 bench_part others-cl "$OTHERS" --channels-last
 bench_part others-nchw 'resnet50.dense*|even_kernel*|unet_decoder*'
+# Where the slowest forward+backwards go: each op call of the stems, a depthwise and a dense layer timed alone, with
+# its kernel path (benchmarks/ops.py).
+OPS_LAYERS='stem|dw_k3s2_c96|dense_k3s1'
+echo "### ops ($OPS_LAYERS), time limit $PART_S s, $(date -u '+%H:%M:%S')" >>"$LOG"
+timeout --kill-after=10 "$PART_S" "$PYTHON" -m benchmarks.ops --device cuda --dtype bfloat16 --channels-last \
+    --batch "$BATCH" --quick --layers "$OPS_LAYERS" >"$OUT_DIR/ops-cuda-bf16-b$BATCH-cl.md" 2>>"$LOG"
+echo "### ops: exit status $?" >>"$LOG"
 tail -n 80 "$LOG"

@@ -9,8 +9,8 @@
 # benchmark's log, its tables included) and gpu-session.tar.gz (every log and table of both scripts).
 # The check gets a budget of GPU_SESSION_CHECK_S (default 480 s: gpu_check.sh keeps 330 s of its budget for the steps
 # after the build, so a smaller budget cuts the build short); it ends when its steps end (175 s on an H200 on
-# 2026-12-04, build 74 s). The benchmark's three parts share what is left of GPU_SESSION_BUDGET_S (default 570 s)
-# equally: the EfficientNet/MobileNet part needed more than 105 s there.
+# 2026-12-04, build 74 s). The benchmark's four parts (three tables and the op breakdown) share what is left of
+# GPU_SESSION_BUDGET_S (default 570 s) equally: the EfficientNet/MobileNet part needed more than 105 s there.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -22,7 +22,7 @@ START_S=$SECONDS
 OUT="$WORK/check" GPU_CHECK_BENCH=0 GPU_CHECK_BUDGET_S="${GPU_SESSION_CHECK_S:-480}" GPU_CHECK_WORKERS=8 \
     OMP_NUM_THREADS=2 bash scripts/gpu_check.sh >/dev/null
 CHECK_STATUS=$?
-PART_S=$(((${GPU_SESSION_BUDGET_S:-570} - (SECONDS - START_S)) / 3))
+PART_S=$(((${GPU_SESSION_BUDGET_S:-570} - (SECONDS - START_S)) / 4))
 if ((PART_S < 60)); then PART_S=60; fi
 OUT="$WORK/bench" GPU_CHECK_TESTS_LOG="$WORK/check/tests.log" GPU_BENCH_PART_S="$PART_S" \
     bash scripts/gpu_bench.sh >/dev/null

@@ -9,8 +9,8 @@ from typing import Optional
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.cases import ConvCase, arrange, dtype_name
 from fastpad.reference import output_and_grads
 from reference import expected_conv, expected_conv_transpose, poison
@@ -492,25 +492,10 @@ def assert_bitwise_equal(actual_results, expected_results, what):
         raise AssertionError(f"{what}: {name} not bitwise identical (max |difference| {difference:.3g})")
 
 
-class _RecordFastpadOps(TorchDispatchMode):
-    """Records every call of fastpad's three ops below autograd: (name, every argument, defaults filled in)."""
-
-    def __init__(self):
-        super().__init__()
-        self.calls = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func.namespace == "fastpad":
-            rest = func._schema.arguments[len(args):]
-            self.calls.append((func._opname, (*args, *(kwargs.get(a.name, a.default_value) for a in rest))))
-        return func(*args, **kwargs)
-
-
 def kernels_reached(path, inputs, backend="cpu"):
     """The set of (op, kernel path) that path's forward and backward reach on `backend`, asked of the private path
     ops with the arguments each op call received."""
-    with _RecordFastpadOps() as record:
+    with RecordFastpadOps() as record:
         run_forward_backward(path, inputs)
     with cpu_isa_limit(path.isa) if path.isa else contextlib.nullcontext():
         return {(op, getattr(torch.ops.fastpad, f"_{op}_path")(*args, backend)) for op, args in record.calls}

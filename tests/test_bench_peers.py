@@ -184,3 +184,17 @@ def test_float32_on_cuda_is_judged_to_the_tf32_tolerance_while_torch_allows_tf32
     assert tolerance(torch.bfloat16, "cuda") == tolerance(torch.bfloat16) == 1e-2
     torch.backends.cudnn.allow_tf32 = False
     assert tolerance(torch.float32, "cuda") == 1e-5
+
+
+def test_the_ops_breakdown_times_each_op_call_with_its_kernel_path(capsys):
+    """benchmarks/ops.py: the layer's forward, forward+backward and each fastpad op call of them, each with a time,
+    the op calls with the kernel path the private path ops report for them."""
+    from benchmarks import ops
+
+    assert ops.main(["--device", "cpu", "--layers", "even_kernel", "--batch", "1", "--quick"]) == 0
+    rows = [line.split("|")[1:-1] for line in capsys.readouterr().out.splitlines() if line.startswith("| even_kernel")]
+    steps = [row[1].strip() for row in rows]
+    assert steps == ["forward", "fwd+bwd", "1. conv", "2. conv_transpose", "3. conv_weight_grad"]
+    for row in rows:
+        assert float(row[3]) > 0
+    assert all(row[2].strip().startswith("cpu_") for row in rows[2:])

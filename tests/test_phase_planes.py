@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from code_paths import _RecordFastpadOps
+from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.cases import ConvCase
 from fastpad.reference import output_and_grads
 from reference import PADDING_MODES, assert_matches, pads_supported, resolve_pads
@@ -93,7 +93,7 @@ def test_non_finite_weight_poisons_only_what_it_reaches(in_channels, out_channel
     grads = []
     for function in (case.fastpad_function(), case.reference_function()):
         leaf = x.clone().requires_grad_()
-        with _RecordFastpadOps() as record:
+        with RecordFastpadOps() as record:
             output = function(leaf, w, b)
             output.backward(torch.ones_like(output))
         grads.append(leaf.grad)
@@ -123,7 +123,7 @@ def test_non_finite_input_reaches_only_the_weight_gradients_that_read_it(in_chan
     grads = []
     for function in (case.fastpad_function(), case.reference_function()):
         weight = w.clone().requires_grad_()
-        with _RecordFastpadOps() as record:
+        with RecordFastpadOps() as record:
             output = function(x, weight, b)
             output.backward(torch.randn_like(output, generator=torch.Generator().manual_seed(0)))
         grads.append(weight.grad)

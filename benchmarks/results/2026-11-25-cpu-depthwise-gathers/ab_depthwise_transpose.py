@@ -2,7 +2,7 @@
 the suite, in this process's build: medians of 9 rounds; prints name, ms. Run from a checkout with
 PYTHONPATH=BUILD:tests, one process per build in turn (three each here: old = 3224bb2, new = the gathered planes)."""
 import time, statistics, torch
-from code_paths import _RecordFastpadOps
+from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.bench.random_layers import random_layers
 from fastpad.bench.layers import SUITE
 torch.manual_seed(0)
@@ -13,7 +13,7 @@ for name, c in layers:
     if c.layout != "contiguous": continue
     x, w, b = c.random_inputs(); f = c.fastpad_function()
     x.requires_grad_(); w.requires_grad_()
-    with _RecordFastpadOps() as rec:
+    with RecordFastpadOps() as rec:
         y = f(x, w, b); y.backward(torch.ones_like(y))
     for op, args in rec.calls:
         if op == "conv_transpose" and torch.ops.fastpad._conv_transpose_path(*args, "cpu") == "cpu_depthwise":

@@ -4,7 +4,7 @@ kernel_paths.h skips cpu_grouped_planes while the environment variable FP_AB is 
 committed code). Run from a checkout with PYTHONPATH=.:tests. Columns: new/old ratio, ms, x and y channels per group,
 the path before, the largest difference relative to the largest value, the layer."""
 import os, sys, time, statistics, torch
-from code_paths import _RecordFastpadOps
+from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.bench.random_layers import random_layers
 torch.manual_seed(0)
 calls = []
@@ -14,7 +14,7 @@ for s in map(int, sys.argv[1:]):
         if c.layout != "contiguous": continue
         x, w, b = c.random_inputs(); f = c.fastpad_function()
         x.requires_grad_(); w.requires_grad_()
-        with _RecordFastpadOps() as rec:
+        with RecordFastpadOps() as rec:
             y = f(x, w, b); y.backward(torch.ones_like(y))
         for op, args in rec.calls:
             if op == "conv_transpose" and torch.ops.fastpad._conv_transpose_path(*args, "cpu") == "cpu_grouped_planes":

@@ -4,7 +4,7 @@ kernel_paths.h returns the phase planes while the environment variable FP_AB is 
 committed code). Run from a checkout with PYTHONPATH=.:tests. Columns: new/old ratio, ms, output and input channels
 per group, the largest difference relative to the largest value, the layer."""
 import os, sys, time, statistics, torch
-from code_paths import _RecordFastpadOps
+from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.bench.random_layers import random_layers
 torch.manual_seed(0)
 calls = []
@@ -13,7 +13,7 @@ for s in map(int, sys.argv[1:]):
         c = l.case
         x, w, b = c.random_inputs(); f = c.fastpad_function()
         x.requires_grad_(); w.requires_grad_()
-        with _RecordFastpadOps() as rec:
+        with RecordFastpadOps() as rec:
             y = f(x, w, b); y.backward(torch.ones_like(y))
         for op, args in rec.calls:
             if op == "conv_weight_grad" and torch.ops.fastpad._conv_weight_grad_path(*args, "cpu") == "cpu_tap_dots":

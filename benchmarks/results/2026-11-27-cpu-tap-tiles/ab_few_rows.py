@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from code_paths import _RecordFastpadOps
+from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.bench.layers import SUITE
 from fastpad.bench.random_layers import random_layers
 from fastpad.bench.runner import case_inputs, with_optional_bias
@@ -25,7 +25,7 @@ TILE_PATHS = ("cpu_phase_planes_avx", "cpu_gemm_col2im_avx", "cpu_channels_last_
 def calls_of(case):
     inputs = [t.detach().requires_grad_(t.is_floating_point()) for t in case_inputs(case, torch.device("cpu"))]
     f = with_optional_bias(case.fastpad_function(), case)
-    with _RecordFastpadOps() as record:
+    with RecordFastpadOps() as record:
         y = f(*inputs)
         y.backward(torch.randn_like(y))
     calls = []

@@ -7,7 +7,7 @@ suite) whose path the switch changes, timed alone, interleaved, medians of 7 rou
 Run from the repository root with PYTHONPATH=tests: python ab_weight_grad_copies.py SEED... [--suite]"""
 import os, statistics, sys, time
 import torch
-from code_paths import _RecordFastpadOps
+from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.bench.layers import SUITE
 from fastpad.bench.random_layers import random_layers
 from fastpad.bench.runner import case_inputs, with_optional_bias
@@ -23,7 +23,7 @@ def calls_of(case):
     inputs = [t.detach().requires_grad_(t.is_floating_point()) for t in case_inputs(case, torch.device("cpu"))]
     f = with_optional_bias(case.fastpad_function(), case)
     set_new(False)
-    with _RecordFastpadOps() as record:
+    with RecordFastpadOps() as record:
         y = f(*inputs); y.backward(torch.randn_like(y))
     calls = [[a.detach() if isinstance(a, torch.Tensor) else a for a in args] for op, args in record.calls if op == "conv_weight_grad"]
     return [a for a in calls if path(a, True) != path(a, False)]

@@ -3,7 +3,7 @@
 # at e395e65, the code the H100 ran; later commits change some paths. Run from the repository root:
 #   PYTHONPATH=tests python benchmarks/results/2026-11-27-h100/cuda_paths.py
 import torch
-from code_paths import _RecordFastpadOps
+from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.bench.layers import SUITE
 from fastpad.bench.runner import layer_case, case_inputs, Settings, QUICK_EFFORT
 torch.backends.cudnn.allow_tf32 = True
@@ -11,7 +11,7 @@ settings = Settings(torch.device("cpu"), torch.bfloat16, 2, True, QUICK_EFFORT, 
 for layer in SUITE:
     case = layer_case(layer, settings)
     inputs = [t.requires_grad_() for t in case_inputs(case, torch.device("cpu"))]
-    with _RecordFastpadOps() as record:
+    with RecordFastpadOps() as record:
         fn = case.fastpad_function()
         y = fn(*inputs) if case.bias else fn(*inputs, None)
         y.backward(torch.randn_like(y))

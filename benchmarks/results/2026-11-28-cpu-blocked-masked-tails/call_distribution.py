@@ -7,7 +7,7 @@ import time
 
 import torch
 
-from code_paths import _RecordFastpadOps
+from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.bench.random_layers import random_layers
 from fastpad.bench.runner import case_inputs, with_optional_bias
 
@@ -16,7 +16,7 @@ seed, name, opname = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 case = {l.name: l for l in random_layers(100, seed)}[name].case
 inputs = [t.detach().requires_grad_(t.is_floating_point()) for t in case_inputs(case, torch.device("cpu"))]
 f = with_optional_bias(case.fastpad_function(), case)
-with _RecordFastpadOps() as record:
+with RecordFastpadOps() as record:
     y = f(*inputs)
     y.backward(torch.randn_like(y))
 op, a = [c for c in record.calls if c[0] == opname][0]

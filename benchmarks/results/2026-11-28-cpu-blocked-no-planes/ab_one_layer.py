@@ -1,7 +1,7 @@
 """The same A/B for one random layer's calls of one op, in a fresh process (9 rounds).
 Run from the repository root with PYTHONPATH=tests: python ab_one_layer.py SEED:NAME [OP]"""
 import os, statistics, sys, time, torch
-from code_paths import _RecordFastpadOps
+from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.bench.random_layers import random_layers
 from fastpad.bench.runner import case_inputs, with_optional_bias
 torch.set_num_threads(2)
@@ -10,7 +10,7 @@ seed, name = sys.argv[1].split(":")
 layer = [l for l in random_layers(100, int(seed)) if l.name == name][0]
 inputs = [t.detach().requires_grad_(t.is_floating_point()) for t in case_inputs(layer.case, torch.device("cpu"))]
 f = with_optional_bias(layer.case.fastpad_function(), layer.case)
-with _RecordFastpadOps() as rec:
+with RecordFastpadOps() as rec:
     y = f(*inputs); y.backward(torch.randn_like(y))
 def setold(o):
     if o: os.environ["AB_OLD"] = "1"

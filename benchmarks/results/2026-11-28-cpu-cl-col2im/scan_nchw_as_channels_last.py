@@ -2,7 +2,7 @@
 channels-last beforehand (outside the timed call; the output made contiguous inside it), interleaved, three medians of
 5. Run from the repository root: PYTHONPATH=tests python scan_nchw_as_channels_last.py 1,2,3,4"""
 import sys, time, statistics, torch
-from code_paths import _RecordFastpadOps
+from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.bench.random_layers import random_layers
 from fastpad.bench.runner import case_inputs, with_optional_bias
 torch.set_num_threads(2)
@@ -21,7 +21,7 @@ for seed in map(int, sys.argv[1].split(',')):
         if case.layout != 'contiguous' or case.dims == 1: continue
         inputs = [t_.detach().requires_grad_(t_.is_floating_point()) for t_ in case_inputs(case, torch.device('cpu'))]
         f = with_optional_bias(case.fastpad_function(), case)
-        with _RecordFastpadOps() as rec:
+        with RecordFastpadOps() as rec:
             y = f(*inputs); y.backward(torch.randn_like(y))
         with torch.no_grad():
             for op, a in rec.calls:

@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from code_paths import _RecordFastpadOps
+from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.bench.layers import SUITE
 from fastpad.bench.random_layers import random_layers
 from fastpad.bench.runner import case_inputs, with_optional_bias
@@ -48,7 +48,7 @@ def calls_of(case):
     inputs = [t.detach().requires_grad_(t.is_floating_point()) for t in case_inputs(case, torch.device("cpu"))]
     f = with_optional_bias(case.fastpad_function(), case)
     set_env({})
-    with _RecordFastpadOps() as record:
+    with RecordFastpadOps() as record:
         y = f(*inputs)
         if not args_ns.forward_only:
             y.backward(torch.randn_like(y))

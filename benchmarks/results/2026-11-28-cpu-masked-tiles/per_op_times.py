@@ -7,7 +7,7 @@ import sys
 import time
 
 import torch
-from code_paths import _RecordFastpadOps
+from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.bench.random_layers import random_layers
 from fastpad.bench.runner import case_inputs, with_optional_bias
 torch.set_num_threads(2)
@@ -25,7 +25,7 @@ for name in sys.argv[2:]:
     print(name, layers[name].shape if hasattr(layers[name], 'shape') else case)
     inputs = [t_.detach().requires_grad_(t_.is_floating_point()) for t_ in case_inputs(case, torch.device('cpu'))]
     f = with_optional_bias(case.fastpad_function(), case)
-    with _RecordFastpadOps() as rec:
+    with RecordFastpadOps() as rec:
         y = f(*inputs); y.backward(torch.randn_like(y))
     with torch.no_grad():
         for op, a in rec.calls:

@@ -9,7 +9,7 @@ outputs relative to their largest value. Three versions of the rule were measure
 least as wide as the stride along every dim).
 Run from the repository root with PYTHONPATH=tests: python ab_transposed_no_planes.py SEED... [--suite]"""
 import os, statistics, sys, time, torch
-from code_paths import _RecordFastpadOps
+from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.bench.random_layers import random_layers
 from fastpad.bench.layers import SUITE
 from fastpad.bench.runner import case_inputs, with_optional_bias
@@ -27,7 +27,7 @@ for layer in layers:
     inputs = [t.detach().requires_grad_(t.is_floating_point()) for t in case_inputs(layer.case, torch.device("cpu"))]
     f = with_optional_bias(layer.case.fastpad_function(), layer.case)
     setp(0)
-    with _RecordFastpadOps() as rec:
+    with RecordFastpadOps() as rec:
         y = f(*inputs); y.backward(torch.randn_like(y))
     for o, args in rec.calls:
         if o != "conv_transpose": continue

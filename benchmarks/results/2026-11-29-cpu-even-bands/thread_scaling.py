@@ -2,7 +2,7 @@
 rounds of enough calls for 10 ms). Run from the repository root with PYTHONPATH=tests:
   python thread_scaling.py 1,2"""
 import statistics, sys, time, torch
-from code_paths import _RecordFastpadOps
+from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.bench.random_layers import random_layers
 from fastpad.bench.runner import case_inputs, with_optional_bias
 def t(fn):
@@ -20,7 +20,7 @@ for seed in map(int, sys.argv[1].split(",")):
         inputs = [t_.detach().requires_grad_(t_.is_floating_point()) for t_ in case_inputs(case, torch.device('cpu'))]
         f = with_optional_bias(case.fastpad_function(), case)
         torch.set_num_threads(2)
-        with _RecordFastpadOps() as rec:
+        with RecordFastpadOps() as rec:
             y = f(*inputs); y.backward(torch.randn_like(y))
         with torch.no_grad():
             for op, a in rec.calls:
