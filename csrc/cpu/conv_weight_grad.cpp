@@ -97,7 +97,11 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
   const TilePlan plan(g, /*channels_last=*/true, block_pitch * static_cast<int64_t>(sizeof(acc_t)));
   const int64_t work = g.batch * plan.tiles;  // (image, tile) pairs to reduce over
   const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), work));
-  auto partial = at::zeros({chunks, groups, out_per_group, pitch}, x.options().dtype(acc_dtype));
+  // On the tiles, each chunk's first job writes its partial (overwrite) rather than adding to zeros: the zero fill of
+  // [chunks, G, Cg_out, pitch] took 8% of a 298 -> 48 k5 weight gradient's time (20 x 20, a 2.9 MB partial).
+  const bool tiles_overwrite = tiles && std::is_same_v<acc_t, float>;
+  auto partial = tiles_overwrite ? at::empty({chunks, groups, out_per_group, pitch}, x.options().dtype(acc_dtype))
+                                 : at::zeros({chunks, groups, out_per_group, pitch}, x.options().dtype(acc_dtype));
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
   acc_t* partial_data = partial.template mutable_data_ptr<acc_t>();
 
@@ -130,6 +134,7 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
                                      cols.data(), block_pitch, acc + row0 * row_values, pitch,
                                      out_per_group, columns, tile_pixels};
               product.depth_chunk = kWeightGradTilesDepth;
+              product.overwrite = job == chunk * work / chunks;  // (columns past the reduction stay unwritten)
               tiles(product);
             }
             continue;
