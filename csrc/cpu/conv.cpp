@@ -479,7 +479,8 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
             }
           }
           // The band's rows in runs whose kernel rows inside x are the same (kRowTapSkipMinWork); one run of every tap
-          // otherwise. Whole kernel rows are whole tap runs where a run divides the kernel's width.
+          // otherwise, and where the rows make one run only. Whole kernel rows are whole tap runs where a run divides
+          // the kernel's width.
           const int64_t kernel_width = own.kernel[2];
           const bool skips_rows = g.mode == PaddingMode::Zeros && !no_planes && kernel_width % w.run == 0 &&
                                   c_in * (block_end - block_begin) >= kRowTapSkipMinWork;
@@ -497,6 +498,7 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
                 row_runs.push_back({r, 1, run_begin, run_end});
               }
             }
+            if (row_runs.size() <= 1) row_runs.assign(1, {0, a.rows, 0, w.runs});
           }
           for (int64_t kd = 0; kd < depth; ++kd) {
             const int64_t id = g.tap_source(0, od, kd);
@@ -522,26 +524,22 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
                                   (group * depth + kd) * co_blocks * w.taps_2d * w.tap_pitch;
             for (int64_t run0 = 0; run0 < w.runs; run0 += w.runs_per_pass) {
               const int64_t pass_end = std::min(w.runs_per_pass + run0, w.runs);
-              if (row_runs.size() == 1) {
-                a.taps = run_taps[q].data() + run0;
-                a.num_taps = pass_end - run0;
-                a.weights = w_kd + run0 * w.run * w.tap_pitch;
-                micro_kernel(a, in_place ? c_out : out_pitch);  // the band buffer's lanes past c_out need no mask
-              } else {
-                for (const RowRun& rows : row_runs) {
-                  // This pass's runs that these rows read; a first pass with none still sets them from init.
-                  const int64_t lo = std::max(run0, rows.run_begin), hi = std::max(lo, std::min(pass_end, rows.run_end));
-                  if (hi == lo && a.accumulate) continue;
+              for (const RowRun& rows : row_runs) {
+                // This pass's runs that these rows read; a first pass with none still sets them from init.
+                const int64_t lo = std::max(run0, rows.run_begin), hi = std::max(lo, std::min(pass_end, rows.run_end));
+                if (hi == lo && a.accumulate) continue;
+                BlockedDirectArgs<Element> part = a;
+                part.taps = run_taps[q].data() + lo;
+                if (rows.first > 0) {  // the taps moved down to the run's first row
                   shifted_taps.resize(hi - lo);
                   for (int64_t r = lo; r < hi; ++r) shifted_taps[r - lo] = run_taps[q][r] + rows.first * x_row_stride;
-                  BlockedDirectArgs<Element> part = a;
                   part.taps = shifted_taps.data();
-                  part.num_taps = hi - lo;
-                  part.weights = w_kd + lo * w.run * w.tap_pitch;
-                  part.out = a.out + rows.first * a.out_row_stride;
-                  part.rows = rows.count;
-                  micro_kernel(part, in_place ? c_out : out_pitch);
                 }
+                part.num_taps = hi - lo;
+                part.weights = w_kd + lo * w.run * w.tap_pitch;
+                part.out = a.out + rows.first * a.out_row_stride;
+                part.rows = rows.count;
+                micro_kernel(part, in_place ? c_out : out_pitch);  // the band buffer's lanes past c_out need no mask
               }
               a.accumulate = true;
             }
