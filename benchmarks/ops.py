@@ -21,9 +21,6 @@ from fastpad.bench.runner import (FULL_EFFORT, QUICK_EFFORT, Settings, case_inpu
                                   layer_case, machine_description, median_times_interleaved, select_layers,
                                   with_optional_bias)
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
-
-
 def op_rows(layer, settings: Settings):
     """[layer, step, kernel path, ms] for the layer's forward, forward+backward and each op call of them."""
     case = layer_case(layer, settings)
@@ -46,7 +43,7 @@ def op_rows(layer, settings: Settings):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
+    parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16", "float64"], default="float32")
     parser.add_argument("--batch", type=int, default=None, help="every layer's batch (default: each layer's own)")
     parser.add_argument("--channels-last", action="store_true")
     parser.add_argument("--layers", default=None, help="the bench's --layers pattern")
@@ -54,7 +51,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    settings = Settings(torch.device(args.device), DTYPES[args.dtype], args.batch, args.channels_last,
+    settings = Settings(torch.device(args.device), getattr(torch, args.dtype), args.batch, args.channels_last,
                         QUICK_EFFORT if args.quick else FULL_EFFORT, peers="none")
     candidates = random_layers(args.random, args.seed) if args.random else SUITE
     layers = select_layers(candidates, args.layers)
