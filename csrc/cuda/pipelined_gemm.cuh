@@ -90,10 +90,11 @@ struct TapCursor {
   int64_t c;
   int64_t r[kMaxSpatial];
 
-  // Moves on by `step` along k (tap-major, channel-minor).
-  C10_HOST_DEVICE void advance(const ConvGeometry& g, int64_t channels, int64_t step) {
+  // Moves on by `step` along k (tap-major, channel-minor). Returns whether it reached another tap.
+  C10_HOST_DEVICE bool advance(const ConvGeometry& g, int64_t channels, int64_t step) {
     k += step;
     c += step;
+    const bool new_tap = c >= channels;
     while (c >= channels) {
       c -= channels;
       for (int d = kMaxSpatial - 1; d >= 0; --d) {  // the next tap, the last dimension fastest
@@ -101,11 +102,16 @@ struct TapCursor {
         r[d] = 0;
       }
     }
+    return new_tap;
   }
 };
 
+// Blocks per SM the conv kernel's registers are sized for: two (128 registers) up to 128 x 64 tiles, whose 32
+// accumulators per thread leave room for the copies' addresses; one for 128 x 128 (64 accumulators per thread).
+constexpr int pipelined_conv_min_blocks(int tile_m, int tile_n) { return tile_m * tile_n <= 128 * 64 ? 2 : 1; }
+
 template <typename scalar_t, int kTileM, int kTileN, int kWarpsM>
-__global__ void __launch_bounds__(kThreads, 1)  // the 128 x 128 tile holds 64 accumulators per thread
+__global__ void __launch_bounds__(kThreads, pipelined_conv_min_blocks(kTileM, kTileN))
     pipelined_conv_kernel(const ConvGeometry g, const scalar_t* x, const Strides xs, const scalar_t* w,
                           const scalar_t* bias, scalar_t* y, const Strides ys) {
   constexpr int kWarpsN = kThreads / 32 / kWarpsM;
@@ -158,28 +164,39 @@ __global__ void __launch_bounds__(kThreads, 1)  // the 128 x 128 tile holds 64 a
 
     TapCursor cursor{0, 0, {0, 0, 0}};
     cursor.advance(g, channels, vector * kVector);
+    // Where each A row reads the cursor's tap: x + a_tap[i] + channel, or nowhere (nullptr: padding or past M).
+    // Resolved again only when the cursor reaches another tap, which with Cg_in >= 2 kTileK is one k-tile in
+    // Cg_in / kTileK or fewer: the other k-tiles' copies cost an add each.
+    const scalar_t* a_tap[kARows];
+    const auto resolve_tap = [&] {
+      for (int i = 0; i < kARows; ++i) {
+        bool inside = a_valid[i];
+        int64_t offset = a_base[i];
+        for (int d = 0; d < kMaxSpatial; ++d) {
+          const int64_t source =
+              source_index(a_corner[i][d] + cursor.r[d] * g.dilation[d], g.conv_in_sizes[d], g.mode);
+          inside = inside && source >= 0;
+          offset += source * xs.spatial[d];
+        }
+        a_tap[i] = inside ? x + offset : nullptr;
+      }
+    };
+    resolve_tap();
     // Issues the copies of the k-tile the cursor is at (the next one: k-tiles are copied in order) into `stage`, then
     // moves the cursor on.
     const auto copy_stage = [&](int stage, int64_t) {
       const bool k_valid = cursor.k < k_size;
       for (int i = 0; i < kARows; ++i) {
-        bool valid = a_valid[i] && k_valid;
-        int64_t offset = a_base[i] + cursor.c;
-        for (int d = 0; d < kMaxSpatial; ++d) {
-          const int64_t source =
-              source_index(a_corner[i][d] + cursor.r[d] * g.dilation[d], g.conv_in_sizes[d], g.mode);
-          valid = valid && source >= 0;
-          offset += source * xs.spatial[d];
-        }
+        const bool valid = a_tap[i] != nullptr && k_valid;
         cp_async_zfill_16(a_tile(stage, copy_row + i * kRowsPerPass) + vector * kVector,
-                          valid ? x + offset : x, valid);
+                          valid ? a_tap[i] + cursor.c : x, valid);
       }
       for (int i = 0; i < kBRows; ++i) {
         const bool valid = b_rows[i] != nullptr && k_valid;
         cp_async_zfill_16(b_tile(stage, copy_row + i * kRowsPerPass) + vector * kVector,
                           valid ? b_rows[i] + cursor.k : w, valid);
       }
-      cursor.advance(g, channels, kTileK);
+      if (cursor.advance(g, channels, kTileK)) resolve_tap();
     };
 
     float acc[kFragmentsM][kFragmentsN][4] = {};
