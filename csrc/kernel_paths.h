@@ -779,11 +779,25 @@ struct CudaInputs {
 // (cuda_stages_channels). The implicit GEMM it replaces there gathers element by element: on an H100 (bfloat16,
 // batch 256) it ran the 1-d layers and stems at 1.7-7.3 TFLOP/s, 3-16x F.pad + cuDNN's time, where the pipelined GEMM
 // ran channels_last layers at 40-90 TFLOP/s; the copies cost a pass over input and output each (not yet measured).
+//
+// The input channels per group it reads from each position (cuda_pipelined_channels): Cg_in where those are whole
+// 16-byte vectors. Fewer channels than one vector in a single group (an RGB stem's 3: 8 bfloat16 or 4 float32 lanes)
+// are rounded up to one vector, where that at most triples them: the binding's channels-contiguous copy of x fills the
+// added channels with zeros and its copy of the weight gives them zero taps, so they add nothing to any sum. conv and
+// its weight gradient pad (pad_channels); conv_transpose's stride phases do not. The element-gather implicit GEMM they
+// replace ran tf_efficientnet_b0's stem (bfloat16, batch 256, H200, 2026-12-04) in 3.5 ms, 5x F.pad + cuDNN.
+constexpr int64_t kMaxChannelPaddingFactor = 3;
+inline int64_t cuda_pipelined_channels(const ConvGeometry& g, int64_t storage_bytes, bool pad_channels) {
+  const int64_t lanes = cuda::kVectorBytes / storage_bytes, channels = g.conv_in_channels_per_group();
+  if (channels % lanes == 0) return channels;
+  return pad_channels && g.groups == 1 && channels < lanes && lanes <= kMaxChannelPaddingFactor * channels ? lanes
+                                                                                                           : 0;
+}
 inline bool cuda_pipelined_gemm(const ConvGeometry& g, int64_t element_bytes, bool reduced_precision,
-                                const CudaInputs& cuda) {
+                                const CudaInputs& cuda, bool pad_channels) {
   const int64_t storage_bytes = reduced_precision ? 2 : element_bytes;
   const bool tensor_cores = reduced_precision || (storage_bytes == 4 && cuda.tf32);
-  return cuda.sm80 && tensor_cores && g.conv_in_channels_per_group() % (cuda::kVectorBytes / storage_bytes) == 0;
+  return cuda.sm80 && tensor_cores && cuda_pipelined_channels(g, storage_bytes, pad_channels) > 0;
 }
 
 // Whether a depthwise conv or conv_transpose runs the channel-vector kernel (conv.cu, conv_transpose.cu): channels-last
@@ -803,7 +817,9 @@ inline bool cuda_depthwise_vectors(const ConvGeometry& g, bool channels_last, in
 inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool channels_last, int64_t element_bytes,
                                  bool reduced_precision, CpuIsa isa, const CudaInputs& cuda = {}) {
   if (backend == Backend::Cuda) {
-    if (cuda_pipelined_gemm(g, element_bytes, reduced_precision, cuda)) return ConvPath::CudaPipelinedGemm;
+    if (cuda_pipelined_gemm(g, element_bytes, reduced_precision, cuda, /*pad_channels=*/true)) {
+      return ConvPath::CudaPipelinedGemm;
+    }
     if (g.conv_in_channels_per_group() != 1) return ConvPath::CudaImplicitGemm;
     if (cuda_depthwise_vectors(g, channels_last, element_bytes, reduced_precision, cuda, /*transposed=*/false)) {
       return ConvPath::CudaDepthwiseVectors;
@@ -1030,7 +1046,8 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
     // phases differ only in their taps and sizes). Like the phase GEMMs, the convs multiply weights by the zeros
     // around x, and add no padding mode's folds: the kernels' gather pass then folds padded positions back and
     // recomputes the outputs where an inf or NaN weight met a zero (a device flag: the choice reads no values).
-    if (cuda_pipelined_gemm(transpose_phase_as_conv(g, 0).conv, element_bytes, reduced_precision, cuda)) {
+    if (cuda_pipelined_gemm(transpose_phase_as_conv(g, 0).conv, element_bytes, reduced_precision, cuda,
+                            /*pad_channels=*/false)) {
       return ConvTransposePath::CudaPipelinedGemm;
     }
     if (g.mode == PaddingMode::Zeros &&
@@ -1085,12 +1102,13 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
 
 // Whether conv_weight_grad runs the pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh) on sm_80 or later:
 // bfloat16/float16, or float32 on TF32 where allowed (as for conv), and whole 16-byte vectors of input and output
-// channels in every group; x and grad_output without channel vectors are copied channels-contiguous first, as for conv.
+// channels in every group (input channels padded as for conv: cuda_pipelined_channels); x and grad_output without
+// channel vectors are copied channels-contiguous first, as for conv.
 inline bool cuda_pipelined_weight_grad(const ConvGeometry& g, int64_t element_bytes, bool reduced_precision,
                                        const CudaInputs& cuda) {
   const int64_t storage_bytes = reduced_precision ? 2 : element_bytes, lanes = cuda::kVectorBytes / storage_bytes;
   const bool tensor_cores = reduced_precision || (storage_bytes == 4 && cuda.tf32);
-  return cuda.sm80 && tensor_cores && g.conv_in_channels_per_group() % lanes == 0 &&
+  return cuda.sm80 && tensor_cores && cuda_pipelined_channels(g, storage_bytes, /*pad_channels=*/true) > 0 &&
          g.conv_out_channels_per_group() % lanes == 0;
 }
 
@@ -1267,7 +1285,8 @@ inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend bac
 
 // Whether a CUDA op copies a tensor channels-contiguous before its kernel runs (conv and conv_transpose copy their
 // output back into the input's layout after): the pipelined GEMMs load each position's channels as 16-byte vectors,
-// which a tensor without them (channel_vectors in conv_params.h) gets from the copy (cuda_pipelined_gemm says why).
+// which a tensor without them (channel_vectors in conv_params.h) gets from the copy (cuda_pipelined_gemm says why). An
+// input whose channels the GEMM pads (cuda_pipelined_channels) has none: its copy holds the padded channels.
 inline bool cuda_stages_channels(ConvPath path, bool channel_vectors) {
   return path == ConvPath::CudaPipelinedGemm && !channel_vectors;
 }

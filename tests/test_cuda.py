@@ -452,6 +452,9 @@ PATHS = {
                            torch.bfloat16, "channels_last"),
     "pipelined_phases": (conv_case((12, 10), 16, 32, 4, stride=2, pads=((1, 2), (1, 2))), "reflect", torch.bfloat16,
                          "channels_last"),
+    # An RGB stem: 3 input channels padded to one 16-byte vector for the pipelined GEMM (cuda_pipelined_channels).
+    "pipelined_stem": (conv_case((15, 17), 3, 32, 3, stride=2, pads=((0, 1), (1, 1))), "zeros", torch.bfloat16,
+                       "channels_last"),
     "gemm_bfloat16": (conv_case((6, 5, 7), 18, 20, 3, groups=2, pads=((1, 1), (0, 2), (2, 0))), "replicate",
                       torch.bfloat16, "contiguous"),
     "gemm_fold_reflect": (conv_case((8, 9), 6, 8, 3, stride=2, pads=((2, 1), (1, 2))), "reflect", torch.float32,
@@ -486,6 +489,7 @@ CUDA_KERNELS = {
     "pipelined_float16": (PIPELINED, FOLD, SPLIT_K),
     "pipelined_bfloat16": (PIPELINED, PIPELINED, PIPELINED),
     "pipelined_phases": (PIPELINED, PIPELINED, PIPELINED),  # conv_transpose: 4 stride phases, then reflect's folds
+    "pipelined_stem": (PIPELINED, PIPELINED, PIPELINED),  # x padded to 8 channels (conv, weight gradient)
     "gemm_bfloat16": (GEMM, FOLD, SPLIT_K),
     "gemm_fold_reflect": (GEMM, FOLD, SPLIT_K),
     "gather_circular": (GEMM, GATHER, SPLIT_K),

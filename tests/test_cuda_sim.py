@@ -307,6 +307,11 @@ PATH_CASES = {
     # 8 x 9 columns cross its 64 x 64 tiles, and 1152 positions make 2 splits of the reduction.
     "pipelined_weight_grad_splits": (base_case(in_channels=8, out_channels=72, size=(24, 24), batch=2),
                                      (PIPELINED, PIPELINED, PIPELINED)),
+    # A stem's 3 input channels, fewer than one 16-byte vector: conv and its weight gradient run the pipelined GEMM on
+    # copies of x padded to one vector with zero channels (8 16-bit, 4 float32 on TF32), and a weight with zero taps
+    # for them; 16 output channels are whole vectors, so the input gradient's phases run it too, unpadded.
+    "pipelined_padded_channels": (base_case(in_channels=3, out_channels=16, size=(11, 12), stride=(2, 2),
+                                            padding=((0, 1), (1, 1)), batch=2), (PIPELINED, PIPELINED, PIPELINED)),
     # Depthwise, one output channel per input channel: channels_last inputs take the channel-vector kernels (16 channels
     # are 2 bfloat16, 4 float32 and 8 float64 vectors, so one or two blocks of 4 vectors), conv_transpose in zeros mode;
     # the others the halo tiles and the gather.
@@ -342,6 +347,14 @@ def expected_paths(case, paths):
     # The pipelined GEMMs take 16-bit types here (float32 only with TF32 on), in any layout: tensors without channel
     # vectors are copied channels-contiguous first (cuda_stages_channels in kernel_paths.h).
     tensor_cores = case.dtype in ("bfloat16", "float16")
+    lanes = 16 // getattr(torch, case.dtype).itemsize
+    # cuda_pipelined_channels: fewer input channels than one 16-byte vector, in one group, are padded to one vector
+    # where that at most triples them.
+    pads_channels = case.groups == 1 and case.in_channels < lanes <= 3 * case.in_channels
+    if conv == GEMM and tensor_cores and pads_channels:
+        conv = PIPELINED
+    if grad == SPLIT_K and tensor_cores and pads_channels and case.out_channels % lanes == 0:
+        grad = PIPELINED
     if conv == PIPELINED and not tensor_cores:
         conv = GEMM
     if conv == VECTORS and not (case.layout == "channels_last" and case.dims > 1):
@@ -354,7 +367,6 @@ def expected_paths(case, paths):
         transpose = PHASE
     if grad == PIPELINED and not tensor_cores:
         grad = SPLIT_K
-    lanes = 16 // getattr(torch, case.dtype).itemsize
     if grad == VECTORS and not (case.layout == "channels_last" and case.dims > 1 and case.in_channels % lanes == 0):
         grad = REDUCTION  # the depthwise weight gradient's vectors need whole 16-byte vectors of contiguous channels
     if case.layout == "channels_last" and case.dims > 1 and conv == HALO:

@@ -37,25 +37,56 @@ Strides strides_of(const at::Tensor& t) {
 
 const void* data_or_null(const at::Tensor& t) { return t.defined() ? t.const_data_ptr() : nullptr; }
 
-// t itself, or, where the path stages channels (cuda_stages_channels), the same values with each position's channels
-// contiguous (channels-last; for 1-d, NLC viewed as NCL): a copy, whose channels load as aligned 16-byte vectors when
-// their count is a multiple of the lanes.
-at::Tensor staged_input(bool staged, const at::Tensor& t) {
-  return staged ? t.movedim(1, -1).contiguous().movedim(-1, 1) : t;
+// A contiguous copy of t with `channels` entries along its last dim: t's, then zeros.
+at::Tensor last_dim_zero_padded(const at::Tensor& t, int64_t channels) {
+  if (channels == t.size(-1)) return t.contiguous();
+  std::vector<int64_t> sizes = t.sizes().vec();
+  sizes.back() = channels;
+  at::Tensor padded = at::empty(sizes, t.options());
+  padded.narrow(-1, 0, t.size(-1)).copy_(t);
+  padded.narrow(-1, t.size(-1), channels - t.size(-1)).zero_();
+  return padded;
 }
 
+// t itself, or, where the path stages channels (cuda_stages_channels), the same values with each position's channels
+// contiguous (channels-last; for 1-d, NLC viewed as NCL): a copy, whose channels load as aligned 16-byte vectors when
+// their count is a multiple of the lanes. `channels` (t's by default) is the count the copy holds: more where the
+// pipelined GEMM pads them (cuda_pipelined_channels), the added ones zero.
+at::Tensor staged_input(bool staged, const at::Tensor& t, int64_t channels = -1) {
+  if (!staged) return t;
+  return last_dim_zero_padded(t.movedim(1, -1), channels < 0 ? t.size(1) : channels).movedim(-1, 1);
+}
+
+// The input channels per group the pipelined GEMM reads (cuda_pipelined_channels: Cg_in, or Cg_in padded with zero
+// channels) on the path chosen, and the geometry its kernel runs: g with that many input channels.
+struct KernelChannels {
+  int64_t channels;
+  ConvGeometry g;
+
+  KernelChannels(const ConvGeometry& geometry, bool pipelined, const at::Tensor& input)
+      : channels(pipelined ? cuda_pipelined_channels(geometry, input.element_size(), /*pad_channels=*/true)
+                           : geometry.conv_in_channels_per_group()),
+        g(geometry) {
+    g.conv_in_channels = channels * g.groups;
+  }
+  bool padded(const ConvGeometry& geometry) const { return channels != geometry.conv_in_channels_per_group(); }
+};
+
 // The input and output a conv or transposed conv kernel reads and writes: x and y themselves, or, staged, a
-// channels-contiguous copy of x and an uninitialised channels-contiguous output, copied into y after the launch.
+// channels-contiguous copy of x (with `channels` channels) and, where y's channels are not contiguous, an
+// uninitialised channels-contiguous output, copied into y after the launch (a channels-last y, as where x is staged
+// only to pad its channels, is written in place).
 struct StagedConvTensors {
-  bool staged;
+  bool staged, staged_y;
   at::Tensor x, y_kernel;
 
-  StagedConvTensors(bool staged, const at::Tensor& input, const at::Tensor& y)
+  StagedConvTensors(bool staged, const at::Tensor& input, const at::Tensor& y, int64_t channels = -1)
       : staged(staged),
-        x(staged_input(staged, input)),
-        y_kernel(staged ? at::empty(y.movedim(1, -1).sizes(), y.options()).movedim(-1, 1) : y) {}
+        staged_y(staged && y.stride(1) != 1),
+        x(staged_input(staged, input, channels)),
+        y_kernel(staged_y ? at::empty(y.movedim(1, -1).sizes(), y.options()).movedim(-1, 1) : y) {}
   void copy_back(at::Tensor& y) const {
-    if (staged) y.copy_(y_kernel);
+    if (staged_y) y.copy_(y_kernel);
   }
 };
 
@@ -100,15 +131,17 @@ std::pair<at::Tensor, ConvPath> conv_binding(const at::Tensor& input, const at::
   auto y = at::empty(tensor_shape(g.batch, g.conv_out_channels, g.conv_out_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};
-  // Without channel vectors the pipelined GEMM runs on channels-contiguous copies of x and y.
-  const StagedConvTensors io(cuda_stages_channels(path, vectors), input, y);
-  // The pipelined GEMM reads the weight tap-major, each tap's input channels contiguous; the depthwise vector kernel
-  // reads it as [taps][C].
-  const auto w = path == ConvPath::CudaPipelinedGemm      ? weight.movedim(1, -1).contiguous()
+  // Without channel vectors (or with channels it pads) the pipelined GEMM runs on channels-contiguous copies of x and y.
+  const KernelChannels kernel(g, path == ConvPath::CudaPipelinedGemm, input);
+  const StagedConvTensors io(cuda_stages_channels(path, vectors && !kernel.padded(g)), input, y,
+                             kernel.g.conv_in_channels);
+  // The pipelined GEMM reads the weight tap-major, each tap's input channels contiguous (and padded as x is); the
+  // depthwise vector kernel reads it as [taps][C].
+  const auto w = path == ConvPath::CudaPipelinedGemm      ? last_dim_zero_padded(weight.movedim(1, -1), kernel.channels)
                  : path == ConvPath::CudaDepthwiseVectors ? weight.flatten(1).t().contiguous()
                                                           : weight.contiguous();
   const auto b = contiguous_bias(bias);
-  launch_conv({g, path, scalar_type_of(input), io.x.const_data_ptr(), strides_of(io.x), w.const_data_ptr(),
+  launch_conv({kernel.g, path, scalar_type_of(input), io.x.const_data_ptr(), strides_of(io.x), w.const_data_ptr(),
                data_or_null(b), io.y_kernel.mutable_data_ptr(), strides_of(io.y_kernel), channels_last || io.staged,
                stream});
   io.copy_back(y);
@@ -170,12 +203,25 @@ std::pair<at::Tensor, WeightGradPath> conv_weight_grad_binding(const at::Tensor&
       choose_weight_grad_path(g, Backend::Cuda, channels_last, accumulator_bytes(input), is_reduced_precision(input),
                               CpuIsa::Baseline, {x_vectors && gy_vectors, sm80, tf32_allowed()});
   if (g.batch == 0) return {at::zeros(weight_shape, input.options()), path};
-  auto grad = at::empty(weight_shape, input.options());  // contiguous: [C_out, C_in / groups * taps]
-  // Without channel vectors the pipelined GEMM reads channels-contiguous copies of x and grad_output.
-  const at::Tensor x = staged_input(cuda_stages_channels(path, x_vectors), input);
+  // Without channel vectors (or with input channels it pads) the pipelined GEMM reads channels-contiguous copies of x
+  // and grad_output; with padded channels it computes their gradient too (zero), which is left out below.
+  const KernelChannels kernel(g, path == WeightGradPath::CudaPipelinedGemm, input);
+  std::vector<int64_t> kernel_shape = weight_shape.vec();
+  kernel_shape[1] = kernel.channels;
+  auto grad = at::empty(kernel_shape, input.options());  // contiguous: [C_out, C_in / groups * taps]
+  const at::Tensor x =
+      staged_input(cuda_stages_channels(path, x_vectors && !kernel.padded(g)), input, kernel.g.conv_in_channels);
   const at::Tensor gy = staged_input(cuda_stages_channels(path, gy_vectors), grad_output);
-  WeightGradLaunch launch{g,    path, scalar_type_of(input), x.const_data_ptr(), strides_of(x), gy.const_data_ptr(),
-                          strides_of(gy), grad.mutable_data_ptr(), nullptr, stream};
+  WeightGradLaunch launch{kernel.g,
+                          path,
+                          scalar_type_of(input),
+                          x.const_data_ptr(),
+                          strides_of(x),
+                          gy.const_data_ptr(),
+                          strides_of(gy),
+                          grad.mutable_data_ptr(),
+                          nullptr,
+                          stream};
   at::Tensor workspace;
   if (const int64_t elements = weight_grad_workspace_elements(launch); elements > 0) {
     workspace = at::empty({elements}, input.options().dtype(input.scalar_type() == at::kDouble ? at::kDouble
@@ -183,7 +229,7 @@ std::pair<at::Tensor, WeightGradPath> conv_weight_grad_binding(const at::Tensor&
     launch.workspace = workspace.mutable_data_ptr();
   }
   launch_conv_weight_grad(launch);
-  return {grad, path};
+  return {kernel.padded(g) ? grad.narrow(1, 0, g.conv_in_channels_per_group()).contiguous() : grad, path};
 }
 
 }  // namespace fastpad::cuda
