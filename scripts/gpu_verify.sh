@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# One call that checks and measures a CUDA change on a lent GPU machine: scripts/gpu_check.sh without its benchmark
+# (build, every CUDA test, compute-sanitizer memcheck and racecheck), then, each under its own time limit, the op
+# breakdown of the changed layers (benchmarks/ops.py), the bench of those layers (bfloat16, channels_last, batch 256,
+# forward and forward+backward against F.pad + cuDNN) and the whole-model comparison (benchmarks/models.py).
+#
+#   OUT=/some/dir VERIFY_LAYERS='tf_efficientnet_b0.stem*|resnet50*' scripts/gpu_verify.sh
+#
+# Environment: VERIFY_LAYERS (the bench's --layers pattern; default: the stems and the dense and transposed 2-d
+# layers), VERIFY_MODELS (default: tf_efficientnet_b0 efficientnet_b0; empty: none), VERIFY_BENCH_S, VERIFY_OPS_S,
+# VERIFY_MODELS_S (time limits, default 90, 45 and 120 s). The device tool returns at most 8 files, so OUT gets
+# summary.md (the check's table), verify.log (every measurement's output) and verify.tar.gz (all the logs).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PYTHON="${PYTHON:-python3}"
+OUT_DIR="${OUT:-benchmarks/results/gpu-verify-local}"
+LAYERS="${VERIFY_LAYERS:-*stem*|resnet50.dense*|even_kernel*|unet_decoder*}"
+MODELS="${VERIFY_MODELS-tf_efficientnet_b0 efficientnet_b0}"
+mkdir -p "$OUT_DIR"
+WORK=$(mktemp -d)
+LOG="$WORK/verify.log"
+export PYTHONUNBUFFERED=1
+
+OUT="$WORK/check" GPU_CHECK_BENCH=0 GPU_CHECK_BUDGET_S="${VERIFY_CHECK_S:-480}" GPU_CHECK_WORKERS=8 \
+    OMP_NUM_THREADS=2 bash scripts/gpu_check.sh >/dev/null
+CHECK_STATUS=$?
+
+step() {  # NAME LIMIT COMMAND...
+    local name=$1 limit=$2 started=$SECONDS rc=0
+    shift 2
+    echo "### $name, $(date -u '+%H:%M:%S'), limit $limit s: $*" >>"$LOG"
+    timeout --kill-after=10 "$limit" "$@" >>"$LOG" 2>&1 || rc=$?
+    echo "### $name: exit status $rc after $((SECONDS - started)) s" >>"$LOG"
+}
+{
+    echo "### $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git rev-parse HEAD 2>/dev/null || echo unknown)"
+    git status --porcelain --untracked-files=no 2>/dev/null | head -n 20
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
+} >"$LOG" 2>&1
+step ops "${VERIFY_OPS_S:-45}" "$PYTHON" -m benchmarks.ops --device cuda --dtype bfloat16 --channels-last \
+    --batch 256 --layers "$LAYERS" --quick
+step bench "${VERIFY_BENCH_S:-90}" "$PYTHON" -m fastpad bench --device cuda --dtype bfloat16 --channels-last \
+    --batch 256 --quick --peers none --layers "$LAYERS" --markdown "$WORK/bench.md" --json "$WORK/bench.json"
+if [[ -n $MODELS ]]; then
+    # shellcheck disable=SC2086  # the model names are words
+    step models "${VERIFY_MODELS_S:-120}" "$PYTHON" -m benchmarks.models --device cuda --amp-bf16 --channels-last \
+        --batch 256 --budget 6 --models $MODELS
+fi
+
+tar -czf "$OUT_DIR/verify.tar.gz" -C "$WORK" .
+cp "$WORK/check/summary.md" "$LOG" "$OUT_DIR/"
+grep -E '^###|geomean' "$LOG"
+cat "$WORK/check/summary.md"
+exit "$CHECK_STATUS"
