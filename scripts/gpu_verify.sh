@@ -8,8 +8,10 @@
 #
 # Environment: VERIFY_LAYERS (the bench's --layers pattern; default: the stems and the dense and transposed 2-d
 # layers), VERIFY_MODELS (default: tf_efficientnet_b0 efficientnet_b0; empty: none), VERIFY_BENCH_S, VERIFY_OPS_S,
-# VERIFY_MODELS_S (time limits, default 90, 45 and 120 s). The device tool returns at most 8 files, so OUT gets
-# summary.md (the check's table), verify.log (every measurement's output) and verify.tar.gz (all the logs).
+# VERIFY_MODELS_S (time limits, default 80, 40 and 100 s); VERIFY_NCU_LAYERS: layers whose forward kernels Nsight
+# Compute reads afterwards (occupancy, throughput; default resnet50.dense_k3s1_c64, empty: none). The device tool
+# returns at most 8 files, so OUT gets summary.md (the check's table), check.tar.gz (the check's logs), verify.log
+# (every measurement's output, written as it goes: a call cut short keeps what ran) and bench.md/bench.json.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -18,13 +20,16 @@ OUT_DIR="${OUT:-benchmarks/results/gpu-verify-local}"
 LAYERS="${VERIFY_LAYERS:-*stem*|resnet50.dense*|even_kernel*|unet_decoder*}"
 MODELS="${VERIFY_MODELS-tf_efficientnet_b0 efficientnet_b0}"
 mkdir -p "$OUT_DIR"
+NCU_LAYERS="${VERIFY_NCU_LAYERS-resnet50.dense_k3s1_c64}"
 WORK=$(mktemp -d)
-LOG="$WORK/verify.log"
+LOG="$OUT_DIR/verify.log"
 export PYTHONUNBUFFERED=1
 
 OUT="$WORK/check" GPU_CHECK_BENCH=0 GPU_CHECK_BUDGET_S="${VERIFY_CHECK_S:-480}" GPU_CHECK_WORKERS=8 \
     OMP_NUM_THREADS=2 bash scripts/gpu_check.sh >/dev/null
 CHECK_STATUS=$?
+cp "$WORK/check/summary.md" "$OUT_DIR/"
+tar -czf "$OUT_DIR/check.tar.gz" -C "$WORK" check
 
 step() {  # NAME LIMIT COMMAND...
     local name=$1 limit=$2 started=$SECONDS rc=0
@@ -38,18 +43,23 @@ step() {  # NAME LIMIT COMMAND...
     git status --porcelain --untracked-files=no 2>/dev/null | head -n 20
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
 } >"$LOG" 2>&1
-step ops "${VERIFY_OPS_S:-45}" "$PYTHON" -m benchmarks.ops --device cuda --dtype bfloat16 --channels-last \
+step ops "${VERIFY_OPS_S:-40}" "$PYTHON" -m benchmarks.ops --device cuda --dtype bfloat16 --channels-last \
     --batch 256 --layers "$LAYERS" --quick
-step bench "${VERIFY_BENCH_S:-90}" "$PYTHON" -m fastpad bench --device cuda --dtype bfloat16 --channels-last \
+step bench "${VERIFY_BENCH_S:-80}" "$PYTHON" -m fastpad bench --device cuda --dtype bfloat16 --channels-last \
     --batch 256 --quick --peers none --layers "$LAYERS" --markdown "$WORK/bench.md" --json "$WORK/bench.json"
 if [[ -n $MODELS ]]; then
     # shellcheck disable=SC2086  # the model names are words
-    step models "${VERIFY_MODELS_S:-120}" "$PYTHON" -m benchmarks.models --device cuda --amp-bf16 --channels-last \
+    step models "${VERIFY_MODELS_S:-100}" "$PYTHON" -m benchmarks.models --device cuda --amp-bf16 --channels-last \
         --batch 256 --budget 6 --models $MODELS
 fi
 
-tar -czf "$OUT_DIR/verify.tar.gz" -C "$WORK" .
-cp "$WORK/check/summary.md" "$LOG" "$OUT_DIR/"
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
+if [[ -n $NCU_LAYERS && -n $NCU ]]; then
+    step ncu 40 "$NCU" --profile-from-start off --clock-control none --section SpeedOfLight --section Occupancy \
+        --section LaunchStats "$PYTHON" scripts/gpu_profile.py --layers "$NCU_LAYERS" --forward-only
+fi
+
+cp "$WORK"/bench.md "$WORK"/bench.json "$OUT_DIR/" 2>/dev/null
 grep -E '^###|geomean' "$LOG"
 cat "$WORK/check/summary.md"
 exit "$CHECK_STATUS"
