@@ -236,6 +236,7 @@ import torch
 import torch.nn.functional as F
 
 import fastpad
+from fastpad.reference import tolerance
 
 print("fastpad from", fastpad.__file__)
 print("torch", torch.__version__, "CUDA", torch.version.cuda, "device", torch.cuda.get_device_name(0))
@@ -249,8 +250,10 @@ y = torch.ops.fastpad.conv(x, w, None, [1, 1], [1, 1], [1, 1], [1, 1], 1, "zeros
 torch.cuda.synchronize()
 expected = F.conv2d(x.double(), w.double(), padding=1)
 error = ((y.double() - expected).norm() / expected.norm()).item()
-print(f"tiny conv on cuda: relative error {error:.2e}")
-assert y.device.type == "cuda" and error < 1e-5
+# float32 runs on TF32 tensor cores where torch.backends.cudnn.allow_tf32 lets it (torch's default), as cuDNN does.
+limit = tolerance(torch.float32, "cuda")
+print(f"tiny conv on cuda: relative error {error:.2e} (allowed: {limit:.0e})")
+assert y.device.type == "cuda" and error < limit
 EOF
 record cuda-kernels "$(result_of_last)" build.log
 

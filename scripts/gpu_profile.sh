@@ -24,20 +24,10 @@ export PYTHONUNBUFFERED=1
 if [[ -z $(command -v nvcc || true) && -x /usr/local/cuda/bin/nvcc ]]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
 
-step() {  # NAME LIMIT COMMAND...
-    local name=$1 limit=$2 started=$SECONDS rc=0
-    shift 2
-    echo "### $name, $(date -u '+%H:%M:%S'), limit $limit s: $*" >>"$LOG"
-    timeout --kill-after=10 "$limit" "$@" >>"$LOG" 2>&1 || rc=$?
-    echo "### $name: exit status $rc after $((SECONDS - started)) s" >>"$LOG"
-}
-
-{
-    echo "### $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git rev-parse HEAD 2>/dev/null || echo unknown)"
-    git status --porcelain --untracked-files=no 2>/dev/null | head -n 20
-    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-    echo "ncu: ${NCU:-not found} $("${NCU:-false}" --version 2>/dev/null | tail -n 1)"
-} >"$LOG" 2>&1
+# shellcheck source=scripts/gpu_steps.sh
+source scripts/gpu_steps.sh
+log_header
+echo "ncu: ${NCU:-not found} $("${NCU:-false}" --version 2>/dev/null | tail -n 1)" >>"$LOG"
 
 if [[ -z ${PROFILE_SKIP_BUILD:-} ]]; then
     step build 300 env TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16 FASTPAD_FORCE_CUDA=1 NVCC_APPEND_FLAGS=-lineinfo \
