@@ -482,6 +482,35 @@ def test_float32_cuda_convs_take_tf32_tensor_cores_as_torch_allows(allowed):
         torch.backends.cudnn.allow_tf32 = False
 
 
+@pytest.mark.parametrize("dtype, channels, groups, padded", [
+    (torch.bfloat16, 3, 1, True), (torch.bfloat16, 7, 1, True), (torch.bfloat16, 2, 1, False),
+    (torch.bfloat16, 9, 1, False), (torch.bfloat16, 6, 2, False), (torch.float32, 2, 1, True),
+    (torch.float32, 3, 1, True), (torch.float32, 1, 1, False)])
+def test_cuda_stems_pad_their_few_channels_to_one_vector(dtype, channels, groups, padded):
+    """cuda_pipelined_channels: fewer input channels than one 16-byte vector (8 bfloat16, 4 float32 on TF32), in one
+    group, take the pipelined GEMM on x padded with zero channels to one vector where that at most triples them (3-7
+    bfloat16, 2-3 float32 channels), conv and its weight gradient (whose output channels are whole vectors); 2 bfloat16
+    or 1 float32 channel (4x), 9 (more than a vector, not whole vectors) and grouped layers keep the other paths.
+    conv_transpose never pads: x with 3 channels keeps its phase GEMM."""
+    x = torch.randn(2, channels * groups, 9, 9, dtype=dtype).contiguous(memory_format=torch.channels_last)
+    w = torch.randn(32, channels, 3, 3, dtype=dtype)
+    gy = torch.randn(2, 32, 5, 5, dtype=dtype).contiguous(memory_format=torch.channels_last)
+    geometry = ([2, 2], [1, 1], [1, 1], [1, 1], groups, "zeros", "cuda")
+    torch.backends.cudnn.allow_tf32 = True
+    try:
+        conv = torch.ops.fastpad._conv_path(x, w, None, *geometry)
+        grad = torch.ops.fastpad._conv_weight_grad_path(x, gy, list(w.shape), [2, 2], [1, 1], [1, 1], groups,
+                                                        "zeros", "cuda")
+        transposed_weight = torch.randn(channels * groups, 32 // groups, 3, 3, dtype=dtype)
+        transposed = torch.ops.fastpad._conv_transpose_path(x, transposed_weight, None, [1, 1], [1, 1], [9, 9],
+                                                            [1, 1], groups, "zeros", "cuda")
+    finally:
+        torch.backends.cudnn.allow_tf32 = False
+    assert (conv == "cuda_pipelined_gemm") == padded, conv
+    assert (grad == "cuda_pipelined_gemm") == padded, grad
+    assert transposed != "cuda_pipelined_gemm"
+
+
 @pytest.mark.parametrize("kernel, expected", [(3, "cpu_tap_dots"), (2, "cpu_channels_last_gemm")])
 def test_grouped_channels_last_weight_gradients_copy_to_nchw_where_the_copy_is_repaid(kernel, expected):
     """A grouped channels-last weight gradient (32 -> 32, 4 groups, stride 2 over 32 x 32) runs the NCHW kernels on NCHW
