@@ -808,9 +808,10 @@ def test_nchw_rows_gather_their_lanes_through_the_transpose(isa, case):
 
 # In zeros mode, a band's rows whose kernel rows read only padding along H skip those taps, the band's rows in runs
 # with the same taps inside x (conv.cpp's kRowTapSkipMinWork: 32 input channels x output channel blocks per call or
-# more): 'same' k5 rows, top rows that read nothing but padding (their outputs are the bias), a dilation, kernel
-# depths, weights in tap passes (1.4 MiB: 3 passes over the row runs), groups, channels-last planes, and transposed
-# convs at stride 1 and 3 (their phases' convs); at avx512_bf16 in bfloat16 on the dot products.
+# more, or kRowSkipMinWork with the kernel's width: the last two cases, 7 input channels and one block of a k6 kernel):
+# 'same' k5 rows, top rows that read nothing but padding (their outputs are the bias), a dilation, kernel depths,
+# weights in tap passes (1.4 MiB: 3 passes over the row runs), groups, channels-last planes, and transposed convs at
+# stride 1 and 3 (their phases' convs); at avx512_bf16 in bfloat16 on the dot products.
 ROW_TAP_SKIP_CASES = [
     ConvCase(False, (11, 13), 40, 24, 5, padding="same", batch=2),
     ConvCase(False, (6, 9), 36, 20, 3, padding=((5, 4), (1, 1)), batch=2, layout="channels_last"),
@@ -820,6 +821,8 @@ ROW_TAP_SKIP_CASES = [
     ConvCase(False, (9, 10), 64, 48, 4, padding="same", groups=2, batch=2, layout="channels_last"),
     ConvCase(True, (7, 9), 48, 40, 5, 1, "same", batch=2),
     ConvCase(True, (20, 30), 12, 40, 6, 3, "same", batch=2),
+    ConvCase(False, (9, 10), 7, 14, 6, padding=((5, 5), (2, 3)), batch=2),
+    ConvCase(False, (5, 6, 7), 7, 14, (3, 6, 6), padding=((1, 1), (5, 0), (2, 3)), batch=1, layout="channels_last"),
 ]
 
 

@@ -229,7 +229,12 @@ constexpr int64_t kBlockedWeightPassBytes = 512 * 1024;
 // medians, every call the rule takes: seeds 1-8 and the suite 83 calls 0.58-1.02x, geomean 0.942; held out, seeds
 // 9-24, 123 calls 0.55-1.04x, 0.920; AVX2 79 calls, 0.934; bfloat16 33 calls, 0.929). Without the floor, calls with
 // 2-12 channels a tap (grouped, few-channel) ran up to 1.32x slower: their extra calls cost more than the taps saved.
+// A kernel row skipped is kernel-width taps, so calls under that floor skip rows too where input channels x output
+// blocks x the kernel's width >= kRowSkipMinWork and the kernel has more than one row (a kernel of one row has none
+// to skip): seeds 1-8 and the suite, 62 calls 0.62-1.09x, geomean 0.937; held out, seeds 9-24, 111 calls 0.63-1.20x,
+// 0.929 (the two above 1.05 re-ran at 0.99, 1.07 and 0.96, 0.86); AVX2 67 calls, 0.938; bfloat16 58 calls, 0.952.
 constexpr int64_t kRowTapSkipMinWork = 32;
+constexpr int64_t kRowSkipMinWork = 40;
 
 // Dense and grouped with float accumulation on an AVX2 or AVX-512 CPU, NCHW or channels-last: per (image, group, band
 // of output rows, range of output-channel blocks), the group's input channels become channels-last phase planes (the
@@ -482,8 +487,10 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
           // otherwise, and where the rows make one run only. Whole kernel rows are whole tap runs where a run divides
           // the kernel's width.
           const int64_t kernel_width = own.kernel[2];
+          const int64_t tap_work = c_in * (block_end - block_begin);
           const bool skips_rows = g.mode == PaddingMode::Zeros && !no_planes && kernel_width % w.run == 0 &&
-                                  c_in * (block_end - block_begin) >= kRowTapSkipMinWork;
+                                  (tap_work >= kRowTapSkipMinWork ||
+                                   (own.kernel[1] > 1 && tap_work * kernel_width >= kRowSkipMinWork));
           row_runs.assign(1, {0, a.rows, 0, w.runs});
           if (skips_rows) {
             row_runs.clear();
