@@ -317,8 +317,15 @@ inline bool cpu_grouped_expanded(const ConvGeometry& g, bool channels_last) {
 // conv takes the problem (choose_conv_transpose_path). Random channels-last layers of seeds 1-8 whose input gradient
 // (or transposed forward) it takes, float32 forward+backward, 2 cores, interleaved: 0.32-1.01x the time with the GEMM +
 // col2im or the folded blocked conv before, on all 29 within these bounds; outside them (seeds 1-4), the zeros-mode
-// blocked conv 0.96x and 1.37x, 8 weights per tap 1.15x, 30-64 1.07-1.51x (benchmarks/RESULTS.md).
+// blocked conv 0.96x and 1.37x, 8 weights per tap 1.15x, 30-64 1.07-1.51x (benchmarks/RESULTS.md). With
+// kGroupedExpandedTransposeOverBlockedMinGroups groups or more it takes the zeros-mode problems the blocked conv would
+// too: where x has that many channels, each a group of its own, the blocked conv's phase convs give each group's few
+// y channels a vector (channels-last calls whose path moved, 2026-12-04: seeds 1-32 and the suite 13 calls
+// 0.18-13.2x, those with 64 groups or more 0.18-0.62x and the others 0.61-13.2x; held out with this floor, seeds
+// 33-72, 5 calls 0.21-1.07x, geomean 0.51, the 1.07 (876 groups, one y channel each) 1.19 and 1.09 in re-runs;
+// AVX2 and bfloat16, seeds 1-40, 4 calls each 0.15-0.48x).
 constexpr int64_t kGroupedExpandedTransposeMaxGroupWeights = 6;
+constexpr int64_t kGroupedExpandedTransposeOverBlockedMinGroups = 64;
 inline bool cpu_grouped_expanded_transpose(const ConvGeometry& g, bool channels_last) {
   return channels_last && g.groups > 1 &&
          g.conv_in_channels_per_group() * g.conv_out_channels_per_group() <= kGroupedExpandedTransposeMaxGroupWeights &&
@@ -983,7 +990,7 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
   const bool blocked = cpu_blocked_transpose(g, channels_last, isa, element_bytes) ||
                        cpu_blocked_no_planes_transpose_few_x_channels(g, channels_last, reduced_precision, isa,
                                                                       element_bytes);
-  if (cpu_grouped_expanded_transpose(g, channels_last) && (folded || !blocked)) {
+  if (cpu_grouped_expanded_transpose(g, channels_last) && (folded || !blocked || g.groups >= kGroupedExpandedTransposeOverBlockedMinGroups)) {
     if (const auto path = phases_path(/*instead_of_grouped_scatter=*/true)) return *path;
     return ConvTransposePath::CpuGroupedExpanded;
   }

@@ -511,6 +511,21 @@ def test_cuda_stems_pad_their_few_channels_to_one_vector(dtype, channels, groups
     assert transposed != "cuda_pipelined_gemm"
 
 
+@pytest.mark.parametrize("groups, expected", [(64, "cpu_grouped_expanded"), (63, "cpu_blocked_no_planes_avx512")])
+def test_channels_last_transposed_convs_of_64_groups_or_more_expand_their_x_pixels(groups, expected):
+    """A channels-last transposed conv with one x channel and 4 y channels per group (k4 s2, 3-d, zeros mode) runs
+    the expanded scatter (kGroupedExpandedTransposeOverBlockedMinGroups) from 64 groups on; with 63 the blocked
+    kernel's stride phases, as before. Both against the float64 reference."""
+    with cpu_isa_limit("avx512"):
+        if machine_isa() not in ("avx512", "avx512_bf16"):
+            pytest.skip(f"the blocked choice below is AVX-512's; this CPU has {machine_isa()}")
+        x = torch.randn(1, groups, 6, 6, 6).contiguous(memory_format=torch.channels_last_3d)
+        w = torch.randn(groups, 4, 4, 4, 4)
+        args = ([2, 2, 2], [2, 2, 2], [10, 10, 10], [1, 1, 1], groups, "zeros", "cpu")
+        assert torch.ops.fastpad._conv_transpose_path(x, w, None, *args) == expected
+        check_conv_transpose(x, w, None, stride=2, padding=((2, 2),) * 3, groups=groups)
+
+
 @pytest.mark.parametrize("kernel, expected", [(3, "cpu_tap_dots"), (2, "cpu_channels_last_gemm")])
 def test_grouped_channels_last_weight_gradients_copy_to_nchw_where_the_copy_is_repaid(kernel, expected):
     """A grouped channels-last weight gradient (32 -> 32, 4 groups, stride 2 over 32 x 32) runs the NCHW kernels on NCHW
