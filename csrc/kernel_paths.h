@@ -990,7 +990,8 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
   const bool blocked = cpu_blocked_transpose(g, channels_last, isa, element_bytes) ||
                        cpu_blocked_no_planes_transpose_few_x_channels(g, channels_last, reduced_precision, isa,
                                                                       element_bytes);
-  if (cpu_grouped_expanded_transpose(g, channels_last) && (folded || !blocked || g.groups >= kGroupedExpandedTransposeOverBlockedMinGroups)) {
+  if (cpu_grouped_expanded_transpose(g, channels_last) &&
+      (folded || !blocked || g.groups >= kGroupedExpandedTransposeOverBlockedMinGroups)) {
     if (const auto path = phases_path(/*instead_of_grouped_scatter=*/true)) return *path;
     return ConvTransposePath::CpuGroupedExpanded;
   }
@@ -1113,10 +1114,9 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
 // channel vectors are copied channels-contiguous first, as for conv.
 inline bool cuda_pipelined_weight_grad(const ConvGeometry& g, int64_t element_bytes, bool reduced_precision,
                                        const CudaInputs& cuda) {
-  const int64_t storage_bytes = reduced_precision ? 2 : element_bytes, lanes = cuda::kVectorBytes / storage_bytes;
-  const bool tensor_cores = reduced_precision || (storage_bytes == 4 && cuda.tf32);
-  return cuda.sm80 && tensor_cores && cuda_pipelined_channels(g, storage_bytes, /*pad_channels=*/true) > 0 &&
-         g.conv_out_channels_per_group() % lanes == 0;
+  const int64_t storage_bytes = reduced_precision ? 2 : element_bytes;
+  return cuda_pipelined_gemm(g, element_bytes, reduced_precision, cuda, /*pad_channels=*/true) &&
+         g.conv_out_channels_per_group() % (cuda::kVectorBytes / storage_bytes) == 0;
 }
 
 // A grouped channels-last weight gradient runs the NCHW kernels (the phase planes; depthwise with a multiplier, the

@@ -50,26 +50,26 @@ at::Tensor last_dim_zero_padded(const at::Tensor& t, int64_t channels) {
 
 // t itself, or, where the path stages channels (cuda_stages_channels), the same values with each position's channels
 // contiguous (channels-last; for 1-d, NLC viewed as NCL): a copy, whose channels load as aligned 16-byte vectors when
-// their count is a multiple of the lanes. `channels` (t's by default) is the count the copy holds: more where the
-// pipelined GEMM pads them (cuda_pipelined_channels), the added ones zero.
-at::Tensor staged_input(bool staged, const at::Tensor& t, int64_t channels = -1) {
-  if (!staged) return t;
-  return last_dim_zero_padded(t.movedim(1, -1), channels < 0 ? t.size(1) : channels).movedim(-1, 1);
+// their count is a multiple of the lanes. `channels` is the count the copy holds: t's, or more where the pipelined
+// GEMM pads them (cuda_pipelined_channels), the added ones zero.
+at::Tensor staged_input(bool staged, const at::Tensor& t, int64_t channels) {
+  return staged ? last_dim_zero_padded(t.movedim(1, -1), channels).movedim(-1, 1) : t;
 }
 
 // The input channels per group the pipelined GEMM reads (cuda_pipelined_channels: Cg_in, or Cg_in padded with zero
 // channels) on the path chosen, and the geometry its kernel runs: g with that many input channels.
 struct KernelChannels {
   int64_t channels;
+  bool padded;  // more channels than the input's
   ConvGeometry g;
 
   KernelChannels(const ConvGeometry& geometry, bool pipelined, const at::Tensor& input)
       : channels(pipelined ? cuda_pipelined_channels(geometry, input.element_size(), /*pad_channels=*/true)
                            : geometry.conv_in_channels_per_group()),
+        padded(channels != geometry.conv_in_channels_per_group()),
         g(geometry) {
     g.conv_in_channels = channels * g.groups;
   }
-  bool padded(const ConvGeometry& geometry) const { return channels != geometry.conv_in_channels_per_group(); }
 };
 
 // The input and output a conv or transposed conv kernel reads and writes: x and y themselves, or, staged, a
@@ -80,7 +80,7 @@ struct StagedConvTensors {
   bool staged, staged_y;
   at::Tensor x, y_kernel;
 
-  StagedConvTensors(bool staged, const at::Tensor& input, const at::Tensor& y, int64_t channels = -1)
+  StagedConvTensors(bool staged, const at::Tensor& input, const at::Tensor& y, int64_t channels)
       : staged(staged),
         staged_y(staged && y.stride(1) != 1),
         x(staged_input(staged, input, channels)),
@@ -131,9 +131,10 @@ std::pair<at::Tensor, ConvPath> conv_binding(const at::Tensor& input, const at::
   auto y = at::empty(tensor_shape(g.batch, g.conv_out_channels, g.conv_out_sizes, input.dim() - 2),
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};
-  // Without channel vectors (or with channels it pads) the pipelined GEMM runs on channels-contiguous copies of x and y.
+  // Without channel vectors (or with channels it pads) the pipelined GEMM runs on channels-contiguous copies of x and
+  // y.
   const KernelChannels kernel(g, path == ConvPath::CudaPipelinedGemm, input);
-  const StagedConvTensors io(cuda_stages_channels(path, vectors && !kernel.padded(g)), input, y,
+  const StagedConvTensors io(cuda_stages_channels(path, vectors && !kernel.padded), input, y,
                              kernel.g.conv_in_channels);
   // The pipelined GEMM reads the weight tap-major, each tap's input channels contiguous (and padded as x is); the
   // depthwise vector kernel reads it as [taps][C].
@@ -166,7 +167,7 @@ std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
                      input.options().memory_format(format));
   if (y.numel() == 0) return {y, path};
   // Without channel vectors the phases' pipelined GEMMs run on channels-contiguous copies of x and y.
-  const StagedConvTensors io(cuda_stages_channels(path, vectors), input, y);
+  const StagedConvTensors io(cuda_stages_channels(path, vectors), input, y, input.size(1));
   const auto w = weight.contiguous();
   const auto b = contiguous_bias(bias);
   at::Tensor weight_finite;
@@ -210,8 +211,8 @@ std::pair<at::Tensor, WeightGradPath> conv_weight_grad_binding(const at::Tensor&
   kernel_shape[1] = kernel.channels;
   auto grad = at::empty(kernel_shape, input.options());  // contiguous: [C_out, C_in / groups * taps]
   const at::Tensor x =
-      staged_input(cuda_stages_channels(path, x_vectors && !kernel.padded(g)), input, kernel.g.conv_in_channels);
-  const at::Tensor gy = staged_input(cuda_stages_channels(path, gy_vectors), grad_output);
+      staged_input(cuda_stages_channels(path, x_vectors && !kernel.padded), input, kernel.g.conv_in_channels);
+  const at::Tensor gy = staged_input(cuda_stages_channels(path, gy_vectors), grad_output, grad_output.size(1));
   WeightGradLaunch launch{kernel.g,
                           path,
                           scalar_type_of(input),
@@ -229,7 +230,7 @@ std::pair<at::Tensor, WeightGradPath> conv_weight_grad_binding(const at::Tensor&
     launch.workspace = workspace.mutable_data_ptr();
   }
   launch_conv_weight_grad(launch);
-  return {kernel.padded(g) ? grad.narrow(1, 0, g.conv_in_channels_per_group()).contiguous() : grad, path};
+  return {kernel.padded ? grad.narrow(1, 0, g.conv_in_channels_per_group()).contiguous() : grad, path};
 }
 
 }  // namespace fastpad::cuda

@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(kThreads, pipelined_conv_min_blocks(kTileM, kT
 
     TapCursor cursor{0, 0, {0, 0, 0}};
     cursor.advance(g, channels, vector * kVector);
-    // Where each A row reads the cursor's tap: x + a_tap[i] + channel, or nowhere (nullptr: padding or past M).
+    // Where each A row reads the cursor's tap: a_tap[i] + channel, or nowhere (nullptr: padding or past M).
     // Resolved again only when the cursor reaches another tap, which with Cg_in >= 2 kTileK is one k-tile in
     // Cg_in / kTileK or fewer: the other k-tiles' copies cost an add each.
     const scalar_t* a_tap[kARows];
