@@ -46,10 +46,10 @@ enum class ConvPath {
   CpuChannelsLastIm2col,       // channels-last, grouped: fused im2col + GEMM
   CudaPipelinedGemm,           // cuda/pipelined_gemm.cuh: 16-bit or TF32, channels contiguous, cp.async + mma
   CudaImplicitGemm,            // cuda/implicit_gemm.cuh
-  CudaDepthwiseVectors,        // depthwise channels-last: 16-byte channel vectors, the patch in shared memory
+  CudaDepthwiseVectors,        // depthwise channels-last: strips of outputs per 16-byte channel vector
   CudaDepthwiseRows,           // depthwise 1-d rows: a span of the row in shared memory, 8 outputs per thread
   CudaDepthwiseHalo,           // depthwise, contiguous: the input patch with its halo in shared memory
-  CudaDirect,                  // depthwise channels-last, or a patch too large for shared memory
+  CudaDirect,                  // depthwise channels-last without channel vectors, or a patch too large
 };
 
 enum class ConvTransposePath {
@@ -84,7 +84,7 @@ enum class ConvTransposePath {
   CpuGemmCol2imNhwcAvx2,    // NCHW x and y through channels-last copies, the channels-last GEMM + col2im, AVX2 tiles
   CpuGemmCol2imNhwcAvx512,  // the same on AVX-512's tiles
   CudaPipelinedGemm,  // the conv each stride phase is (transpose_phase_as_conv) on cuda/pipelined_gemm.cuh
-  CudaDepthwiseVectors,  // depthwise channels-last, zeros: 16-byte channel vectors, an x patch in shared memory
+  CudaDepthwiseVectors,  // depthwise channels-last, zeros: each stride phase's conv on the channel-vector kernel
   CudaDepthwiseRows,  // depthwise 1-d, stride 1, zeros: the conv its one stride phase is on the rows kernel
   CudaDirectGather,   // few channels per group: one thread per output gathers every tap
   CudaPhaseGemm,      // one implicit GEMM per stride phase (zeros padding)
@@ -807,15 +807,15 @@ inline bool cuda_pipelined_gemm(const ConvGeometry& g, int64_t element_bytes, bo
   return cuda.sm80 && tensor_cores && cuda_pipelined_channels(g, storage_bytes, pad_channels) > 0;
 }
 
-// Whether a depthwise conv or conv_transpose runs the channel-vector kernel (conv.cu, conv_transpose.cu): channels-last
-// on sm_80 or later with the channels in whole 16-byte vectors, one output channel per input channel, and a patch that
-// fits in shared memory. (The transposed kernel also needs zeros mode: it folds no padding back.)
+// Whether a depthwise conv or conv_transpose runs the channel-vector kernel (cuda/depthwise_vectors.cuh; a
+// conv_transpose as the convs its stride phases are): channels-last on sm_80 or later with the channels in whole
+// 16-byte vectors and one output channel per input channel. (conv_transpose also needs zeros mode: it folds no
+// padding back.)
 inline bool cuda_depthwise_vectors(const ConvGeometry& g, bool channels_last, int64_t element_bytes,
-                                   bool reduced_precision, const CudaInputs& cuda, bool transposed) {
+                                   bool reduced_precision, const CudaInputs& cuda) {
   const int64_t storage_bytes = reduced_precision ? 2 : element_bytes;
   return channels_last && cuda.sm80 && cuda.channel_vectors && g.conv_in_channels == g.groups &&
-         g.conv_out_channels == g.groups && g.conv_in_channels % (cuda::kVectorBytes / storage_bytes) == 0 &&
-         cuda::depthwise_vector_plan(g, storage_bytes, transposed).fits;
+         g.conv_out_channels == g.groups && g.conv_in_channels % (cuda::kVectorBytes / storage_bytes) == 0;
 }
 
 // conv. element_bytes: the size of the accumulation type, which sizes the CUDA halo patch and picks the CPU kernels
@@ -828,7 +828,7 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
       return ConvPath::CudaPipelinedGemm;
     }
     if (g.conv_in_channels_per_group() != 1) return ConvPath::CudaImplicitGemm;
-    if (cuda_depthwise_vectors(g, channels_last, element_bytes, reduced_precision, cuda, /*transposed=*/false)) {
+    if (cuda_depthwise_vectors(g, channels_last, element_bytes, reduced_precision, cuda)) {
       return ConvPath::CudaDepthwiseVectors;
     }
     if (!channels_last && cuda::row_plan(g, element_bytes).fits) return ConvPath::CudaDepthwiseRows;
@@ -1059,7 +1059,7 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
       return ConvTransposePath::CudaPipelinedGemm;
     }
     if (g.mode == PaddingMode::Zeros &&
-        cuda_depthwise_vectors(g, channels_last, element_bytes, reduced_precision, cuda, /*transposed=*/true)) {
+        cuda_depthwise_vectors(g, channels_last, element_bytes, reduced_precision, cuda)) {
       return ConvTransposePath::CudaDepthwiseVectors;
     }
     // At stride 1 in zeros mode a 1-d depthwise layer (one x channel per y channel) is the conv its one stride

@@ -29,12 +29,9 @@ SHARED = re.compile(r"(\d+) bytes smem")
 ZERO_FILL_COPY = re.compile(r"cp\.async\.cg\.shared\.global \[[^\]]+\], \[[^\]]+\], 16, %r\d+;")  # a source size
 WAIT_GROUP = re.compile(r"cp\.async\.wait_group \d+;")
 GLOBAL_LOAD_16 = re.compile(r"ld\.global(\.nc)?\.v(4\.[ubf]32|2\.f64)")
-# The depthwise channel-vector kernels' patch copies, their waits, and their 16-byte loads and stores.
+# The depthwise channel-vector kernel's 16-byte loads (through the read-only path) and stores.
 VECTOR_KERNEL_INSTRUCTIONS = {
-    "cp.async 16 bytes, zero-fill": ZERO_FILL_COPY,
-    "cp.async.wait_group": WAIT_GROUP,
-    "16-byte shared loads": re.compile(r"ld\.shared\.v(4\.[ubf]32|2\.f64)"),
-    "16-byte global loads": GLOBAL_LOAD_16,
+    "16-byte read-only global loads": re.compile(r"ld\.global\.nc\.v4\.b32"),
     "16-byte global stores": re.compile(r"st\.global\.v4\.b32"),
 }
 # What the PTX of each kernel of a family (by name) must contain.
@@ -66,7 +63,6 @@ REQUIRED_INSTRUCTIONS = {
         "mma.sync m16n8k8 TF32": re.compile(r"mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32"),
     },
     "depthwise_vectors_kernel": VECTOR_KERNEL_INSTRUCTIONS,
-    "depthwise_transpose_vectors_kernel": VECTOR_KERNEL_INSTRUCTIONS,
     "depthwise_weight_grad_vectors_kernel": {"16-byte global loads": GLOBAL_LOAD_16},
 }
 

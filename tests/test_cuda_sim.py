@@ -371,6 +371,13 @@ def expected_paths(case, paths):
         grad = REDUCTION  # the depthwise weight gradient's vectors need whole 16-byte vectors of contiguous channels
     if case.layout == "channels_last" and case.dims > 1 and conv == HALO:
         conv = DIRECT  # channels_last depthwise runs the direct kernel along C
+    # ... unless its channels are whole vectors, one per group: the vector kernel has no patch to outgrow (zeros mode
+    # only for the transposed conv's)
+    one_per_group = case.groups == case.in_channels == case.out_channels
+    if (conv == DIRECT and one_per_group and case.layout == "channels_last" and case.dims > 1
+            and case.in_channels % lanes == 0):
+        conv = VECTORS
+        transpose = VECTORS if case.padding_mode == "zeros" else transpose
     if case.padding_mode != "zeros" and transpose == PHASE:
         transpose = FOLD
     return conv, transpose, grad

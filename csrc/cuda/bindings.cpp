@@ -95,13 +95,14 @@ at::Tensor contiguous_bias(const std::optional<at::Tensor>& bias) {
 }
 
 // The weights of the convs the stride phases of a transposed conv are (transpose_phase_weight in conv_params.h), each
-// tap-major as the pipelined GEMM reads it ([C_y][taps][C_x / groups]), one after the other in phase order: each
-// written straight into its place, with no concatenation afterwards.
-at::Tensor pipelined_phase_weights(const ConvGeometry& g, const at::Tensor& weight) {
+// laid out as `layout` gives it, one after the other in phase order: each written straight into its place, with no
+// concatenation afterwards.
+template <typename Layout>
+at::Tensor phase_weights(const ConvGeometry& g, const at::Tensor& weight, Layout layout) {
   std::vector<at::Tensor> phases;
   int64_t elements = 0;
   for (int64_t phase = 0; phase < transpose_phase_count(g); ++phase) {
-    phases.push_back(transpose_phase_weight(g, weight, phase).movedim(1, -1));
+    phases.push_back(layout(transpose_phase_weight(g, weight, phase)));
     elements += phases.back().numel();
   }
   at::Tensor packed = at::empty({elements}, weight.options());
@@ -112,6 +113,11 @@ at::Tensor pipelined_phase_weights(const ConvGeometry& g, const at::Tensor& weig
   }
   return packed;
 }
+
+// A conv weight [C_out, C_in / groups, *taps] as the pipelined GEMM reads it, tap-major ([C_out][taps][C_in /
+// groups]), and as the depthwise vector kernel reads it ([taps][C]).
+at::Tensor tap_major(const at::Tensor& weight) { return weight.movedim(1, -1); }
+at::Tensor taps_by_channels(const at::Tensor& weight) { return weight.flatten(1).t(); }
 
 }  // namespace
 
@@ -138,8 +144,8 @@ std::pair<at::Tensor, ConvPath> conv_binding(const at::Tensor& input, const at::
                              kernel.g.conv_in_channels);
   // The pipelined GEMM reads the weight tap-major, each tap's input channels contiguous (and padded as x is); the
   // depthwise vector kernel reads it as [taps][C].
-  const auto w = path == ConvPath::CudaPipelinedGemm      ? last_dim_zero_padded(weight.movedim(1, -1), kernel.channels)
-                 : path == ConvPath::CudaDepthwiseVectors ? weight.flatten(1).t().contiguous()
+  const auto w = path == ConvPath::CudaPipelinedGemm      ? last_dim_zero_padded(tap_major(weight), kernel.channels)
+                 : path == ConvPath::CudaDepthwiseVectors ? taps_by_channels(weight).contiguous()
                                                           : weight.contiguous();
   const auto b = contiguous_bias(bias);
   launch_conv({kernel.g, path, scalar_type_of(input), io.x.const_data_ptr(), strides_of(io.x), w.const_data_ptr(),
@@ -175,11 +181,11 @@ std::pair<at::Tensor, ConvTransposePath> conv_transpose_binding(
       path != ConvTransposePath::CudaDepthwiseRows) {
     weight_finite = at::isfinite(w).all();  // stays on the device: no sync, CUDA graphs capture it
   }
-  // The pipelined GEMM runs the convs the stride phases are, reading their weights tap-major (see conv_binding); the
-  // depthwise vector kernel reads [taps][C]; the rows kernel runs the conv the one stride phase is, with its weight.
+  // The pipelined GEMM and the depthwise vector kernel run the convs the stride phases are, with their weights as each
+  // reads a conv's (see conv_binding); the rows kernel runs the conv the one stride phase is, with its weight.
   at::Tensor kernel_weight;
-  if (path == ConvTransposePath::CudaPipelinedGemm) kernel_weight = pipelined_phase_weights(g, w);
-  if (path == ConvTransposePath::CudaDepthwiseVectors) kernel_weight = w.flatten(1).t().contiguous();
+  if (path == ConvTransposePath::CudaPipelinedGemm) kernel_weight = phase_weights(g, w, tap_major);
+  if (path == ConvTransposePath::CudaDepthwiseVectors) kernel_weight = phase_weights(g, w, taps_by_channels);
   if (path == ConvTransposePath::CudaDepthwiseRows) kernel_weight = transpose_phase_weight(g, w, 0).contiguous();
   launch_conv_transpose({g, path, scalar_type_of(input), io.x.const_data_ptr(), strides_of(io.x), w.const_data_ptr(),
                          data_or_null(kernel_weight), data_or_null(b), io.y_kernel.mutable_data_ptr(),

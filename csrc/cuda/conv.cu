@@ -3,7 +3,7 @@
 // Padding is never materialised: every tap in the padding reads zero or its reflected/clamped/wrapped source.
 // Depthwise layers (one input channel per group) run direct kernels, through an input patch with its halo in shared
 // memory for contiguous layouts (single rows, 1-d layers: a span of the row, cuda/depthwise_rows.cuh), and,
-// channels-last, 16-byte channel vectors through a patch in shared memory (sm_80+).
+// channels-last, strips of outputs per 16-byte channel vector (cuda/depthwise_vectors.cuh, sm_80+).
 // 16-bit channels-last layers on sm_80+ run the pipelined tensor-core GEMM
 // (cuda/pipelined_gemm.cuh); every other layer is an implicit GEMM (cuda/implicit_gemm.cuh). The path comes
 // from kernel_paths.h, chosen by the binding (cuda/bindings.cpp); this file is torch-free.
@@ -40,48 +40,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       sum += halo_patch_taps(g, plan, w, patch, it.c, kd, ty, tx);
     }
     halo_store(g, it, ty, tx, sum, y, ys);
-  }
-}
-
-// Depthwise (multiplier 1), channels in aligned 16-byte vectors: a block computes a tile of output positions for
-// kDepthwiseVectorsPerBlock channel vectors. Per depth tap it copies the input patch the tile reads, halo included,
-// into shared memory with 16-byte cp.async (zero-fill where the padding is zero; reflect/replicate/circular copy the
-// position they resolve to), then each thread accumulates one output position x one vector of channels over the
-// (kh, kw) taps: 16-byte loads from the patch and the weight ([taps][C], reordered by the binding), a 16-byte store.
-template <typename scalar_t>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
-    depthwise_vectors_kernel(const ConvGeometry g, const DepthwiseVectorPlan plan, const scalar_t* x, const Strides xs,
-                             const scalar_t* w, const scalar_t* bias, scalar_t* y, const Strides ys) {
-  using acc_t = acc_type<scalar_t>;
-  constexpr int kLanes = ChannelVector<scalar_t>::kLanes;
-  auto* patch = reinterpret_cast<ChannelVector<scalar_t>*>(dynamic_shared_memory());
-  const int64_t channels = g.conv_out_channels;
-  const auto [vector, ty, tx] = vector_thread(plan);
-  for (int64_t item = blockIdx.x; item < plan.tiles; item += gridDim.x) {
-    const DepthwiseVectorItem it = depthwise_vector_item(g.conv_out_sizes, plan, item);
-    const int64_t c0 = (it.channel_block * kDepthwiseVectorsPerBlock + vector) * kLanes;  // this thread's channels
-    acc_t sum[kLanes];
-    start_vector_sum(sum, bias, c0, channels);
-    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-      const int64_t id = g.tap_source(0, it.od, kd);
-      if (id < 0) continue;  // the whole depth slice is zero padding (the same for the whole block)
-      copy_vector_patch(
-          patch, plan, x, xs, it.n, id, it.channel_block, channels,
-          [&](int64_t ph) { return source_index(g.tap_position(1, it.row0, 0) + ph, g.conv_in_sizes[1], g.mode); },
-          [&](int64_t pw) { return source_index(g.tap_position(2, it.col0, 0) + pw, g.conv_in_sizes[2], g.mode); });
-      if (c0 >= channels) continue;
-      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-          const int64_t p = (ty * g.stride[1] + kh * g.dilation[1]) * plan.patch_w + tx * g.stride[2] +
-                            kw * g.dilation[2];
-          add_vector_tap(sum, &patch[p * kDepthwiseVectorsPerBlock + vector],
-                         w + ((kd * g.kernel[1] + kh) * g.kernel[2] + kw) * channels + c0);
-        }
-      }
-    }
-    const int64_t oh = it.row0 + ty, ow = it.col0 + tx;
-    if (c0 >= channels || oh >= g.conv_out_sizes[1] || ow >= g.conv_out_sizes[2]) continue;
-    store_vector_sum(y + it.n * ys.batch + it.od * ys.spatial[0] + oh * ys.spatial[1] + ow * ys.spatial[2] + c0, sum);
   }
 }
 
@@ -130,9 +88,8 @@ void launch_conv_typed(const ConvLaunch& a) {
     }
     case ConvPath::CudaDepthwiseVectors: {
       const DepthwiseVectorPlan plan = depthwise_vector_plan(g, sizeof(scalar_t));
-      const size_t patch_bytes = size_t(plan.patch_h) * plan.patch_w * kDepthwiseVectorsPerBlock * kVectorBytes;
-      launch(a.stream, depthwise_vectors_kernel<scalar_t>, grid_for(plan.tiles), patch_bytes, g, plan, x, a.xs, w, bias,
-             y, a.ys);
+      launch(a.stream, depthwise_vectors_kernel<scalar_t, /*kSkipTapsOutside=*/false>, grid_for(plan.items, kThreads),
+             0, g, plan, x, a.xs, w, bias, y, a.ys);
       return;
     }
     case ConvPath::CudaDirect:

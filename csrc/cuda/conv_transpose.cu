@@ -7,10 +7,10 @@
 // gather instead, which also folds padded positions back. Each stride phase is itself a conv
 // (transpose_phase_as_conv in geometry.h), which channels-last inputs in 16-bit (or float32 with TF32) on sm_80+ run
 // on the pipelined tensor-core GEMM (cuda/pipelined_gemm.cuh), one launch per phase, with the weights the binding
-// reorders. Depthwise layers in zeros mode whose
-// channels come in 16-byte vectors (channels_last, sm_80+) gather through an x patch in shared memory, 16 bytes at a
-// time (cuda/depthwise_vectors.cuh); 1-d depthwise layers at stride 1 in zeros mode run the conv their one stride phase
-// is on the rows kernel (cuda/depthwise_rows.cuh), taps outside x left out of the sums.
+// reorders. Depthwise layers in zeros mode whose channels come in 16-byte vectors (channels_last, sm_80+) run the
+// convs their stride phases are on the channel-vector kernel (cuda/depthwise_vectors.cuh); 1-d depthwise layers at
+// stride 1 in zeros mode run the conv their one stride phase is on the rows kernel (cuda/depthwise_rows.cuh); both
+// leave taps outside x out of the sums.
 // After the phase GEMMs (or the pipelined phases), a gather pass folds padded positions back (modes other than zeros)
 // and, for a weight with an inf or NaN, recomputes the outputs where a GEMM multiplied it by a zero loaded outside x.
 // Torch-free: the binding (cuda/bindings.cpp) picks the path and computes the weight_finite flag.
@@ -39,59 +39,23 @@ __global__ void __launch_bounds__(kThreads, 1)  // the gather's per-dimension ta
   }
 }
 
-// Depthwise conv_transpose (one y channel per x channel) in zeros mode, channels in aligned 16-byte vectors: the
-// adjoint of conv.cu's depthwise_vectors_kernel. A block computes a tile of y positions for kDepthwiseVectorsPerBlock
-// channel vectors. Per depth tap reaching its y depth it copies the patch of x the tile reads into shared memory with
-// 16-byte cp.async; each thread then sums, for one y position and one vector of channels, x[(p + pad_lo - r * d) / s]
-// * w[r] over the taps r whose quotient is exact and lands inside x. Taps that land outside x are skipped, not
-// multiplied by a zero, so an inf or NaN weight gives what torch gives.
-template <typename scalar_t>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
-    depthwise_transpose_vectors_kernel(const ConvGeometry g, const DepthwiseVectorPlan plan, const scalar_t* x,
-                                       const Strides xs, const scalar_t* w, const scalar_t* bias, scalar_t* y,
-                                       const Strides ys) {
-  using acc_t = acc_type<scalar_t>;
-  constexpr int kLanes = ChannelVector<scalar_t>::kLanes;
-  auto* patch = reinterpret_cast<ChannelVector<scalar_t>*>(dynamic_shared_memory());
-  const int64_t channels = g.conv_in_channels;
-  const auto [vector, ty, tx] = vector_thread(plan);
-  // x position i along dim d, or -1 outside x.
-  const auto inside_x = [&](int d, int64_t i) -> int64_t { return i >= 0 && i < g.conv_out_sizes[d] ? i : -1; };
-  // The x position tap r of y position p reads along dim d, or -1 when it reads none (not exact, or outside x).
-  const auto x_position = [&](int d, int64_t p, int64_t r) -> int64_t {
-    const int64_t offset = p + g.pad_lo[d] - r * g.dilation[d];
-    const int64_t i = floor_div(offset, g.stride[d]);
-    return i * g.stride[d] == offset ? inside_x(d, i) : -1;
-  };
-  for (int64_t item = blockIdx.x; item < plan.tiles; item += gridDim.x) {
-    const DepthwiseVectorItem it = depthwise_vector_item(g.conv_in_sizes, plan, item);
-    const int64_t c0 = (it.channel_block * kDepthwiseVectorsPerBlock + vector) * kLanes;  // this thread's channels
-    // The first x row and column the tile reads: ceil((row0 + pad_lo - (k - 1) d) / s).
-    const int64_t x_row0 = -floor_div(-(it.row0 + g.pad_lo[1] - (g.kernel[1] - 1) * g.dilation[1]), g.stride[1]);
-    const int64_t x_col0 = -floor_div(-(it.col0 + g.pad_lo[2] - (g.kernel[2] - 1) * g.dilation[2]), g.stride[2]);
-    const int64_t oh = it.row0 + ty, ow = it.col0 + tx;
-    acc_t sum[kLanes];
-    start_vector_sum(sum, bias, c0, channels);
-    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-      const int64_t id = x_position(0, it.od, kd);
-      if (id < 0) continue;  // the same for the whole block
-      copy_vector_patch(
-          patch, plan, x, xs, it.n, id, it.channel_block, channels,
-          [&](int64_t ph) { return inside_x(1, x_row0 + ph); }, [&](int64_t pw) { return inside_x(2, x_col0 + pw); });
-      if (c0 >= channels) continue;
-      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-        const int64_t ih = x_position(1, oh, kh);
-        if (ih < 0) continue;
-        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-          const int64_t iw = x_position(2, ow, kw);
-          if (iw < 0) continue;
-          add_vector_tap(sum, &patch[((ih - x_row0) * plan.patch_w + iw - x_col0) * kDepthwiseVectorsPerBlock + vector],
-                         w + ((kd * g.kernel[1] + kh) * g.kernel[2] + kw) * channels + c0);
-        }
-      }
+// run(phase, phase_weight, phase_y, phase_ys) for each stride phase of g that reaches a y position: the conv the phase
+// is (transpose_phase_as_conv), its weight (the phases' weights lie one after the other in a.kernel_weight, as the
+// binding's phase_weights packs them), y at the phase's first position and y's strides a stride apart.
+template <typename scalar_t, typename Run>
+void for_each_phase(const ConvGeometry& g, const ConvTransposeLaunch& a, Run run) {
+  const auto* phase_weight = static_cast<const scalar_t*>(a.kernel_weight);
+  auto* y = static_cast<scalar_t*>(a.y);
+  for (int64_t phase = 0; phase < transpose_phase_count(g); ++phase) {
+    const TransposePhase t = transpose_phase_as_conv(g, phase);
+    Strides phase_ys = a.ys;
+    int64_t y_offset = 0;
+    for (int d = 0; d < kMaxSpatial; ++d) {
+      y_offset += t.y_first[d] * a.ys.spatial[d];
+      phase_ys.spatial[d] *= g.stride[d];
     }
-    if (c0 >= channels || oh >= g.conv_in_sizes[1] || ow >= g.conv_in_sizes[2]) continue;
-    store_vector_sum(y + it.n * ys.batch + it.od * ys.spatial[0] + oh * ys.spatial[1] + ow * ys.spatial[2] + c0, sum);
+    if (t.conv.conv_out_volume() > 0) run(t.conv, phase_weight, y + y_offset, phase_ys);
+    phase_weight += t.conv.conv_out_channels * t.conv.conv_in_channels_per_group() * t.conv.kernel_volume();
   }
 }
 
@@ -108,13 +72,15 @@ void launch_conv_transpose_typed(const ConvTransposeLaunch& a) {
            a.channels_last, pass, weight_finite);
   };
   switch (a.path) {
-    case ConvTransposePath::CudaDepthwiseVectors: {
-      const DepthwiseVectorPlan plan = depthwise_vector_plan(g, sizeof(scalar_t), /*transposed=*/true);
-      const size_t patch_bytes = size_t(plan.patch_h) * plan.patch_w * kDepthwiseVectorsPerBlock * kVectorBytes;
-      launch(a.stream, depthwise_transpose_vectors_kernel<scalar_t>, grid_for(plan.tiles), patch_bytes, g, plan, x,
-             a.xs, static_cast<const scalar_t*>(a.kernel_weight), bias, y, a.ys);
+    case ConvTransposePath::CudaDepthwiseVectors:
+      // The vector kernel runs the conv each stride phase is, on the phase's y positions, taps outside x skipped.
+      for_each_phase<scalar_t>(g, a, [&](const ConvGeometry& phase, const scalar_t* phase_weight, scalar_t* phase_y,
+                               const Strides& phase_ys) {
+        const DepthwiseVectorPlan plan = depthwise_vector_plan(phase, sizeof(scalar_t));
+        launch(a.stream, depthwise_vectors_kernel<scalar_t, /*kSkipTapsOutside=*/true>,
+               grid_for(plan.items, kThreads), 0, phase, plan, x, a.xs, phase_weight, bias, phase_y, phase_ys);
+      });
       return;
-    }
     case ConvTransposePath::CudaDepthwiseRows: {
       // At stride 1 the one stride phase covers every y position, from the first, with the flipped weight.
       const ConvGeometry phase = transpose_phase_as_conv(g, 0).conv;
@@ -130,21 +96,10 @@ void launch_conv_transpose_typed(const ConvTransposeLaunch& a) {
           throw std::invalid_argument(
               "fastpad conv_transpose: the pipelined GEMM needs weight_finite and kernel_weight");
         }
-        // One conv per stride phase, writing the phase's y positions (a stride apart) with its own weight.
-        const auto* phase_weight = static_cast<const scalar_t*>(a.kernel_weight);
-        for (int64_t phase = 0; phase < transpose_phase_count(g); ++phase) {
-          const TransposePhase t = transpose_phase_as_conv(g, phase);
-          Strides phase_ys = a.ys;
-          int64_t y_offset = 0;
-          for (int d = 0; d < kMaxSpatial; ++d) {
-            y_offset += t.y_first[d] * a.ys.spatial[d];
-            phase_ys.spatial[d] *= g.stride[d];
-          }
-          if (t.conv.conv_out_volume() > 0) {
-            run_pipelined_conv(a.stream, t.conv, x, a.xs, phase_weight, bias, y + y_offset, phase_ys);
-          }
-          phase_weight += t.conv.conv_out_channels * t.conv.conv_in_channels_per_group() * t.conv.kernel_volume();
-        }
+        for_each_phase<scalar_t>(g, a, [&](const ConvGeometry& phase, const scalar_t* phase_weight, scalar_t* phase_y,
+                                 const Strides& phase_ys) {
+          run_pipelined_conv(a.stream, phase, x, a.xs, phase_weight, bias, phase_y, phase_ys);
+        });
         gather(GatherPass::AfterPhaseGemm, a.weight_finite);  // padding folds; outputs where inf or NaN met a zero
         return;
       }

@@ -51,6 +51,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   }
 }
 
+// r = the tap after r (kd, kh, kw) in row-major order over `kernel`.
+__device__ __forceinline__ void step_tap(int (&r)[kMaxSpatial], const int64_t* kernel) {
+  if (++r[2] < kernel[2]) return;
+  r[2] = 0;
+  if (++r[1] < kernel[1]) return;
+  r[1] = 0;
+  ++r[0];
+}
+
 // Depthwise, x and grad_output in channel vectors (DepthwiseGradVectorPlan in cuda/problems.h): each thread sums its
 // channel vector's products over its positions of one split, for a group of taps at once; then the
 // block adds its slots' sums per (channel, tap), slot by slot, into the split's row of the workspace.
@@ -71,24 +80,32 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     const int64_t tap0 = rest % plan.tap_groups * kTaps, split = rest / plan.tap_groups;
     const int64_t c0 = (vector_block * plan.block_vectors + vector) * kLanes;
     acc_t sum[kTaps][kLanes] = {};
+    // The group's first tap (kd, kh, kw), decoded once per item; the next ones are stepped to in the loop below
+    // (kernel sizes fit an int), not divided out per position.
+    int first_tap[kMaxSpatial];
+    {
+      int64_t r[kMaxSpatial];
+      unflatten(tap0, g.kernel, r);
+      for (int d = 0; d < kMaxSpatial; ++d) first_tap[d] = static_cast<int>(r[d]);
+    }
     if (slot < plan.slots && c0 < channels) {
       const int64_t end = (split + 1) * plan.split_size < positions ? (split + 1) * plan.split_size : positions;
       for (int64_t k = split * plan.split_size + slot; k < end; k += plan.slots) {
         int64_t o[kMaxSpatial];
         const int64_t n = unflatten(k, g.conv_out_sizes, o);
-        const Vector dy = *reinterpret_cast<const Vector*>(gy + n * gys.batch + gys.position(o) + c0);
+        const Vector dy = load_global_16<Vector>(gy + n * gys.batch + gys.position(o) + c0);
+        int r[kMaxSpatial] = {first_tap[0], first_tap[1], first_tap[2]};
 #pragma unroll
-        for (int t = 0; t < kTaps; ++t) {
+        for (int t = 0; t < kTaps; ++t, step_tap(r, g.kernel)) {
           if (tap0 + t >= taps) break;
-          int64_t r[kMaxSpatial], source[kMaxSpatial];
-          unflatten(tap0 + t, g.kernel, r);
+          int64_t source[kMaxSpatial];
           bool inside = true;
           for (int d = 0; d < kMaxSpatial; ++d) {
             source[d] = g.tap_source(d, o[d], r[d]);
             inside = inside && source[d] >= 0;
           }
           if (!inside) continue;
-          const Vector in = *reinterpret_cast<const Vector*>(x + n * xs.batch + xs.position(source) + c0);
+          const Vector in = load_global_16<Vector>(x + n * xs.batch + xs.position(source) + c0);
 #pragma unroll
           for (int j = 0; j < kLanes; ++j) sum[t][j] += load<acc_t>(dy.lane, j) * load<acc_t>(in.lane, j);
         }

@@ -36,7 +36,7 @@ struct ConvLaunch {
 // NaN, read by the kernels without a host sync (the GEMM paths need it; nullptr otherwise). kernel_weight: the weight
 // as the path's kernel reads it, contiguous: for the pipelined GEMM the weights of the convs the stride phases are,
 // each [C_y, *its taps, C_x / groups] (transpose_phase_weight, tap-major), one after the other in phase order; for the
-// depthwise vector kernel [taps, C]; nullptr otherwise.
+// depthwise vector kernel the same phases' weights, each [its taps, C]; nullptr otherwise.
 struct ConvTransposeLaunch {
   ConvGeometry g;
   ConvTransposePath path;

@@ -412,7 +412,6 @@ constexpr int64_t kMaxPatchBytes = 48 * 1024;  // dynamic shared memory per bloc
 
 // The tiles of the depthwise kernels that stage their input in shared memory: a tile_h x tile_w tile of output
 // positions of one plane and the input patch it reads per depth tap, halo included, of patch_h x patch_w positions.
-// For a transposed conv the tile is on the conv_in side (its output y) and the patch on the conv_out side (its x).
 struct PatchTile {
   bool fits = false;  // the patch fits in the dynamic shared memory a block gets without opting in
   int tile_h = 0;
@@ -421,25 +420,16 @@ struct PatchTile {
   int patch_w = 0;
 };
 
-// The output positions a patch tile covers: conv's output, or a transposed conv's (the conv_in side).
-C10_HOST_DEVICE inline const int64_t* tiled_sizes(const ConvGeometry& g, bool transposed) {
-  return transposed ? g.conv_in_sizes : g.conv_out_sizes;
-}
-
-// The patch extent along dim d for a tile of `tile` outputs, in double so that huge strides cannot overflow. conv:
-// (tile - 1) * stride + effective kernel. Transposed: output p reads x at (p + pad_lo - r * dilation) / stride, so a
-// tile reads at most floor((tile - 1 + (kernel - 1) * dilation) / stride) + 1 positions of x.
-inline double patch_extent(const ConvGeometry& g, int d, int tile, bool transposed) {
-  const double reach = double(g.kernel[d] - 1) * double(g.dilation[d]);
-  return transposed ? std::floor((tile - 1 + reach) / double(g.stride[d])) + 1
-                    : double(tile - 1) * double(g.stride[d]) + reach + 1;
+// The patch extent along dim d for a tile of `tile` outputs, (tile - 1) * stride + effective kernel, in double so that
+// huge strides cannot overflow.
+inline double patch_extent(const ConvGeometry& g, int d, int tile) {
+  return double(tile - 1) * double(g.stride[d]) + double(g.kernel[d] - 1) * double(g.dilation[d]) + 1;
 }
 
 // A tile of `positions` outputs, as wide as the output plane up to max_width (a power of two), or one row for 1-d,
 // whose patch fits when it takes at most kMaxPatchBytes at bytes_per_position.
-inline PatchTile patch_tile(const ConvGeometry& g, int positions, int max_width, int64_t bytes_per_position,
-                            bool transposed = false) {
-  const int64_t* out = tiled_sizes(g, transposed);
+inline PatchTile patch_tile(const ConvGeometry& g, int positions, int max_width, int64_t bytes_per_position) {
+  const int64_t* out = g.conv_out_sizes;
   PatchTile t;
   t.tile_w = 1;
   if (out[1] == 1) {
@@ -448,7 +438,7 @@ inline PatchTile patch_tile(const ConvGeometry& g, int positions, int max_width,
     while (t.tile_w < max_width && t.tile_w < out[2]) t.tile_w *= 2;
   }
   t.tile_h = positions / t.tile_w;
-  const double patch_h = patch_extent(g, 1, t.tile_h, transposed), patch_w = patch_extent(g, 2, t.tile_w, transposed);
+  const double patch_h = patch_extent(g, 1, t.tile_h), patch_w = patch_extent(g, 2, t.tile_w);
   t.fits = patch_h * patch_w * double(bytes_per_position) <= kMaxPatchBytes;
   if (t.fits) {
     t.patch_h = static_cast<int>(patch_h);
@@ -457,7 +447,7 @@ inline PatchTile patch_tile(const ConvGeometry& g, int positions, int max_width,
   return t;
 }
 
-// Tiles per output depth slice of `out` (tiled_sizes).
+// Tiles per output depth slice of `out`.
 C10_HOST_DEVICE inline int64_t tiles_per_slice(const int64_t* out, const PatchTile& t) {
   return ceil_div(out[1], t.tile_h) * ceil_div(out[2], t.tile_w);
 }
@@ -692,40 +682,45 @@ struct alignas(kVectorBytes) ChannelVector {
   static constexpr int kLanes = kVectorBytes / sizeof(scalar_t);
   scalar_t lane[kLanes];
 };
-// The depthwise kernel for channels in vectors (conv.cu): channel vectors per block; the rest of its 256 threads
-// spread over a tile of output positions.
-constexpr int kDepthwiseVectorsPerBlock = 4;
+// The depthwise channel-vector kernel (cuda/depthwise_vectors.cuh): each thread sums kDepthwiseStrip consecutive
+// outputs of one output row for one vector of channels, so that a weight vector loaded for a tap serves that many
+// outputs and the thread's index math is paid once for them.
+constexpr int kDepthwiseStrip = 4;
 
-// The plan of those kernels (conv.cu, conv_transpose.cu): tiles of kThreads / kDepthwiseVectorsPerBlock output
-// positions, up to 8 wide, for kDepthwiseVectorsPerBlock vectors of channels.
-struct DepthwiseVectorPlan : PatchTile {
-  int64_t channel_blocks = 0;  // blocks of kDepthwiseVectorsPerBlock vectors over the channels
-  int64_t tiles = 0;           // work items: batch * channel blocks * out depth * tiles per slice
+struct DepthwiseVectorPlan {
+  int64_t vectors = 0;  // channel vectors: channels / lanes (the path takes whole vectors only)
+  int64_t strips = 0;   // strips per output row: ceil(out width / kDepthwiseStrip)
+  int64_t items = 0;    // threads' work items: batch * out depth * out height * strips * vectors
 };
 
 // element_bytes: the tensors' element size (a vector holds kVectorBytes / element_bytes channels).
-inline DepthwiseVectorPlan depthwise_vector_plan(const ConvGeometry& g, int64_t element_bytes,
-                                                 bool transposed = false) {
+inline DepthwiseVectorPlan depthwise_vector_plan(const ConvGeometry& g, int64_t element_bytes) {
   DepthwiseVectorPlan plan;
-  static_cast<PatchTile&>(plan) =
-      patch_tile(g, kThreads / kDepthwiseVectorsPerBlock, 8, kDepthwiseVectorsPerBlock * kVectorBytes, transposed);
-  const int64_t lanes = kVectorBytes / element_bytes;
-  plan.channel_blocks = ceil_div(g.conv_out_channels, lanes * kDepthwiseVectorsPerBlock);
-  const int64_t* out = tiled_sizes(g, transposed);
-  plan.tiles = g.batch * plan.channel_blocks * out[0] * tiles_per_slice(out, plan);
+  plan.vectors = g.conv_out_channels / (kVectorBytes / element_bytes);
+  plan.strips = ceil_div(g.conv_out_sizes[2], kDepthwiseStrip);
+  plan.items = g.batch * g.conv_out_sizes[0] * g.conv_out_sizes[1] * plan.strips * plan.vectors;
   return plan;
 }
 
-// Work item `item` of that kernel: image, output depth, tile and channel block (the fastest, so that neighbouring
-// blocks read the same input rows while they are in the cache).
-struct DepthwiseVectorItem {
-  int64_t n, channel_block, od, row0, col0;  // row0, col0: the tile's first output row and column
+// Work item `item` of that kernel: its image, output depth and row, its strip's first output column and its channel
+// vector (the fastest, so that a warp's loads and stores are contiguous runs of channels).
+struct DepthwiseStrip {
+  int64_t n, od, oh, ow0, vector;
 };
 
-C10_HOST_DEVICE inline DepthwiseVectorItem depthwise_vector_item(const int64_t* out, const DepthwiseVectorPlan& plan,
-                                                                 int64_t item) {
-  const TileOrigin o = tile_origin(out, plan, item / plan.channel_blocks);
-  return {o.rest, item % plan.channel_blocks, o.od, o.row0, o.col0};
+C10_HOST_DEVICE inline DepthwiseStrip depthwise_strip(const ConvGeometry& g, const DepthwiseVectorPlan& plan,
+                                                      int64_t item) {
+  DepthwiseStrip s;
+  QuotientRemainder qr = divide(item, plan.vectors);
+  s.vector = qr.remainder;
+  qr = divide(qr.quotient, plan.strips);
+  s.ow0 = qr.remainder * kDepthwiseStrip;
+  qr = divide(qr.quotient, g.conv_out_sizes[1]);
+  s.oh = qr.remainder;
+  qr = divide(qr.quotient, g.conv_out_sizes[0]);
+  s.od = qr.remainder;
+  s.n = qr.quotient;
+  return s;
 }
 
 // Below this many x channels per group the phase GEMMs' K is too short for their tiles: gather directly.

@@ -1,8 +1,9 @@
-// The PTX the CUDA kernels write by hand: for the pipelined implicit GEMM (cuda/pipelined_gemm.cuh) and the depthwise
-// channel-vector kernel (conv.cu), sm_80 and later, cp.async with zero-fill, ldmatrix, mma.sync m16n8k16 (bfloat16,
-// float16) and m16n8k8 (TF32) with cvt.rna.tf32.f32; and a 16-byte global store. Under the CUDA execution shim (FASTPAD_CUDA_SIM) each is its emulation from the PTX ISA's
-// semantics (tests/cuda_sim/cuda_sim.h); this header and launch.cuh are where the two builds differ. Compiled for an
-// older architecture, the sm_80 instructions trap: the binding never picks those paths there.
+// The PTX the CUDA kernels write by hand: for the pipelined implicit GEMM (cuda/pipelined_gemm.cuh), sm_80 and later,
+// cp.async with zero-fill, ldmatrix, mma.sync m16n8k16 (bfloat16, float16) and m16n8k8 (TF32) with cvt.rna.tf32.f32;
+// and 16-byte global loads and stores (the depthwise channel-vector kernels). Under the CUDA execution shim
+// (FASTPAD_CUDA_SIM) each is its emulation from the PTX ISA's semantics (tests/cuda_sim/cuda_sim.h); this header and
+// launch.cuh are where the two builds differ. Compiled for an older architecture, the sm_80 instructions trap: the
+// binding never picks those paths there.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -139,6 +140,24 @@ __device__ __forceinline__ void mma_m16n8k8_tf32(float (&acc)[4], const uint32_t
       : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
+}
+
+// ld.global.nc.v4.b32: a 16-byte value (a vector of channels) from a 16-byte aligned global address the kernel does
+// not write, in one load through the read-only path.
+template <typename Vector>
+__device__ __forceinline__ Vector load_global_16(const void* global) {
+  static_assert(sizeof(Vector) == 16, "a 16-byte vector");
+  Vector value;
+#if defined(FASTPAD_CUDA_SIM)
+  std::memcpy(&value, global, 16);
+#else
+  uint32_t words[4];
+  asm volatile("ld.global.nc.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(words[0]), "=r"(words[1]), "=r"(words[2]), "=r"(words[3])
+               : "l"(global));
+  memcpy(&value, words, 16);
+#endif
+  return value;
 }
 
 // st.global.v4.b32: the 16 bytes of `lanes` to a 16-byte aligned global address in one store, assembled as four
