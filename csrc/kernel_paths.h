@@ -44,6 +44,7 @@ enum class ConvPath {
   CpuChannelsLastDirect,       // channels-last stems: the direct kernel
   CpuChannelsLastPhasePlanes,  // channels-last, one group: GEMMs over channels-last phase planes
   CpuChannelsLastIm2col,       // channels-last, grouped: fused im2col + GEMM
+  CudaFewChannels,             // stems (one group, at most 4 input channels): direct sums, 16 output channels a thread
   CudaPipelinedGemm,           // cuda/pipelined_gemm.cuh: 16-bit or TF32, channels contiguous, cp.async + mma
   CudaImplicitGemm,            // cuda/implicit_gemm.cuh
   CudaDepthwiseVectors,        // depthwise channels-last: strips of outputs per 16-byte channel vector
@@ -818,12 +819,24 @@ inline bool cuda_depthwise_vectors(const ConvGeometry& g, bool channels_last, in
          g.conv_out_channels == g.groups && g.conv_in_channels % (cuda::kVectorBytes / storage_bytes) == 0;
 }
 
+// Whether a CUDA conv runs the few-channels kernel (conv.cu: few_channels_kernel): one group of at most
+// kFewChannelsMax input channels, an RGB stem. Its reduction (taps x channels: 27 for a 3x3 RGB stem) is too short
+// for a GEMM: each thread sums kFewChannelsOutputs output channels of one position directly, on the FMA units, in any
+// dtype, layout and padding mode. The pipelined GEMM it replaces there ran on x padded to one 16-byte vector of
+// channels (3 -> 8 bfloat16), a copy plus 2.7x the loads and multiply-adds: tf_efficientnet_b0's stem (bfloat16,
+// batch 256, H200) took 1.50 ms forward, 2.2x F.pad + cuDNN. The few-channels kernel has not run on a GPU.
+constexpr int64_t kFewChannelsMax = 4;
+inline bool cuda_few_channels(const ConvGeometry& g) {
+  return g.groups == 1 && g.conv_in_channels > 0 && g.conv_in_channels <= kFewChannelsMax;
+}
+
 // conv. element_bytes: the size of the accumulation type, which sizes the CUDA halo patch and picks the CPU kernels
 // that accumulate in float. reduced_precision: bfloat16 or float16 tensors. isa: cpu_isa_for(input), in
 // conv_params.h (ignored for CUDA).
 inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool channels_last, int64_t element_bytes,
                                  bool reduced_precision, CpuIsa isa, const CudaInputs& cuda = {}) {
   if (backend == Backend::Cuda) {
+    if (cuda_few_channels(g)) return ConvPath::CudaFewChannels;
     if (cuda_pipelined_gemm(g, element_bytes, reduced_precision, cuda, /*pad_channels=*/true)) {
       return ConvPath::CudaPipelinedGemm;
     }
@@ -1337,6 +1350,7 @@ inline const char* path_name(ConvPath path) {
     case ConvPath::CpuChannelsLastDirect: return "cpu_channels_last_direct";
     case ConvPath::CpuChannelsLastPhasePlanes: return "cpu_channels_last_phase_planes";
     case ConvPath::CpuChannelsLastIm2col: return "cpu_channels_last_im2col";
+    case ConvPath::CudaFewChannels: return "cuda_few_channels";
     case ConvPath::CudaPipelinedGemm: return "cuda_pipelined_gemm";
     case ConvPath::CudaImplicitGemm: return "cuda_implicit_gemm";
     case ConvPath::CudaDepthwiseVectors: return "cuda_depthwise_vectors";

@@ -24,6 +24,7 @@ PHASE_CASES = "pipelined_strided_phases and zeros and channels_last and bfloat16
 TF32_CASES = "tf32_pipelined_gemm and pipelined_taps_straddle_k_tiles"
 VECTOR_CASES = "depthwise_vectors_2d and zeros and channels_last and (bfloat16 or float64)"
 GRAD_VECTOR_CASES = "depthwise_grad_vectors_blocks and zeros and channels_last and (bfloat16 or float64)"
+FEW_CASES = "few_channels and zeros and (bfloat16 or float64)"
 
 # (name, file, text, replacement, the tests that must fail, run under ASan + UBSan)
 MUTATIONS = [
@@ -97,6 +98,12 @@ MUTATIONS = [
      "pipelined_taps_straddle_k_tiles and zeros and contiguous and bfloat16", False),
     ("trailing barrier removed (depthwise weight-gradient vectors)", "csrc/cuda/conv_weight_grad.cu",
      "      __syncthreads();  // slot_sums is read before the next tap overwrites it\n", "", GRAD_VECTOR_CASES, False),
+    ("the padding read from x instead of zero (few channels)", "csrc/cuda/conv.cu",
+     "const acc_t value = iw < 0 ? acc_t(0) : load<acc_t>(x_at, ci * xs.channel);",
+     "const acc_t value = load<acc_t>(x_at, ci * xs.channel);", FEW_CASES, False),
+    ("the weight's rows stepped by one chunk, not the padded row (few channels)", "csrc/cuda/conv.cu",
+     "ci < c_in; ++ci, w_row += plan.padded_out)", "ci < c_in; ++ci, w_row += kFewChannelsOutputs)", FEW_CASES,
+     False),
     ("a tap group's taps stepped without advancing the kernel row (depthwise weight-gradient vectors)",
      "csrc/cuda/conv_weight_grad.cu", "  if (++r[1] < kernel[1]) return;", "  if (r[1] < kernel[1]) return;",
      GRAD_VECTOR_CASES, False),

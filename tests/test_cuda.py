@@ -452,9 +452,13 @@ PATHS = {
                            torch.bfloat16, "channels_last"),
     "pipelined_phases": (conv_case((12, 10), 16, 32, 4, stride=2, pads=((1, 2), (1, 2))), "reflect", torch.bfloat16,
                          "channels_last"),
-    # An RGB stem: 3 input channels padded to one 16-byte vector for the pipelined GEMM (cuda_pipelined_channels).
-    "pipelined_stem": (conv_case((15, 17), 3, 32, 3, stride=2, pads=((0, 1), (1, 1))), "zeros", torch.bfloat16,
-                       "channels_last"),
+    # An RGB stem: conv sums its 3 input channels directly (cuda_few_channels, 24 output channels: a chunk and a
+    # half); its weight gradient pads them to one 16-byte vector for the pipelined GEMM (cuda_pipelined_channels).
+    "stem": (conv_case((15, 17), 3, 24, 3, stride=2, pads=((0, 1), (1, 1))), "reflect", torch.bfloat16,
+             "channels_last"),
+    # 6 input channels: conv too pads them to one vector (8) for the pipelined GEMM.
+    "pipelined_padded_channels": (conv_case((15, 17), 6, 32, 3, stride=2, pads=((0, 1), (1, 1))), "zeros",
+                                  torch.bfloat16, "channels_last"),
     "gemm_bfloat16": (conv_case((6, 5, 7), 18, 20, 3, groups=2, pads=((1, 1), (0, 2), (2, 0))), "replicate",
                       torch.bfloat16, "contiguous"),
     "gemm_fold_reflect": (conv_case((8, 9), 6, 8, 3, stride=2, pads=((2, 1), (1, 2))), "reflect", torch.float32,
@@ -471,7 +475,7 @@ PATHS = {
 # The CUDA kernel path (kernel_paths.h) each PATHS case reaches: conv, its input gradient (conv_transpose) and
 # conv_weight_grad. tests/test_kernel_paths.py checks these on any machine, through the private path ops.
 HALO, DIRECT, GEMM, VECTORS = "cuda_depthwise_halo", "cuda_direct", "cuda_implicit_gemm", "cuda_depthwise_vectors"
-ROWS = "cuda_depthwise_rows"
+ROWS, FEW = "cuda_depthwise_rows", "cuda_few_channels"
 PIPELINED = "cuda_pipelined_gemm"
 GATHER, PHASE, FOLD = "cuda_direct_gather", "cuda_phase_gemm", "cuda_phase_gemm_fold"
 REDUCTION, SPLIT_K = "cuda_depthwise_reduction", "cuda_split_k_gemm"
@@ -489,7 +493,8 @@ CUDA_KERNELS = {
     "pipelined_float16": (PIPELINED, FOLD, SPLIT_K),
     "pipelined_bfloat16": (PIPELINED, PIPELINED, PIPELINED),
     "pipelined_phases": (PIPELINED, PIPELINED, PIPELINED),  # conv_transpose: 4 stride phases, then reflect's folds
-    "pipelined_stem": (PIPELINED, PIPELINED, PIPELINED),  # x padded to 8 channels (conv, weight gradient)
+    "stem": (FEW, PIPELINED, PIPELINED),  # the weight gradient on x padded to 8 channels
+    "pipelined_padded_channels": (PIPELINED, PIPELINED, PIPELINED),  # x padded to 8 channels (conv, weight gradient)
     "gemm_bfloat16": (GEMM, FOLD, SPLIT_K),
     "gemm_fold_reflect": (GEMM, FOLD, SPLIT_K),
     "gather_circular": (GEMM, GATHER, SPLIT_K),

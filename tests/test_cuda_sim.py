@@ -264,7 +264,7 @@ def base_case(**changes):
 
 
 GEMM, HALO, DIRECT, ROWS = "cuda_implicit_gemm", "cuda_depthwise_halo", "cuda_direct", "cuda_depthwise_rows"
-PIPELINED, VECTORS = "cuda_pipelined_gemm", "cuda_depthwise_vectors"
+PIPELINED, VECTORS, FEW = "cuda_pipelined_gemm", "cuda_depthwise_vectors", "cuda_few_channels"
 GATHER, PHASE, FOLD = "cuda_direct_gather", "cuda_phase_gemm", "cuda_phase_gemm_fold"
 REDUCTION, SPLIT_K = "cuda_depthwise_reduction", "cuda_split_k_gemm"
 
@@ -307,11 +307,19 @@ PATH_CASES = {
     # 8 x 9 columns cross its 64 x 64 tiles, and 1152 positions make 2 splits of the reduction.
     "pipelined_weight_grad_splits": (base_case(in_channels=8, out_channels=72, size=(24, 24), batch=2),
                                      (PIPELINED, PIPELINED, PIPELINED)),
-    # A stem's 3 input channels, fewer than one 16-byte vector: conv and its weight gradient run the pipelined GEMM on
-    # copies of x padded to one vector with zero channels (8 16-bit, 4 float32 on TF32), and a weight with zero taps
-    # for them; 16 output channels are whole vectors, so the input gradient's phases run it too, unpadded.
+    # A stem's 3 input channels, fewer than one 16-byte vector: its weight gradient runs the pipelined GEMM on copies of
+    # x padded to one vector with zero channels (8 16-bit, 4 float32 on TF32); 16 output channels are whole vectors,
+    # so the input gradient's phases run it too, unpadded. conv sums the 3 channels directly (cuda_few_channels).
     "pipelined_padded_channels": (base_case(in_channels=3, out_channels=16, size=(11, 12), stride=(2, 2),
-                                            padding=((0, 1), (1, 1)), batch=2), (PIPELINED, PIPELINED, PIPELINED)),
+                                            padding=((0, 1), (1, 1)), batch=2), (FEW, PIPELINED, PIPELINED)),
+    # 6 input channels: conv too runs the pipelined GEMM on x padded to 8 in 16-bit (in float32 they are neither whole
+    # vectors nor padded).
+    "padded_channels_conv": (base_case(in_channels=6, out_channels=16, size=(11, 12), stride=(2, 2),
+                                       padding=((0, 1), (1, 1)), batch=2), (PIPELINED, PIPELINED, PIPELINED)),
+    # An RGB stem: conv sums its 3 input channels directly, 16 output channels a thread (24: a chunk and a half), k3x4;
+    # its weight gradient pads x to one vector in 16-bit (cuda_pipelined_channels), as above.
+    "few_channels": (base_case(in_channels=3, out_channels=24, size=(11, 13), kernel=(3, 4), stride=(2, 2),
+                               padding=((0, 1), (2, 1)), batch=2), (FEW, PIPELINED, SPLIT_K)),
     # Depthwise, one output channel per input channel: channels_last inputs take the channel-vector kernels (16 channels
     # are 2 bfloat16, 4 float32 and 8 float64 vectors, so one or two blocks of 4 vectors), conv_transpose in zeros mode;
     # the others the halo tiles and the gather.
@@ -353,6 +361,8 @@ def expected_paths(case, paths):
     pads_channels = case.groups == 1 and case.in_channels < lanes <= 3 * case.in_channels
     if conv == GEMM and tensor_cores and pads_channels:
         conv = PIPELINED
+    if conv in (GEMM, PIPELINED) and case.groups == 1 and case.in_channels <= 4:
+        conv = FEW  # cuda_few_channels: up to 4 input channels in one group, any dtype
     if grad == SPLIT_K and tensor_cores and pads_channels and case.out_channels % lanes == 0:
         grad = PIPELINED
     if conv == PIPELINED and not tensor_cores:
@@ -441,7 +451,8 @@ def test_tf32_pipelined_gemm(sim, tf32, name, mode):
     TF32 tensor cores under every schedule. Their result is the float64 op
     on the inputs rounded to TF32 (cvt.rna) to float32 accumulation (conv_transpose: plus its padding mode's folds,
     which the gather pass adds in float32), and not the float32 one: TF32 ran. With TF32 off
-    the same problems take the FMA GEMMs and give the float32 result."""
+    the same problems take the FMA GEMMs and give the float32 result. (A stem's conv sums its few channels directly,
+    in exact float32, either way.)"""
     case, _ = path_case(name, mode, "channels_last", torch.float32)
     transposed_on_pipeline = PATH_CASES[name][1][1] == PIPELINED
     x, w, b, gy, bt = tensors(case, seed=len(name))
@@ -451,10 +462,14 @@ def test_tf32_pipelined_gemm(sim, tf32, name, mode):
     transpose_args = (stride, pad_lo, list(case.size), dilation, groups, mode)
 
     y, path = run_op(sim, "conv", (x, w, b, *conv_args), tuple(SCHEDULES))
-    assert path == PIPELINED == torch.ops.fastpad._conv_path(x, w, b, *conv_args, "cuda")
-    compare(y, torch.ops.fastpad.conv(tf32_64(x), tf32_64(w), f64(b), *conv_args), torch.float32, "conv", case)
     exact_y = torch.ops.fastpad.conv(f64(x), f64(w), f64(b), *conv_args)
-    assert relative_error(y, exact_y) > 10 * tolerance(torch.float32)
+    if PATH_CASES[name][1][0] == FEW:  # a stem's conv sums its few channels on the FMA units: exact float32
+        assert path == FEW == torch.ops.fastpad._conv_path(x, w, b, *conv_args, "cuda")
+        compare(y, exact_y, torch.float32, "conv", case)
+    else:
+        assert path == PIPELINED == torch.ops.fastpad._conv_path(x, w, b, *conv_args, "cuda")
+        compare(y, torch.ops.fastpad.conv(tf32_64(x), tf32_64(w), f64(b), *conv_args), torch.float32, "conv", case)
+        assert relative_error(y, exact_y) > 10 * tolerance(torch.float32)
 
     gx, path = run_op(sim, "conv_transpose", (gy, w, bt, *transpose_args), tuple(SCHEDULES))
     exact_gx = torch.ops.fastpad.conv_transpose(f64(gy), f64(w), f64(bt), *transpose_args)
@@ -484,7 +499,8 @@ def test_tf32_pipelined_gemm(sim, tf32, name, mode):
 
     torch.backends.cudnn.allow_tf32 = False
     y, path = run_op(sim, "conv", (x, w, b, *conv_args), ("random",))
-    assert path == GEMM == torch.ops.fastpad._conv_path(x, w, b, *conv_args, "cuda")
+    fma_path = FEW if PATH_CASES[name][1][0] == FEW else GEMM
+    assert path == fma_path == torch.ops.fastpad._conv_path(x, w, b, *conv_args, "cuda")
     compare(y, exact_y, torch.float32, "conv", case)
 
 
@@ -538,7 +554,7 @@ def test_random_problems(sim, seed, capsys):
     if seed == FIXED_SEED and RANDOM_CASES >= 150:
         # This draw reaches every path of every op but conv_transpose's rows kernel (1-d depthwise at stride 1 in
         # zeros mode, which PATH_CASES reach); a random seed may miss a rare one.
-        assert seen["conv"] == {PIPELINED, VECTORS, GEMM, ROWS, HALO, DIRECT}, seen
+        assert seen["conv"] == {PIPELINED, VECTORS, GEMM, ROWS, HALO, DIRECT, FEW}, seen
         assert seen["conv_transpose"] == {PIPELINED, VECTORS, GATHER, PHASE, FOLD}, seen
         assert seen["conv_weight_grad"] == {PIPELINED, VECTORS, REDUCTION, SPLIT_K}, seen
 

@@ -440,7 +440,7 @@ def test_the_cuda_test_cases_cover_every_cuda_kernel_path():
     reached = {(op, kernel) for kernels in CUDA_KERNELS.values()
                for op, kernel in zip(("conv", "conv_transpose", "conv_weight_grad"), kernels)}
     assert {kernel for op, kernel in reached if op == "conv"} == {"cuda_depthwise_halo", "cuda_depthwise_rows",
-                                                                   "cuda_direct",
+                                                                   "cuda_direct", "cuda_few_channels",
                                                                    "cuda_implicit_gemm", "cuda_pipelined_gemm",
                                                                    "cuda_depthwise_vectors"}
     assert {kernel for op, kernel in reached if op == "conv_transpose"} == {"cuda_direct_gather", "cuda_phase_gemm",
@@ -489,9 +489,10 @@ def test_float32_cuda_convs_take_tf32_tensor_cores_as_torch_allows(allowed):
 def test_cuda_stems_pad_their_few_channels_to_one_vector(dtype, channels, groups, padded):
     """cuda_pipelined_channels: fewer input channels than one 16-byte vector (8 bfloat16, 4 float32 on TF32), in one
     group, take the pipelined GEMM on x padded with zero channels to one vector where that at most triples them (3-7
-    bfloat16, 2-3 float32 channels), conv and its weight gradient (whose output channels are whole vectors); 2 bfloat16
-    or 1 float32 channel (4x), 9 (more than a vector, not whole vectors) and grouped layers keep the other paths.
-    conv_transpose never pads: x with 3 channels keeps its phase GEMM."""
+    bfloat16, 2-3 float32 channels): the weight gradient (whose output channels are whole vectors), and conv where it
+    has more than kFewChannelsMax (4) channels: up to 4 in one group it sums them directly (cuda_few_channels, any
+    dtype). 2 bfloat16 or 1 float32 channel (4x), 9 (more than a vector, not whole vectors) and grouped layers keep
+    the other paths. conv_transpose never pads: x with 3 channels keeps its phase GEMM."""
     x = torch.randn(2, channels * groups, 9, 9, dtype=dtype).contiguous(memory_format=torch.channels_last)
     w = torch.randn(32, channels, 3, 3, dtype=dtype)
     gy = torch.randn(2, 32, 5, 5, dtype=dtype).contiguous(memory_format=torch.channels_last)
@@ -506,9 +507,22 @@ def test_cuda_stems_pad_their_few_channels_to_one_vector(dtype, channels, groups
                                                             [1, 1], groups, "zeros", "cuda")
     finally:
         torch.backends.cudnn.allow_tf32 = False
-    assert (conv == "cuda_pipelined_gemm") == padded, conv
+    few = groups == 1 and channels <= 4
+    assert conv == ("cuda_few_channels" if few else "cuda_pipelined_gemm" if padded else "cuda_implicit_gemm"), conv
     assert (grad == "cuda_pipelined_gemm") == padded, grad
     assert transposed != "cuda_pipelined_gemm"
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("channels, groups, expected", [(1, 1, True), (4, 1, True), (5, 1, False), (4, 2, False)])
+def test_cuda_convs_with_at_most_4_input_channels_in_one_group_sum_them_directly(dtype, channels, groups, expected):
+    """cuda_few_channels: one group of at most kFewChannelsMax (4) input channels, in any dtype, layout and padding
+    mode (an RGB stem), runs the few-channels kernel; 5 channels, or 4 per group in 2 groups, do not."""
+    for layout in (torch.contiguous_format, torch.channels_last):
+        x = torch.randn(2, channels * groups, 9, 9, dtype=dtype).contiguous(memory_format=layout)
+        w = torch.randn(8, channels, 3, 3, dtype=dtype)
+        path = torch.ops.fastpad._conv_path(x, w, None, [2, 2], [1, 1], [1, 1], [1, 1], groups, "reflect", "cuda")
+        assert (path == "cuda_few_channels") == expected, (path, layout)
 
 
 @pytest.mark.parametrize("groups, expected", [(64, "cpu_grouped_expanded"), (63, "cpu_blocked_no_planes_avx512")])

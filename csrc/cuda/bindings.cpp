@@ -37,6 +37,11 @@ Strides strides_of(const at::Tensor& t) {
 
 const void* data_or_null(const at::Tensor& t) { return t.defined() ? t.const_data_ptr() : nullptr; }
 
+// The kernels' accumulation type for t's dtype: float64 for float64, float32 otherwise.
+at::ScalarType accumulator_dtype(const at::Tensor& t) {
+  return t.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+}
+
 // A contiguous copy of t with `channels` entries along its last dim: t's, then zeros.
 at::Tensor last_dim_zero_padded(const at::Tensor& t, int64_t channels) {
   if (channels == t.size(-1)) return t.contiguous();
@@ -143,10 +148,14 @@ std::pair<at::Tensor, ConvPath> conv_binding(const at::Tensor& input, const at::
   const StagedConvTensors io(cuda_stages_channels(path, vectors && !kernel.padded), input, y,
                              kernel.g.conv_in_channels);
   // The pipelined GEMM reads the weight tap-major, each tap's input channels contiguous (and padded as x is); the
-  // depthwise vector kernel reads it as [taps][C].
+  // depthwise vector kernel reads it as [taps][C]; the few-channels kernel as [taps][C_in][C_out padded to whole
+  // chunks] in the accumulation type.
   const auto w = path == ConvPath::CudaPipelinedGemm      ? last_dim_zero_padded(tap_major(weight), kernel.channels)
                  : path == ConvPath::CudaDepthwiseVectors ? taps_by_channels(weight).contiguous()
-                                                          : weight.contiguous();
+                 : path == ConvPath::CudaFewChannels
+                     ? last_dim_zero_padded(weight.movedim(0, -1).movedim(0, -2).to(accumulator_dtype(input)),
+                                            cuda::few_channels_plan(g).padded_out)
+                     : weight.contiguous();
   const auto b = contiguous_bias(bias);
   launch_conv({kernel.g, path, scalar_type_of(input), io.x.const_data_ptr(), strides_of(io.x), w.const_data_ptr(),
                data_or_null(b), io.y_kernel.mutable_data_ptr(), strides_of(io.y_kernel), channels_last || io.staged,
@@ -231,8 +240,7 @@ std::pair<at::Tensor, WeightGradPath> conv_weight_grad_binding(const at::Tensor&
                           stream};
   at::Tensor workspace;
   if (const int64_t elements = weight_grad_workspace_elements(launch); elements > 0) {
-    workspace = at::empty({elements}, input.options().dtype(input.scalar_type() == at::kDouble ? at::kDouble
-                                                                                                : at::kFloat));
+    workspace = at::empty({elements}, input.options().dtype(accumulator_dtype(input)));
     launch.workspace = workspace.mutable_data_ptr();
   }
   launch_conv_weight_grad(launch);

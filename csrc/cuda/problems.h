@@ -682,6 +682,27 @@ struct alignas(kVectorBytes) ChannelVector {
   static constexpr int kLanes = kVectorBytes / sizeof(scalar_t);
   scalar_t lane[kLanes];
 };
+// The few-channels kernel (conv.cu: few_channels_kernel, kernel_paths.h's cuda_few_channels): each thread sums
+// kFewChannelsOutputs output channels of one output position. The weight is given as [taps][C_in][padded_out] in the
+// accumulation type, its output channels padded with zeros to whole chunks of kFewChannelsOutputs.
+constexpr int kFewChannelsOutputs = 16;
+
+struct FewChannelsPlan {
+  int64_t positions = 0;   // batch * out volume
+  int64_t chunks = 0;      // chunks of kFewChannelsOutputs output channels
+  int64_t padded_out = 0;  // chunks * kFewChannelsOutputs: the weight's row length
+  int64_t items = 0;       // positions * chunks, chunks outermost (a warp's threads share the chunk's weight loads)
+};
+
+inline FewChannelsPlan few_channels_plan(const ConvGeometry& g) {
+  FewChannelsPlan plan;
+  plan.positions = g.batch * g.conv_out_volume();
+  plan.chunks = ceil_div(g.conv_out_channels, kFewChannelsOutputs);
+  plan.padded_out = plan.chunks * kFewChannelsOutputs;
+  plan.items = plan.positions * plan.chunks;
+  return plan;
+}
+
 // The depthwise channel-vector kernel (cuda/depthwise_vectors.cuh): each thread sums kDepthwiseStrip consecutive
 // outputs of one output row for one vector of channels, so that a weight vector loaded for a tap serves that many
 // outputs and the thread's index math is paid once for them.
