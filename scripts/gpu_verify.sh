@@ -6,11 +6,11 @@
 #
 #   OUT=/some/dir VERIFY_LAYERS='tf_efficientnet_b0.stem*|resnet50*' scripts/gpu_verify.sh
 #
-# Environment: VERIFY_LAYERS (the bench's --layers pattern; default: the stems and the dense and transposed 2-d
-# layers), VERIFY_MODELS (default: tf_efficientnet_b0 efficientnet_b0; empty: none), VERIFY_BENCH_S, VERIFY_OPS_S,
+# Environment: VERIFY_LAYERS (the bench's --layers pattern; default: the stems, tf_efficientnet_b0's depthwise layers
+# and ResNet-50's dense layers, the kernels changed after the H200 leases of 2026-12-04), VERIFY_MODELS (default: tf_efficientnet_b0 efficientnet_b0; empty: none), VERIFY_BENCH_S, VERIFY_OPS_S,
 # VERIFY_MODELS_S (time limits, default 80, 90 and 100 s: on an H200 on 2026-12-04 the op breakdown of the 8 default
 # layers did not finish in 40 s); VERIFY_NCU_LAYERS: layers whose forward kernels Nsight Compute reads afterwards
-# (occupancy, throughput; default resnet50.dense_k3s1_c64, empty: none). The device tool returns at most 8 files, so
+# (occupancy, throughput; default b0's stem and k3 s2 depthwise layer, empty: none). The device tool returns at most 8 files, so
 # OUT gets summary.md (the check's table), check.tar.gz (the check's logs), verify.log (every measurement's output,
 # written as it goes: a call cut short keeps what ran) and bench.md/bench.json.
 set -uo pipefail
@@ -18,10 +18,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PYTHON="${PYTHON:-python3}"
 OUT_DIR="${OUT:-benchmarks/results/gpu-verify-local}"
-LAYERS="${VERIFY_LAYERS:-*stem*|resnet50.dense*|even_kernel*|unet_decoder*}"
+LAYERS="${VERIFY_LAYERS:-*stem*|tf_efficientnet_b0.dw_*|resnet50.dense*}"
 MODELS="${VERIFY_MODELS-tf_efficientnet_b0 efficientnet_b0}"
 mkdir -p "$OUT_DIR"
-NCU_LAYERS="${VERIFY_NCU_LAYERS-resnet50.dense_k3s1_c64}"
+NCU_LAYERS="${VERIFY_NCU_LAYERS-tf_efficientnet_b0.stem_k3s2|tf_efficientnet_b0.dw_k3s2_c96}"
 WORK=$(mktemp -d)
 LOG="$OUT_DIR/verify.log"
 export PYTHONUNBUFFERED=1
