@@ -162,4 +162,39 @@ void for_each_tap_pixel(const ConvGeometry& g, int64_t od, int64_t oh, int64_t o
   });
 }
 
+// dst[(i * positions + p) * pitch + c] = src[i * image_stride + c * channel_stride + p] in float, for i < images,
+// p < positions, c < channels: a band of NCHW grad_output as rows of channels (and the partial back as rows of the
+// weight; a transposed conv's weight as rows of its x channels, conv_transpose.cpp). float by 8 x 8 blocks through
+// registers (at::vec's transpose: AVX2 shuffles where the build has AVX2); the channels past them, and 16-bit types, by runs of kRun positions, so that each source line is read whole and the
+// kRun destination rows being written stay in L1 (torch's strided copy, and then this scalar loop for float, took as
+// long as the GEMM they fed on HiFi-GAN's k4 s2 weight gradient).
+template <typename scalar_t>
+void transpose_to_rows(const scalar_t* src, int64_t image_stride, int64_t channel_stride, int64_t images,
+                       int64_t positions, int64_t channels, float* dst, int64_t pitch) {
+  constexpr int64_t kBlock = 8, kRun = 16;
+  for (int64_t i = 0; i < images; ++i, src += image_stride, dst += positions * pitch) {
+    int64_t c0 = 0;
+    if constexpr (std::is_same_v<scalar_t, float>) {
+      for (; c0 + kBlock <= channels && positions >= kBlock; c0 += kBlock) {
+        int64_t p0 = 0;
+        for (; p0 + kBlock <= positions; p0 += kBlock) {
+          at::vec::transpose_mxn<float, kBlock, kBlock>(src + c0 * channel_stride + p0, channel_stride,
+                                                        dst + p0 * pitch + c0, pitch);
+        }
+        for (; p0 < positions; ++p0) {
+          for (int64_t c = c0; c < c0 + kBlock; ++c) dst[p0 * pitch + c] = src[c * channel_stride + p0];
+        }
+      }
+    }
+    for (int64_t p0 = 0; p0 < positions; p0 += kRun) {
+      const int64_t run = std::min(kRun, positions - p0);
+      for (int64_t c = c0; c < channels; ++c) {
+        const scalar_t* from = src + c * channel_stride + p0;
+        float* to = dst + p0 * pitch + c;
+        for (int64_t p = 0; p < run; ++p) to[p * pitch] = static_cast<float>(from[p]);
+      }
+    }
+  }
+}
+
 }  // namespace fastpad::cpu
