@@ -305,8 +305,10 @@ def test_weight_gradients_over_few_positions_write_the_gradient_rows(size, c_in,
 # kWeightGradTilesDepth): 910 positions per tile (14 chunks and 14 left over, then a 20-position tile), a depth under
 # one chunk (6 positions), 3-d, one row of 130 positions; and reductions over 4096 values, gathered and reduced by
 # blocks of rows of taps (kWeightGradBlockMinPositions): 183 x 5 x 5 by blocks of 2, 2 and 1 rows of 915 values (a
-# masked last vector), 3-d 160 x 3 x 3 x 3 by blocks of 4, 4 and 1 rows.
+# masked last vector), 3-d 160 x 3 x 3 x 3 by blocks of 4, 4 and 1 rows. One image of 20 x 20 positions, 298 -> 48
+# channels k5: its 5 tiles are cut into 6 of equal size on 2 threads (kWeightGradBalanceMinJobsPerThread).
 CHUNKED_WEIGHT_GRADS = [((30, 31), 16, 24, 3, 1, 2),
+                        ((20, 20), 298, 48, 5, 1, 1),
                         ((3, 4), 24, 40, 3, 2, 3),
                         ((6, 7, 8), 16, 32, 2, 1, 2),
                         ((1, 130), 20, 36, 5, 1, 1),

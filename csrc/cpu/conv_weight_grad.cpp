@@ -37,6 +37,13 @@ constexpr int64_t kWeightGradTilesDepth = 64;
 // calls 0.88-1.05x), AVX2 16 of seeds 1-8 1.13x (0.94-1.39x). From 33 positions up, blocks lost (1.08x the time).
 constexpr int64_t kWeightGradBlockMinPositions = 32;
 
+// Below this many (image, tile) jobs per thread, the channels-last weight gradient evens its tiles out so that the
+// jobs divide among the threads: a 298 -> 48 k5 gradient over one 20 x 20 image had 5 tiles of up to 88 positions,
+// 176 positions for one thread and 224 for the other. Not below kWeightGradBalanceMinMultiplyAdds, where a second
+// chunk's partial costs more than it saves.
+constexpr int64_t kWeightGradBalanceMinJobsPerThread = 4;
+constexpr int64_t kWeightGradBalanceMinMultiplyAdds = int64_t(1) << 22;
+
 // Channels-last: the reduction over images and output tiles is split into a fixed number of chunks, each summing
 // into its own partial gradient, then the partials are added in chunk order: bitwise reproducible for a fixed thread
 // count. partial[Cg_out, K*Cg_in] += gy[tile, Cg_out]^T @ cols[tile, K*Cg_in], with cols a fused im2col tile; on the
@@ -59,9 +66,22 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
           : tap_rows;
   const int64_t block_pitch = block_rows == tap_rows ? pitch : reduction_tiles_columns(block_rows * row_values);
   const auto gy_flat = flatten_positions(grad_output, /*channels_last=*/true);
-  const TilePlan plan(g, /*channels_last=*/true, block_pitch * static_cast<int64_t>(sizeof(acc_t)));
+  TilePlan plan(g, /*channels_last=*/true, block_pitch * static_cast<int64_t>(sizeof(acc_t)));
+  const int64_t threads = at::get_num_threads();
+  if (g.batch * plan.tiles < kWeightGradBalanceMinJobsPerThread * threads &&
+      conv_multiply_adds(g) >= kWeightGradBalanceMinMultiplyAdds) {
+    // Few (image, tile) jobs: each image cut into tiles of equal size, as many as make the jobs a multiple of the
+    // threads, so that every chunk sums as many positions; not into tiles under kWeightGradBlockMinPositions, nor
+    // where that adds a job per thread or more (each job reads and writes its chunk's whole partial gradient: a
+    // batch of 5 images of 256 positions each cut in two, 240 -> 64 channels, took 1.31x the time).
+    int64_t count = plan.tiles;
+    while ((g.batch * count) % threads != 0) ++count;
+    if (g.batch * (count - plan.tiles) < threads && ceil_div(plan.total, count) >= kWeightGradBlockMinPositions) {
+      plan.split_evenly(count);
+    }
+  }
   const int64_t work = g.batch * plan.tiles;  // (image, tile) pairs to reduce over
-  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), work));
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(threads, work));
   // On the tiles, each chunk's first job writes its partial (overwrite) rather than adding to zeros: the zero fill of
   // [chunks, G, Cg_out, pitch] took 8% of a 298 -> 48 k5 weight gradient's time (20 x 20, a 2.9 MB partial).
   const bool tiles_overwrite = tiles && std::is_same_v<acc_t, float>;

@@ -71,6 +71,13 @@ struct TilePlan {
     tiles = (total + tile_pixels - 1) / tile_pixels;
   }
 
+  // Cuts the positions into at least `count` tiles of equal size (to a position; never larger than before).
+  void split_evenly(int64_t count) {
+    count = std::clamp<int64_t>(std::max(count, tiles), 1, std::max<int64_t>(total, 1));
+    tile_pixels = std::max<int64_t>((total + count - 1) / count, 1);
+    tiles = (total + tile_pixels - 1) / tile_pixels;
+  }
+
   Tile tile(int64_t index) const {
     const int64_t begin = index * tile_pixels;
     return {begin, std::min(tile_pixels, total - begin)};
