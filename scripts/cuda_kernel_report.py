@@ -169,8 +169,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"cuda_kernel_report: {failure}", file=sys.stderr)
     if not failures:
         print(f"cuda_kernel_report: {len(kernels)} kernels, no spills; the pipelined kernels use 16-byte zero-fill "
-              "cp.async, ldmatrix and mma.sync (TF32 after cvt.rna for float32), the depthwise vector kernels 16-byte cp.async, loads and "
-              "stores")
+              "cp.async, ldmatrix and mma.sync (TF32 after cvt.rna for float32), the depthwise vector kernel 16-byte "
+              "read-only loads and stores")
     return 1 if failures else 0
 
 
