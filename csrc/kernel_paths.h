@@ -792,8 +792,9 @@ struct CudaInputs {
 // 16-byte vectors. Fewer channels than one vector in a single group (an RGB stem's 3: 8 bfloat16 or 4 float32 lanes)
 // are rounded up to one vector, where that at most triples them: the binding's channels-contiguous copy of x fills the
 // added channels with zeros and its copy of the weight gives them zero taps, so they add nothing to any sum. conv and
-// its weight gradient pad (pad_channels); conv_transpose's stride phases do not. The element-gather implicit GEMM they
-// replace ran tf_efficientnet_b0's stem (bfloat16, batch 256, H200, 2026-12-04) in 3.5 ms, 5x F.pad + cuDNN.
+// its weight gradient pad (pad_channels); conv_transpose's stride phases do not; conv takes cuda_few_channels first,
+// so it pads only more than kFewChannelsMax channels (5-7 16-bit ones). The element-gather implicit GEMM they replace
+// ran tf_efficientnet_b0's stem (bfloat16, batch 256, H200, 2026-12-04) in 3.5 ms, 5x F.pad + cuDNN.
 constexpr int64_t kMaxChannelPaddingFactor = 3;
 inline int64_t cuda_pipelined_channels(const ConvGeometry& g, int64_t storage_bytes, bool pad_channels) {
   const int64_t lanes = cuda::kVectorBytes / storage_bytes, channels = g.conv_in_channels_per_group();

@@ -165,9 +165,10 @@ void for_each_tap_pixel(const ConvGeometry& g, int64_t od, int64_t oh, int64_t o
 // dst[(i * positions + p) * pitch + c] = src[i * image_stride + c * channel_stride + p] in float, for i < images,
 // p < positions, c < channels: a band of NCHW grad_output as rows of channels (and the partial back as rows of the
 // weight; a transposed conv's weight as rows of its x channels, conv_transpose.cpp). float by 8 x 8 blocks through
-// registers (at::vec's transpose: AVX2 shuffles where the build has AVX2); the channels past them, and 16-bit types, by runs of kRun positions, so that each source line is read whole and the
-// kRun destination rows being written stay in L1 (torch's strided copy, and then this scalar loop for float, took as
-// long as the GEMM they fed on HiFi-GAN's k4 s2 weight gradient).
+// registers (at::vec's transpose: AVX2 shuffles where the build has AVX2); the channels past them, and 16-bit types,
+// by runs of kRun positions, so that each source line is read whole and the kRun destination rows being written stay
+// in L1 (torch's strided copy, and then this scalar loop for float, took as long as the GEMM they fed on HiFi-GAN's
+// k4 s2 weight gradient).
 template <typename scalar_t>
 void transpose_to_rows(const scalar_t* src, int64_t image_stride, int64_t channel_stride, int64_t images,
                        int64_t positions, int64_t channels, float* dst, int64_t pitch) {

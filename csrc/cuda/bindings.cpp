@@ -153,7 +153,7 @@ std::pair<at::Tensor, ConvPath> conv_binding(const at::Tensor& input, const at::
   const auto w = path == ConvPath::CudaPipelinedGemm      ? last_dim_zero_padded(tap_major(weight), kernel.channels)
                  : path == ConvPath::CudaDepthwiseVectors ? taps_by_channels(weight).contiguous()
                  : path == ConvPath::CudaFewChannels
-                     ? last_dim_zero_padded(weight.movedim(0, -1).movedim(0, -2).to(accumulator_dtype(input)),
+                     ? last_dim_zero_padded(tap_major(weight).movedim(0, -1).to(accumulator_dtype(input)),
                                             cuda::few_channels_plan(g).padded_out)
                      : weight.contiguous();
   const auto b = contiguous_bias(bias);
