@@ -177,7 +177,8 @@ def random_case(rng):
                     dtype=rng.choice(["float32", "float32", "bfloat16"]))
 
 
-# Short rows of many: tiles that run on into the next rows (AVX-512, up to 9 positions a tile; AVX2 keeps to rows).
+# Short rows of many: tiles that run on into the next rows (AVX-512, up to 9 positions a tile, and tiles of 1 or 2
+# vectors where a row's tiles would hold fewer; AVX2 keeps to rows).
 ROW_RUN_CASES = [
     # Read in place: the band buffer alone sizes the bands (8 rows of 8 positions: 64 positions in tiles of 6 and 5).
     ConvCase(False, (23, 23), 40, 64, 5, padding="valid", dilation=2, batch=3, layout="channels_last"),
@@ -185,6 +186,10 @@ ROW_RUN_CASES = [
     ConvCase(False, (13, 14), 24, 40, 3, stride=2, padding="same", batch=2),
     # 3-d, channels-last planes, reflect: a band's rows of 5 run on through the depth taps' sums.
     ConvCase(False, (4, 6, 5), 16, 64, 3, padding="same", padding_mode="reflect", batch=2, layout="channels_last"),
+    # 2 and 1 vectors (tiles of 14 and 16 positions in a row) over rows of 3: listed tiles of 9 instead of 3 a row.
+    ConvCase(False, (29, 9), 56, 80, (6, 3), stride=3, padding="causal", dilation=2, groups=4,
+             padding_mode="replicate", batch=2, bias=False, layout="channels_last"),
+    ConvCase(False, (11, 7), 8, 22, (3, 2), stride=(1, 3), padding="same", groups=2, batch=1),
 ]
 
 
@@ -706,26 +711,33 @@ def test_fma_peak():
 
 
 def test_the_tiles_are_functions_of_their_own():
-    """Each ISA's blocked driver (blocked_direct in cpu/blocked_direct_kernel.h) calls its tiles, compiled out of line:
-    inlined into the driver, whose other live values crowd the general registers, the inner loops of tiles of 8 and 9
-    positions reloaded their input offsets from the stack and from vector registers beside their 9 multiply-adds (a
-    channels-last 20 -> 56 k5 conv in 4 groups, rows of 17 positions in tiles of 9 + 8, ran 1.29-1.34x faster out of
-    line).
-    Disassembles each driver (objdump) and finds no multiply-add in it, and the tiles as functions of their own."""
+    """Each ISA's blocked driver (blocked_direct in cpu/blocked_direct_kernel.h and the functions it calls down to the
+    tiles, wherever the compiler inlines them) calls its tiles, compiled out of line: inlined into the driver, whose
+    other live values crowd the general registers, the inner loops of tiles of 8 and 9 positions reloaded their input
+    offsets from the stack and from vector registers beside their 9 multiply-adds (a channels-last 20 -> 56 k5 conv in
+    4 groups, rows of 17 positions in tiles of 9 + 8, ran 1.29-1.34x faster out of line).
+    Disassembles each driver function that is a symbol of its own (objdump) and finds no multiply-add in any, and the
+    tiles as functions of their own."""
     nm, objdump = shutil.which("nm"), shutil.which("objdump")
     if platform.machine() != "x86_64" or nm is None or objdump is None:
         pytest.skip("needs an x86-64 build and binutils' nm and objdump")
     library = fastpad._C.__file__
     symbols = subprocess.run([nm, "-C", "-S", library], capture_output=True, text=True, check=True).stdout.splitlines()
-    for isa in ("blocked_avx2", "blocked_avx512", "blocked_avx512_bf16"):
-        drivers = [line.split() for line in symbols if f" fastpad::cpu::{isa}::blocked_direct(" in line]
-        assert len(drivers) == 1, (isa, drivers)
-        start, size = int(drivers[0][0], 16), int(drivers[0][1], 16)
-        code = subprocess.run([objdump, "-d", "--no-show-raw-insn", f"--start-address={start}",
-                               f"--stop-address={start + size}", library], capture_output=True, text=True,
-                              check=True).stdout
-        assert "call" in code and not any(op in code for op in ("vfmadd", "vdpbf16ps")), isa
-        assert any(f" fastpad::cpu::{isa}::tile<9, 1," in line for line in symbols), isa
+    driver_names = ("blocked_direct(", "block_of_vectors<", "all_positions<", "listed_positions<", "remainder_tile<")
+    for isa in ("avx2", "avx512", "avx512_bf16"):
+        namespace = f" fastpad::cpu::blocked_{isa}::"
+        drivers = [line.split() for line in symbols
+                   if f" fastpad::cpu::blocked_direct_{isa}(" in line
+                   or any(f"{namespace}{name}" in line for name in driver_names)
+                   or any(f"{namespace}void {name}" in line for name in driver_names)]
+        assert any(f"blocked_direct_{isa}(" in " ".join(d) for d in drivers), (isa, drivers)
+        for driver in drivers:
+            start, size = int(driver[0], 16), int(driver[1], 16)
+            code = subprocess.run([objdump, "-d", "--no-show-raw-insn", f"--start-address={start}",
+                                   f"--stop-address={start + size}", library], capture_output=True, text=True,
+                                  check=True).stdout
+            assert not any(op in code for op in ("vfmadd", "vdpbf16ps")), (isa, " ".join(driver[3:]))
+        assert any(f"{namespace}tile<9, 1," in line or f"{namespace}void tile<9, 1," in line for line in symbols), isa
 
 
 # Batch-1 layers whose images, groups and blocks of output channels leave a thread without work: conv.cpp splits their

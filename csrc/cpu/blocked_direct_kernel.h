@@ -100,33 +100,54 @@ inline void remainder_tile(int64_t left, const Args& a, const Element* w_block, 
   tile<P, U>(a, w_block, block_width, at, c0, last_lanes);
 }
 
+// The band's rows one after the other as one run of positions, in tiles of P or fewer listed one by one (a tile
+// runs on into the next row), of sizes that differ by one at most.
+template <int P, int U>
+inline void listed_positions(const Args& a, const Element* w_block, int64_t block_width, int64_t c0, int last_lanes) {
+  const int64_t run = a.rows * a.cols, tiles = (run + P - 1) / P, size = run / tiles, larger = run % tiles;
+  ListedPositions<P> at;
+  int64_t r = 0, c = 0;  // the next position's row and column
+  for (int64_t i = 0; i < tiles; ++i) {
+    const int64_t positions = size + (i < larger ? 1 : 0);
+    for (int64_t p = 0; p < positions; ++p) {
+      at.x_offsets[p] = r * a.x_row_stride + c * a.x_position_stride;
+      at.outs[p] = a.out + r * a.out_row_stride + c * a.out_pitch;
+      if (++c == a.cols) {
+        c = 0;
+        ++r;
+      }
+    }
+    remainder_tile<P, U>(positions, a, w_block, block_width, at, c0, last_lanes);
+  }
+}
+
 // Every kept position of the band for U vectors of channels at c0 (the columns past a row's last kept one are never
 // computed): as few tiles as hold a run of positions, of P positions where they divide it, else of sizes that differ
 // by one at most (20 positions at P = 9: 7, 7 and 6, where 9, 9 and 2 left a tile that loads U weight vectors per
-// 2 x U multiply-adds). Where P is at most Isa::kMaxListedPositions the run is the band's rows one after the other, a
-// tile's positions (listed one by one) running on into the next row: within rows, short ones split into small tiles
-// (rows of 8 at P = 6: 4 + 4), each loading the weights for fewer positions. Otherwise each row is a run.
+// 2 x U multiply-adds). Where P is at most Isa::kMaxListedPositions the run is the band's rows one after the other
+// (listed_positions): within rows, short ones split into small tiles (rows of 8 at P = 6: 4 + 4), each loading the
+// weights for fewer positions. Otherwise each row is a run, unless its tiles would hold fewer positions than a
+// listed tile's Isa::kMaxListedPositions: a grouped conv's rows of 3 outputs ran as tiles of 3 positions x 2 vectors,
+// 6 multiply-adds per 5 loads (half of a 2 x 224 x 58 x 9 -> 320 g16 conv's time), where listed tiles take 9. Calls
+// this moves, 2 cores (Zen 4), interleaved medians: that conv 0.84-0.92x; seeds 1-8 and the suite, 74 calls
+// 0.78-1.05x (geomean 0.98); held out, seeds 9-16, 78 calls 0.81-1.15x (0.985; the two above 1.05 re-ran at 1.00 and
+// 0.95); bfloat16, 71 calls 0.83-1.11x (0.983; the 1.11 re-ran at 1.04). Slower in every run: a 3-d NCHW conv of 3
+// channels over rows of 4 (1.05-1.09x), whose single vector gains nothing from more positions a tile (each broadcasts
+// its input for one multiply-add); keeping 1-vector tiles to rows lost more elsewhere (seeds 1-16, 152 calls: geomean
+// 1.002, against 0.985 with them).
 template <int P, int U>
 inline void all_positions(const Args& a, const Element* w_block, int64_t block_width, int64_t c0, int last_lanes) {
   if (a.cols <= 0 || a.rows <= 0) return;
   if constexpr (P <= Isa::kMaxListedPositions) {
-    const int64_t run = a.rows * a.cols, tiles = (run + P - 1) / P, size = run / tiles, larger = run % tiles;
-    ListedPositions<P> at;
-    int64_t r = 0, c = 0;  // the next position's row and column
-    for (int64_t i = 0; i < tiles; ++i) {
-      const int64_t positions = size + (i < larger ? 1 : 0);
-      for (int64_t p = 0; p < positions; ++p) {
-        at.x_offsets[p] = r * a.x_row_stride + c * a.x_position_stride;
-        at.outs[p] = a.out + r * a.out_row_stride + c * a.out_pitch;
-        if (++c == a.cols) {
-          c = 0;
-          ++r;
-        }
-      }
-      remainder_tile<P, U>(positions, a, w_block, block_width, at, c0, last_lanes);
-    }
+    listed_positions<P, U>(a, w_block, block_width, c0, last_lanes);
   } else {
     const int64_t tiles = (a.cols + P - 1) / P, size = a.cols / tiles, larger = a.cols % tiles;
+    if constexpr (Isa::kMaxListedPositions > 0) {
+      const int64_t row_tile = size + (larger > 0 ? 1 : 0);  // the largest tile of a row
+      if (a.rows > 1 && row_tile < Isa::kMaxListedPositions) {
+        return listed_positions<Isa::kMaxListedPositions, U>(a, w_block, block_width, c0, last_lanes);
+      }
+    }
     for (int64_t r = 0; r < a.rows; ++r) {
       RowRun at{r * a.x_row_stride, a.out + r * a.out_row_stride};  // the row's first position's
       for (int64_t i = 0; i < tiles; ++i) {
