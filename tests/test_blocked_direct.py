@@ -731,12 +731,15 @@ def test_the_tiles_are_functions_of_their_own():
                    or any(f"{namespace}{name}" in line for name in driver_names)
                    or any(f"{namespace}void {name}" in line for name in driver_names)]
         assert any(f"blocked_direct_{isa}(" in " ".join(d) for d in drivers), (isa, drivers)
+        calls = False
         for driver in drivers:
             start, size = int(driver[0], 16), int(driver[1], 16)
             code = subprocess.run([objdump, "-d", "--no-show-raw-insn", f"--start-address={start}",
                                    f"--stop-address={start + size}", library], capture_output=True, text=True,
                                   check=True).stdout
             assert not any(op in code for op in ("vfmadd", "vdpbf16ps")), (isa, " ".join(driver[3:]))
+            calls = calls or "call" in code
+        assert calls, isa  # the tiles are called, not inlined
         assert any(f"{namespace}tile<9, 1," in line or f"{namespace}void tile<9, 1," in line for line in symbols), isa
 
 

@@ -129,9 +129,12 @@ inline void listed_positions(const Args& a, const Element* w_block, int64_t bloc
 // weights for fewer positions. Otherwise each row is a run, unless its tiles would hold fewer positions than a
 // listed tile's Isa::kMaxListedPositions: a grouped conv's rows of 3 outputs ran as tiles of 3 positions x 2 vectors,
 // 6 multiply-adds per 5 loads (half of a 2 x 224 x 58 x 9 -> 320 g16 conv's time), where listed tiles take 9. Calls
-// this moves, 2 cores (Zen 4), interleaved medians: that conv 0.84x; seeds 1-8 and the suite, 74 calls 0.78-1.05x
-// (geomean 0.98); held out, seeds 9-16, 78 calls 0.81-1.15x (0.985; the two above 1.05 re-ran at 1.00 and 0.95);
-// bfloat16, 71 calls 0.83-1.11x (0.983).
+// this moves, 2 cores (Zen 4), interleaved medians: that conv 0.84-0.92x; seeds 1-8 and the suite, 74 calls
+// 0.78-1.05x (geomean 0.98); held out, seeds 9-16, 78 calls 0.81-1.15x (0.985; the two above 1.05 re-ran at 1.00 and
+// 0.95); bfloat16, 71 calls 0.83-1.11x (0.983; the 1.11 re-ran at 1.04). Slower in every run: a 3-d NCHW conv of 3
+// channels over rows of 4 (1.05-1.09x), whose single vector gains nothing from more positions a tile (each broadcasts
+// its input for one multiply-add); keeping 1-vector tiles to rows lost more elsewhere (seeds 1-16, 152 calls: geomean
+// 1.002, against 0.985 with them).
 template <int P, int U>
 inline void all_positions(const Args& a, const Element* w_block, int64_t block_width, int64_t c0, int last_lanes) {
   if (a.cols <= 0 || a.rows <= 0) return;
