@@ -444,7 +444,13 @@ constexpr int64_t kBlockedMinReduction = 8;
 //   (cpu_tap_tiles); they had taken the column GEMM, one GEMM over all output channels, which the transposing gather
 //   into channels-last planes did not beat there (float32, 2 cores, interleaved: reductions of 27-48 1.04-2.1x its time,
 //   72-108 0.84-1.25x; 128-2376 0.64-0.89x on 9 stems, resnet50's 7x7 0.89x, a 3-d k6 over 11 channels 0.65x).
-constexpr int64_t kBlockedStemMinReduction = 128;
+//   On AVX-512, shorter stems whose output rows are narrower than kBlockedStemMaxColumns with more than half a vector
+//   of output channels take the blocked kernel too: the tap tiles' vectors run along those short rows, the blocked
+//   kernel's along the channels (a 5 -> 141 k5x3 s3 conv over 109 x 16, rows of 6: 0.82x the tiles' time). The conv
+//   alone, 2 cores (Zen 4), interleaved, against the tap tiles: the 18 calls of random seeds 1-8 and the suite this
+//   moves 0.47-1.05x, geomean 0.86; held out, seeds 9-16, 14 calls 0.59-1.06x, 0.87; bfloat16 18 calls 0.54-1.08x,
+//   0.87. Not AVX2, whose 8 lanes let 5-8 output channels in: 22 calls 0.51-1.38x, 0.95 (benchmarks/RESULTS.md).
+constexpr int64_t kBlockedStemMinReduction = 128, kBlockedStemMaxColumns = 28;
 inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
   if (isa == CpuIsa::Baseline || element_bytes != 4) return false;
   // An NCHW 1x1 conv is one GEMM straight off the input (cpu_tap_tiles), where the blocked kernel first transposes
@@ -453,7 +459,10 @@ inline bool cpu_blocked_direct(const ConvGeometry& g, bool channels_last, CpuIsa
   const int64_t c_in = g.conv_in_channels_per_group();
   if (c_in >= kTapGemmMinChannels) return true;
   if (channels_last) return c_in * g.kernel_volume() >= kBlockedMinReduction;
-  return c_in > 0 && (g.groups > 1 || c_in * g.kernel_volume() >= kBlockedStemMinReduction);
+  if (c_in <= 0) return false;
+  if (g.groups > 1 || c_in * g.kernel_volume() >= kBlockedStemMinReduction) return true;
+  return isa >= CpuIsa::Avx512 && g.conv_out_sizes[2] < kBlockedStemMaxColumns &&
+         2 * g.conv_out_channels_per_group() > cpu::kBlockedDirectVectorAvx512;
 }
 
 // Whether the blocked kernel reads a channels-last input in place instead of gathering phase planes: float32 (the
@@ -524,7 +533,7 @@ inline TapTilesReason cpu_tap_tiles_reason(const ConvGeometry& g, bool channels_
 }
 // Whether a conv runs on the tap tiles: by cpu_tap_tiles_reason, and every NCHW conv the blocked kernel does not take
 // (1x1 kernels, grouped or not; stems, one group under kTapGemmMinChannels input channels with a reduction under
-// kBlockedStemMinReduction), in place of torch's GEMM per tap or per column buffer (cpu_tap_gemms, cpu_column_gemm,
+// kBlockedStemMinReduction, but for AVX-512's narrow rows of many channels), in place of torch's GEMM per tap or per column buffer (cpu_tap_gemms, cpu_column_gemm,
 // which keep float64 and CPUs without AVX2). Those pay a GEMM call per (image, group, band) and, the columns, an im2col
 // copy; the tiles sum every tap's product in registers. Float32, 2 cores of a Zen 5, the op alone, interleaved: every
 // such call of the random layers of seeds 1-4 and the suite 0.25-1.01x their time (35 calls, geomean 0.65; a grouped

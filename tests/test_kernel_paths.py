@@ -182,6 +182,27 @@ def test_nchw_stems_take_the_blocked_kernel_from_a_reduction_of_128(kernel, expe
         check_conv(x, w, None, padding=pads)
 
 
+# (input width, out channels, isa, dtype, expected): NCHW stems of 4 input channels, k3x3 'same' at stride 1 (a
+# reduction of 36), on AVX-512: output rows under 28 positions with more than 8 output channels (half a vector) take
+# the blocked kernel, whose vectors run along the channels; rows of 28, 8 channels, or AVX2 keep the tap tiles.
+NARROW_STEMS = [(27, 9, "avx512", torch.float32, "cpu_blocked_avx512"),
+                (6, 141, "avx512", torch.float32, "cpu_blocked_avx512"),
+                (27, 24, "avx512_bf16", torch.bfloat16, "cpu_blocked_avx512_bf16"),
+                (28, 24, "avx512", torch.float32, "cpu_tap_tiles_avx512"),
+                (20, 8, "avx512", torch.float32, "cpu_tap_tiles_avx512"),
+                (20, 24, "avx2", torch.float32, "cpu_tap_tiles_avx2")]
+
+
+@pytest.mark.parametrize("width, out_channels, isa, dtype, expected", NARROW_STEMS)
+def test_nchw_stems_on_narrow_rows_take_the_blocked_kernel_on_avx512(width, out_channels, isa, dtype, expected):
+    require_isa(isa)
+    x, w, b = conv_inputs((11, width), c_in=4, c_out=out_channels, dtype=dtype)
+    pads = [(1, 1), (1, 1)]
+    with cpu_isa_limit(isa):
+        assert torch.ops.fastpad._conv_path(x, w, b, [1, 1], [1, 1], [1, 1], [1, 1], 1, "reflect", "cpu") == expected
+        check_conv(x, w, b, padding=pads, padding_mode="reflect")
+
+
 # k3 s2 over `size` with pads (lo, hi): torch's symmetric padding lo gives the same output size exactly when the
 # unequal part of the pads is never read (16 -> 16 channels, 2^25 multiply-adds).
 UNEQUAL_PADS = [(171, (1, 2), True), (172, (2, 1), True), (172, (1, 2), False), (171, (2, 1), False)]

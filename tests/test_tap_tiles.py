@@ -6,6 +6,7 @@ at every ISA this CPU runs; NCHW and channels-last, strides, dilations, groups, 
 a row long enough for column tiles, each against the float64 reference with the output allocator poisoned, each
 asserting its kernel."""
 
+import math
 import random
 
 import pytest
@@ -48,7 +49,8 @@ def test_the_rule_takes_few_output_channels_on_wide_rows():
     channels per group on rows of 14 or more (28 with a stride), or fewer than two vectors at stride 1 on rows of 28 or
     more (not where the bfloat16 dot products take the conv); channels-last with at most half a vector on the same rows
     and 4 taps per stride phase or more. Every NCHW conv the blocked kernel does not take (1x1 kernels; stems, one
-    group under 16 input channels with a reduction under 128), any rows, in place of torch's GEMMs. Never float64."""
+    group under 16 input channels with a reduction under 128, but on AVX-512 rows under 28 with more than 8 output
+    channels), in place of torch's GEMMs. Never float64."""
     if not isas_here():
         pytest.skip("this CPU has neither AVX2 nor AVX-512")
     for isa in isas_here():
@@ -70,8 +72,13 @@ def test_the_rule_takes_few_output_channels_on_wide_rows():
         assert path(7, 4 * lanes, kernel=1) == tiles  # any output channels, any rows
         assert path(28, 23, c_in=3, kernel=1, stride=3, groups=8) == tiles  # grouped 1x1, a reduction of 3
         assert path(28, 4, c_in=15) == tiles  # a stem with a reduction of 135: the blocked kernel's
-        assert path(14, 4 * lanes, c_in=3) == tiles  # a stem with a reduction of 27: the column GEMM's before
-        assert path(13, 4 * lanes, c_in=3) == tiles  # 13 columns too
+        # A stem with a reduction of 27 (the column GEMM's before) on rows under 28: AVX-512's blocked kernel from 9
+        # output channels (kBlockedStemMaxColumns), the tiles on AVX2.
+        narrow = tiles if isa == "avx2" else "cpu_blocked_avx512"
+        assert path(14, 4 * lanes, c_in=3) == narrow
+        assert path(13, 4 * lanes, c_in=3) == narrow
+        assert path(27, 9, c_in=3) == narrow
+        assert path(27, 8, c_in=3) == tiles
         assert path(56, 4 * lanes, c_in=3, stride=2) == tiles  # 28 columns
         assert path(28, 4 * lanes, c_in=14) == tiles  # 126
         assert path(28, 4 * lanes, c_in=15) != tiles  # 135: the blocked kernel's
@@ -99,8 +106,12 @@ def test_the_rule_takes_few_output_channels_on_wide_rows():
 # NCHW stems the rule takes from the column GEMM: more output channels than the tiles' full rows, 1-3 dims, strides,
 # the suite's TF 'same' stem pads, every mode, the reduced-precision dtypes, rows under 14 wide and reductions under 8;
 # and 1x1 kernels, from the tap GEMMs and (grouped, few channels per group) the column GEMM: reductions of 2-3 and 24,
-# strided, 1-3 dims.
+# strided, 1-3 dims. On AVX-512 the stems with rows under 28 and more than 8 output channels take the blocked kernel
+# (blocked_narrow_stem), which they are checked on there; the ones to 8 channels and over rows of 28 keep the tiles.
 STEMS = [ConvCase(False, (30, 29), 3, 32, 3, 2, "same"),
+         ConvCase(False, (30, 56), 3, 32, 3, 2, "same"),
+         ConvCase(False, (11, 13), 3, 8, 3, 1, "same", padding_mode="reflect"),
+         ConvCase(False, (9, 40), 2, 8, (1, 3), 2, "causal", padding_mode="circular"),
          ConvCase(False, (17, 40), 3, 40, (7, 5), 2, "same", padding_mode="reflect", bias=False),
          ConvCase(False, (9, 14), 2, 24, (3, 8), 1, "causal", padding_mode="replicate"),
          ConvCase(False, (300,), 2, 64, 9, 4, "same", padding_mode="circular", batch=3),
@@ -116,13 +127,25 @@ STEMS = [ConvCase(False, (30, 29), 3, 32, 3, 2, "same"),
          ConvCase(False, (5, 7, 9), 24, 19, 1, 1, "valid")]
 
 
+def blocked_narrow_stem(case, isa):
+    """Whether kernel_paths.h's cpu_blocked_direct takes this NCHW stem (one group, a kernel of more than one tap, a
+    reduction under 128) for its output rows under 28 positions and more than 8 output channels, on AVX-512."""
+    x, w, _ = case.random_inputs()
+    out_width = case.reference_function()(x, w, None).shape[-1]
+    return (isa == "avx512" and case.groups == 1 and math.prod(w.shape[2:]) > 1 and math.prod(w.shape[1:]) < 128
+            and out_width < 28 and case.out_channels > 8)
+
+
 @pytest.mark.parametrize("case", STEMS, ids=lambda case: case.describe())
 def test_stems_and_1x1_kernels_on_the_tap_tiles(case):
     isas = isas_here()
     if not isas:
         pytest.skip("this CPU has neither AVX2 nor AVX-512")
     for isa in isas:
-        run_case(case, isa)
+        if blocked_narrow_stem(case, isa):
+            run_blocked_case(case, isa, expected_path="cpu_blocked_avx512")
+        else:
+            run_case(case, isa)
 
 
 def every_tile_shape(isa):

@@ -150,7 +150,7 @@ for layer in layers:
             ratios[n].append(med[n] / med[base])
         lay = "CL" if a[0].dim() > 3 and a[0].is_contiguous(memory_format=torch.channels_last if a[0].dim() == 4 else torch.channels_last_3d) and not a[0].is_contiguous() else "  "
         print(f"{layer.name[:30]:30s} {lay} {op[:14]:14s} {path:28s} x {tuple(a[0].shape)} w {tuple(a[1].shape)} "
-              f"{cols} | {rs}", flush=True)
+              f"s {a[3]} y {tuple(outs[0].shape)} {cols} | {rs}", flush=True)
 set_env({})
 for n, r in ratios.items():
     if r:
