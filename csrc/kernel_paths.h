@@ -533,14 +533,14 @@ inline TapTilesReason cpu_tap_tiles_reason(const ConvGeometry& g, bool channels_
 }
 // Whether a conv runs on the tap tiles: by cpu_tap_tiles_reason, and every NCHW conv the blocked kernel does not take
 // (1x1 kernels, grouped or not; stems, one group under kTapGemmMinChannels input channels with a reduction under
-// kBlockedStemMinReduction, but for AVX-512's narrow rows of many channels), in place of torch's GEMM per tap or per column buffer (cpu_tap_gemms, cpu_column_gemm,
-// which keep float64 and CPUs without AVX2). Those pay a GEMM call per (image, group, band) and, the columns, an im2col
-// copy; the tiles sum every tap's product in registers. Float32, 2 cores of a Zen 5, the op alone, interleaved: every
-// such call of the random layers of seeds 1-4 and the suite 0.25-1.01x their time (35 calls, geomean 0.65; a grouped
-// 1x1 s3 conv, 30 x 24 -> 184 channels in 8 groups, 0.150 -> 0.063 ms), held-out seeds 5-8 0.29-0.96x (27, 0.69),
-// AVX2 0.27-1.10x (36, 0.70; the 1.10x a 1x1 3 -> 313 channel conv over 286 x 286), bfloat16 0.39-1.01x (14, 0.74).
-// The rule before took NCHW stems with a reduction of 8-127 on rows 14 wide or more only (19 stem shapes 0.46-0.85x
-// the column GEMM's time, tf_efficientnet_b0's stem 0.68x).
+// kBlockedStemMinReduction, but for AVX-512's narrow rows of many channels), in place of torch's GEMM per tap or per
+// column buffer (cpu_tap_gemms, cpu_column_gemm, which keep float64 and CPUs without AVX2). Those pay a GEMM call per
+// (image, group, band) and, the columns, an im2col copy; the tiles sum every tap's product in registers. Float32, 2
+// cores of a Zen 5, the op alone, interleaved: every such call of the random layers of seeds 1-4 and the suite
+// 0.25-1.01x their time (35 calls, geomean 0.65; a grouped 1x1 s3 conv, 30 x 24 -> 184 channels in 8 groups, 0.150 ->
+// 0.063 ms), held-out seeds 5-8 0.29-0.96x (27, 0.69), AVX2 0.27-1.10x (36, 0.70; the 1.10x a 1x1 3 -> 313 channel conv
+// over 286 x 286), bfloat16 0.39-1.01x (14, 0.74). The rule before took NCHW stems with a reduction of 8-127 on rows 14
+// wide or more only (19 stem shapes 0.46-0.85x the column GEMM's time, tf_efficientnet_b0's stem 0.68x).
 inline bool cpu_tap_tiles(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes) {
   if (!channels_last && cpu_reduction_tiles(isa, element_bytes) && !cpu_blocked_direct(g, false, isa, element_bytes)) {
     return true;
