@@ -4,9 +4,11 @@
 #include <Python.h>
 #include <torch/library.h>
 
-// Importing fastpad._C loads this library, which registers the ops.
+#include "eager_calls.h"
+
+// Importing fastpad._C loads this library, which registers the ops; the module holds the ops' eager calls.
 extern "C" PyObject* PyInit__C(void) {
-  static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
+  static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, fastpad::eager_call_methods()};
   return PyModule_Create(&module_def);
 }
 

@@ -1,5 +1,6 @@
-// Typed handles to fastpad's three ops through the dispatcher, for the C++ kernels that call the ops again at another
-// dispatch key: autocast (autocast.cpp) and autograd (autograd.cpp).
+// Typed handles to fastpad's three ops through the dispatcher, for the public functions' eager calls (eager_calls.cpp)
+// and the C++ kernels that call the ops again at another dispatch key: autocast (autocast.cpp) and autograd
+// (autograd.cpp).
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>

@@ -1,4 +1,5 @@
-"""Public convolution functions: argument normalisation and checks, then one call of a torch.ops.fastpad op.
+"""Public convolution functions: argument normalisation and checks, then one call of a fastpad op: in eager mode
+through fastpad._C (csrc/eager_calls.cpp), which skips torch.ops' boxed call, else through torch.ops.
 
 The padding is resolved per call from the actual input size (docs/DESIGN.md section 2) and handed to the op as
 numeric pads; the kernels never build the padded input.
@@ -10,7 +11,7 @@ from typing import Optional, Sequence, Union
 import torch
 from torch import Tensor
 
-from . import _geometry, _onnx
+from . import _C, _geometry, _onnx
 from . import _ops  # noqa: F401  (registers the ops, their fake kernels and autograd)
 from ._geometry import PaddingArg
 
@@ -114,6 +115,10 @@ def conv_nd(spatial_dims: int, input: Tensor, weight: Tensor, bias: Optional[Ten
                                      padding_mode))
     if _geometry.onnx_exporting():  # keeps 'same' size-independent in the graph (auto_pad, or pads from Shape)
         return _onnx.conv(input, weight, bias, stride, pads, padding, dilation, groups, padding_mode)
+    if not torch.compiler.is_compiling():
+        output = _C.conv(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode)
+        if output is not NotImplemented:
+            return output
     return torch.ops.fastpad.conv(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode)
 
 
@@ -148,6 +153,10 @@ def conv_transpose_nd(spatial_dims: int, input: Tensor, weight: Tensor, bias: Op
                                                groups, dilation))
     if _geometry.onnx_exporting():
         return _onnx.conv_transpose(input, weight, bias, stride, crop_lo, out_size, dilation, groups)
+    if not torch.compiler.is_compiling():
+        output = _C.conv_transpose(input, weight, bias, stride, crop_lo, out_size, dilation, groups, "zeros")
+        if output is not NotImplemented:
+            return output
     return torch.ops.fastpad.conv_transpose(input, weight, bias, stride, crop_lo, out_size, dilation, groups, "zeros")
 
 
