@@ -340,6 +340,46 @@ def test_channels_last_weight_gradients_reduce_in_chunks_of_positions(size, c_in
                        what="weight gradient")
 
 
+# (size, c_in, c_out, groups, kernel, stride, dilation, pads, mode): grouped channels-last weight gradients on the
+# GEMM over im2col columns (kernel_paths.h sends grouped ones there where an image has under 64 output positions or
+# x's copy would not be repaid), whose tap sources each job resolves once for all its groups (gemm_tiles.h's
+# im2col_sources_nhwc): 8 channels per group at stride 2 (seed 1's random066), a replicate k3x1 (seed 3's random024),
+# reflect and circular pads that reach past the border, dilation, 3-d, and a reduction of 96 x 49 taps long enough to
+# be taken by blocks of tap rows (kWeightGradBlockMinPositions).
+GROUPED_CHANNELS_LAST_WEIGHT_GRADS = {
+    "g8_k2_s2_valid": ((16, 16), 64, 64, 8, (2, 2), 2, 1, [(0, 0), (0, 0)], "zeros"),
+    "g16_k3x1_s2_replicate": ((20, 14), 128, 128, 16, (3, 1), 2, 1, [(1, 1), (0, 0)], "replicate"),
+    "g4_k3_reflect_dilated": ((7, 8), 12, 8, 4, (3, 3), 1, 2, [(2, 2), (1, 3)], "reflect"),
+    "g2_k3_circular_asymmetric": ((9, 10), 6, 10, 2, (3, 3), 2, 1, [(0, 2), (2, 1)], "circular"),
+    "g3_3d_zeros": ((3, 4, 4), 9, 6, 3, (2, 3, 2), 1, 1, [(1, 0), (1, 1), (0, 1)], "zeros"),
+    "g2_k7_blocks_of_tap_rows": ((7, 7), 192, 16, 2, (7, 7), 1, 1, [(3, 3), (3, 3)], "zeros"),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16],
+                         ids=["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("case", GROUPED_CHANNELS_LAST_WEIGHT_GRADS)
+def test_grouped_channels_last_weight_gradients_share_the_tap_sources(case, dtype):
+    size, c_in, c_out, groups, kernel, stride, dilation, pads, mode = GROUPED_CHANNELS_LAST_WEIGHT_GRADS[case]
+    nd = len(size)
+    x, _, _ = conv_inputs(size, c_in, c_out, kernel, groups, batch=2, dtype=dtype)
+    out_size = [(i + lo + hi - dilation * (k - 1) - 1) // stride + 1 for i, (lo, hi), k in zip(size, pads, kernel)]
+    gy = torch.randn(2, c_out, *out_size, dtype=dtype)
+    memory_format = torch.channels_last if nd == 2 else torch.channels_last_3d
+    x, gy = x.contiguous(memory_format=memory_format), gy.contiguous(memory_format=memory_format)
+    weight_shape = [c_out, c_in // groups, *kernel]
+    args = (weight_shape, [stride] * nd, [lo for lo, _ in pads], [dilation] * nd, groups, mode)
+    assert torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu") == reduction_tiles_kernel(
+        "cpu_channels_last_gemm", dtype)
+    w64 = torch.zeros(weight_shape, dtype=torch.float64, requires_grad=True)
+    y64 = expected_conv(x.double(), w64, None, stride=stride, padding=pads, dilation=dilation, groups=groups,
+                        padding_mode=mode)
+    (expected,) = torch.autograd.grad(y64, w64, gy.double())
+    poison(expected.shape, dtype)
+    assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected.to(dtype), dtype,
+                   what="weight gradient")
+
+
 def weight_grad_case(size, c_in, c_out, groups, kernel, stride, dilation, pads, mode, dtype):
     """Fresh NCHW x (batch 2) and grad_output of a conv with the same (lo, hi) pads on every dim, the conv_weight_grad
     op's arguments after those two, and the float64 reference weight gradient."""

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "cpu/row_ops.h"
 #include "geometry.h"
@@ -130,6 +131,51 @@ void im2col_nhwc(const ConvGeometry& g, const scalar_t* x_image, int64_t group, 
         } else {
           at::vec::convert(x_group + ((id * in_h + ih) * in_w + iw) * g.conv_in_channels, dst, channels);
         }
+      }
+    }
+  }
+}
+
+// The sources of a channels-last im2col tile, which every group of a grouped conv shares: for each output pixel of
+// [pixel_begin, pixel_end) and each tap (kd, kh, kw), in cols' order, the offset of the tap's input pixel in the
+// image, ((id * H + ih) * W + iw) * C_in, or -1 where the tap reads zero padding; `taps` entries per pixel.
+inline void im2col_sources_nhwc(const ConvGeometry& g, int64_t pixel_begin, int64_t pixel_end,
+                                std::vector<int64_t>& sources) {
+  const int64_t in_h = g.conv_in_sizes[1], in_w = g.conv_in_sizes[2];
+  const int64_t out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
+  sources.resize((pixel_end - pixel_begin) * g.kernel_volume());
+  int64_t* source = sources.data();
+  for (int64_t pixel = pixel_begin; pixel < pixel_end; ++pixel) {
+    const int64_t ow = pixel % out_w, oh = (pixel / out_w) % out_h, od = pixel / (out_w * out_h);
+    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+      const int64_t id = g.tap_source(0, od, kd);
+      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+        const int64_t ih = g.tap_source(1, oh, kh);
+        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+          const int64_t iw = g.tap_source(2, ow, kw);
+          *source++ = id < 0 || ih < 0 || iw < 0 ? -1 : ((id * in_h + ih) * in_w + iw) * g.conv_in_channels;
+        }
+      }
+    }
+  }
+}
+
+// im2col_nhwc's columns of one group from the shared sources: for each of `pixels` pixels, taps [tap_begin,
+// tap_end) of its `taps` sources, each the group's `channels` values (x_group: the image's first channel of the group)
+// or zeros, one pixel's values per row of cols, row_pitch apart.
+template <typename scalar_t, typename acc_t>
+void im2col_nhwc_gather(const int64_t* sources, int64_t pixels, int64_t taps, int64_t tap_begin, int64_t tap_end,
+                        const scalar_t* x_group, int64_t channels, acc_t* cols, int64_t row_pitch) {
+  for (int64_t t = 0; t < pixels; ++t) {
+    acc_t* dst = cols + t * row_pitch;
+    const int64_t* pixel_sources = sources + t * taps;
+    for (int64_t tap = tap_begin; tap < tap_end; ++tap, dst += channels) {
+      const int64_t source = pixel_sources[tap];
+      if (source < 0) {
+        std::fill_n(dst, channels, acc_t(0));
+      } else {
+        const scalar_t* src = x_group + source;
+        for (int64_t c = 0; c < channels; ++c) dst[c] = static_cast<acc_t>(src[c]);
       }
     }
   }
