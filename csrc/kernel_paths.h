@@ -37,6 +37,7 @@ enum class ConvPath {
   CpuDepthwiseChannelBlocksAvx512,  // the same, blocks of 16 channels on AVX-512's tiles
   CpuGroupedExpanded,          // channels-last, few output channels per group: depthwise.cpp's kernel, expanded rows
   CpuGroupedExpandedAvx512,    // the same on AVX-512's tiles
+  CpuGroupedPlanes,            // NCHW, few channels per group: depthwise.cpp's kernel, summed over a group's planes
   CpuTapGemms,                 // NCHW, float64 or no AVX2: one torch GEMM per tap straight off the phase planes
   CpuTapTilesAvx2,             // the same, every tap's GEMM summed in cpu/reduction_tiles.h's AVX2 registers
   CpuTapTilesAvx512,           // ... in its AVX-512 registers
@@ -308,6 +309,30 @@ inline bool cpu_grouped_expanded(const ConvGeometry& g, bool channels_last) {
          in_per_group * out_per_group <= kGroupedExpandedMaxGroupWeights &&
          g.kernel_volume() >= kGroupedExpandedMinTapsPerStride * g.stride[0] * g.stride[1] * g.stride[2] &&
          g.conv_out_channels >= kGroupedExpandedMinChannels && expanded_rows_bytes(g) <= kExpandedRowsMaxBytes;
+}
+
+// Whether an NCHW conv with several groups of a few input (R) and output (m) channels runs depthwise.cpp's NCHW
+// kernel (cpu_grouped_planes): each output plane's band summed in registers over the group's R input planes and the
+// taps, R x kernel volume multiply-adds per output position with no lane wasted, where the blocked kernel gives each
+// group's m output channels a vector of their own, and the tap tiles a GEMM of m rows per group. Up to
+// kGroupedPlanesMaxInChannels input channels per group (16 and more take the blocked kernel's reductions; at 16,
+// random058 ran 1.33x and 1.35x the blocked kernel's time on AVX2 and in bfloat16), up to kGroupedPlanesMaxOutChannels
+// output channels, and at least kGroupedPlanesMinOutputs output positions per image and channel: on smaller outputs
+// the gather of the group's planes outweighs the sums (5-25 positions: 1.19-1.72x the time of the kernel before on 4
+// of 8 calls). Random NCHW layers, float32, 2 cores (Zen 4), the op alone, interleaved against the path before
+// (benchmarks/RESULTS.md): seeds 1-4 and the suite, 38 calls 0.28-1.06x, geomean 0.73 (random082's 32 groups of 2
+// channels 0.43x); seeds 5-8, before the bound on outputs, 29 calls 0.40-1.72x, geomean 0.85; held out, seeds 9-12,
+// 29 calls 0.24-1.25x, geomean 0.83 (the 1.25 a 3-d k4 stride-3 conv with one output channel per group). Seeds 1-4
+// with up to 16 input channels: bfloat16 0.24-1.35x (geomean 0.74), AVX2 0.33-1.33x (0.74), float64 (against the
+// column GEMM) 0.19-1.56x (0.43).
+constexpr int64_t kGroupedPlanesMaxInChannels = 15;
+constexpr int64_t kGroupedPlanesMaxOutChannels = 16;
+constexpr int64_t kGroupedPlanesMinOutputs = 32;
+inline bool cpu_grouped_planes(const ConvGeometry& g, bool channels_last) {
+  return !channels_last && g.groups > 1 && g.conv_in_channels_per_group() > 1 &&
+         g.conv_in_channels_per_group() <= kGroupedPlanesMaxInChannels &&
+         g.conv_out_channels_per_group() <= kGroupedPlanesMaxOutChannels &&
+         g.conv_out_volume() >= kGroupedPlanesMinOutputs;
 }
 
 // Whether a channels-last transposed conv (x on the conv_out side, m channels per group; y, R) with more than one
@@ -871,6 +896,7 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   if (cpu_grouped_expanded(g, channels_last)) {
     return avx512_tiles ? ConvPath::CpuGroupedExpandedAvx512 : ConvPath::CpuGroupedExpanded;
   }
+  if (cpu_grouped_planes(g, channels_last)) return ConvPath::CpuGroupedPlanes;
   if (cpu_tap_tiles(g, channels_last, isa, element_bytes)) {
     return isa >= CpuIsa::Avx512 ? ConvPath::CpuTapTilesAvx512 : ConvPath::CpuTapTilesAvx2;
   }
@@ -1353,6 +1379,7 @@ inline const char* path_name(ConvPath path) {
     case ConvPath::CpuDepthwiseChannelBlocksAvx512: return "cpu_depthwise_channel_blocks_avx512";
     case ConvPath::CpuGroupedExpanded: return "cpu_grouped_expanded";
     case ConvPath::CpuGroupedExpandedAvx512: return "cpu_grouped_expanded_avx512";
+    case ConvPath::CpuGroupedPlanes: return "cpu_grouped_planes";
     case ConvPath::CpuTapGemms: return "cpu_tap_gemms";
     case ConvPath::CpuTapTilesAvx2: return "cpu_tap_tiles_avx2";
     case ConvPath::CpuTapTilesAvx512: return "cpu_tap_tiles_avx512";

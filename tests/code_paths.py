@@ -265,11 +265,12 @@ CODE_PATHS = {
                                      kernels=_kernels("cpu_depthwise_channel_blocks",
                                                       "cpu_depthwise_channel_block_phases",
                                                       "cpu_depthwise_channel_blocks")),
-    # NCHW grouped with 2 output channels per group: the input gradient (4 y and 2 x channels per group) sums each
-    # y plane over its group's x channels in depthwise.cpp's NCHW kernel, the weight gradient is its tap dots.
+    # NCHW grouped with 4 input and 2 output channels per group: the forward sums each output plane over its group's
+    # input planes in depthwise.cpp's NCHW kernel, the input gradient (4 y and 2 x channels per group) each y plane
+    # over its group's x channels, the weight gradient is its tap dots.
     "2d_grouped_two_x_channels_reflect_s2": _path(False, (17, 18), 12, 6, 3, groups=3, stride=2,
                                                   padding_mode="reflect",
-                                                  kernels=_kernels("cpu_column_gemm", "cpu_grouped_planes",
+                                                  kernels=_kernels("cpu_grouped_planes", "cpu_grouped_planes",
                                                                    "cpu_tap_dots")),
     "3d_transposed": _path(True, (4, 5, 6), 4, 6, 3, stride=2,
                            kernels=_kernels("cpu_column_gemm", "cpu_gemm_col2im", "cpu_tap_dots")),
@@ -323,7 +324,8 @@ for _isa in ("avx2", "avx512"):
                                                        kernels=_kernels(tiles_kernel("cpu_depthwise", _isa,
                                                                                      channels=12),
                                                                         _blocked, "cpu_depthwise")),
-        f"1d_grouped_few_channels_causal_{_isa}": _path(False, (40,), 12, 15, 5, groups=3, padding="causal", isa=_isa,
+        # (28 outputs, under kernel_paths.h's kGroupedPlanesMinOutputs: the forward stays on the tap tiles.)
+        f"1d_grouped_few_channels_causal_{_isa}": _path(False, (28,), 12, 15, 5, groups=3, padding="causal", isa=_isa,
                                                         kernels=_kernels(f"cpu_tap_tiles_{_isa}",
                                                                          f"cpu_tap_tiles_{_isa}", "cpu_tap_dots")),
         # Strided transposed convs with fewer than 16 x channels per group and 2^18 multiply-adds per phase run one

@@ -189,7 +189,7 @@ ROW_RUN_CASES = [
     # 2 and 1 vectors (tiles of 14 and 16 positions in a row) over rows of 3: listed tiles of 9 instead of 3 a row.
     ConvCase(False, (29, 9), 56, 80, (6, 3), stride=3, padding="causal", dilation=2, groups=4,
              padding_mode="replicate", batch=2, bias=False, layout="channels_last"),
-    ConvCase(False, (11, 7), 8, 22, (3, 2), stride=(1, 3), padding="same", groups=2, batch=1),
+    ConvCase(False, (11, 7), 8, 44, (3, 2), stride=(1, 3), padding="same", groups=2, batch=1),
 ]
 
 
@@ -243,13 +243,13 @@ def test_large_weights_go_in_tap_passes(isa):
 # groups in place) keep a run of one.
 TAP_RUN_CASES = [
     ConvCase(False, (9, 11), 20, 56, 5, padding=((3, 0), (2, 4)), groups=4, batch=2, layout="channels_last"),
-    ConvCase(False, (8, 10), 6, 10, (3, 4), padding="same", padding_mode="reflect", groups=2, batch=2),
+    ConvCase(False, (8, 10), 6, 36, (3, 4), padding="same", padding_mode="reflect", groups=2, batch=2),
     ConvCase(False, (9, 12), 4, 24, 3, padding="valid", batch=2, layout="channels_last"),
     ConvCase(False, (4, 6, 7), 7, 14, (2, 3, 3), padding=((1, 0), (1, 1), (0, 2)), batch=1, layout="channels_last"),
     ConvCase(False, (20,), 12, 40, 5, padding="causal", padding_mode="replicate", groups=2, batch=3),
     ConvCase(False, (14, 14), 15, 64, 12, padding="same", batch=1, layout="channels_last"),
     ConvCase(False, (9, 12), 6, 20, (3, 4), stride=(1, 2), padding="same", batch=2, layout="channels_last"),
-    ConvCase(False, (9, 12), 12, 20, 3, dilation=(1, 2), padding="same", groups=2, batch=2),
+    ConvCase(False, (9, 12), 12, 40, 3, dilation=(1, 2), padding="same", groups=2, batch=2),
     ConvCase(False, (9, 12), 8, 24, (2, 3), padding="valid", groups=2, batch=2, layout="channels_last"),
 ]
 
@@ -403,8 +403,11 @@ def random_few_channels_case(rng):
         # (tests/test_conv.py).
         grouped_expanded = not nchw and not transposed and groups > 1 and in_per_group > 1 and out_per_group <= 3
         # NCHW grouped transposed convs with up to 4 x and 2-16 y channels per group take cpu_grouped_planes
-        # (tests/test_phase_planes.py, tests/code_paths.py).
-        grouped_planes = nchw and transposed and groups > 1 and 1 < out_per_group <= 16 and in_per_group <= 4
+        # (tests/test_phase_planes.py, tests/code_paths.py), and so do NCHW grouped convs with 2-15 input and up to 16
+        # output channels per group (at least 32 output positions; tests/test_conv.py).
+        grouped_planes = nchw and groups > 1 and (
+            (transposed and 1 < out_per_group <= 16 and in_per_group <= 4) or
+            (not transposed and 1 < in_per_group <= 15 and out_per_group <= 16))
         # Channels-last transposed convs with one x and up to 4 y channels per group take the depthwise phases
         # (kernel_paths.h's kDepthwisePhasesMaxYPerX; tests/test_conv_transpose.py).
         depthwise_phases = transposed and not nchw and in_per_group == 1 and out_per_group <= 4

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from code_paths import cpu_isa_limit, require_isa, tiles_isas, tiles_kernel
+from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.cases import ConvCase
 from test_blocked_direct import run_case as run_case_at_isa
 from reference import (
@@ -320,6 +321,36 @@ def test_channels_last_grouped_expanded(per_group, multiplier, groups, device):
                                (((11, 21), 4, 1, 2, "same_lower", "replicate"), ((13, 17), 3, 2, 1, "same", "circular"),
                                 ((5, 6, 13), 3, 1, 1, "same", "reflect")),
                                "cpu_grouped_expanded", device)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=["float64", "float32", "bfloat16"])
+@pytest.mark.parametrize("per_group, out_per_group, groups", [(2, 2, 32), (2, 1, 4), (3, 7, 2), (15, 16, 2), (4, 5, 3)])
+def test_nchw_grouped_convs_sum_their_groups_planes(per_group, out_per_group, groups, dtype):
+    """NCHW convs with 2-15 input and up to 16 output channels per group (kernel_paths.h's cpu_grouped_planes) run
+    depthwise.cpp's NCHW kernel: each output band summed over the phase planes of its group's input channels, up to 4
+    output channels a pass (1-16 per group: blocks of 4 and a last block of 1-3). 1-d causal circular, 2-d stride 2
+    (random082's 32 groups of 2 channels, k2 'same'), dilation 2 with reflect, and 3-d replicate whose output depths
+    share input slices (k3 at stride 1); fresh inputs, poisoned outputs, against F.pad + conv in float64. Below 32
+    output positions (kGroupedPlanesMinOutputs), 16 input or 17 output channels per group, or channels-last, not."""
+    for size, kernel, stride, dilation, padding, mode in (((40,), 3, 1, 1, "causal", "circular"),
+                                                          ((36, 36), 2, 2, 1, "same", "zeros"),
+                                                          ((13, 11), (3, 4), 1, 2, "same", "reflect"),
+                                                          ((6, 7, 9), 3, (1, 2, 1), 1, "same_lower", "replicate")):
+        x, w, b = conv_inputs(size, per_group * groups, out_per_group * groups, kernel, groups, dtype=dtype)
+        with RecordFastpadOps() as record:
+            check_conv(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups, padding_mode=mode)
+        assert {torch.ops.fastpad._conv_path(*args, "cpu") for _, args in record.calls} == {"cpu_grouped_planes"}
+
+    def path(size, per_group, out_per_group, groups=4, channels_last=False):
+        x, w, b = conv_inputs(size, per_group * groups, out_per_group * groups, 3, groups, batch=1)
+        if channels_last:
+            x = x.to(memory_format=torch.channels_last)
+        return torch.ops.fastpad._conv_path(x, w, b, [1, 1], [1, 1], [1, 1], [1, 1], groups, "zeros", "cpu")
+    assert path((4, 8), 2, 2) == "cpu_grouped_planes"  # 32 output positions
+    assert path((4, 7), 2, 2) != "cpu_grouped_planes"
+    assert path((8, 8), 16, 2) != "cpu_grouped_planes"
+    assert path((8, 8), 2, 17) != "cpu_grouped_planes"
+    assert path((8, 8), 2, 2, channels_last=True) != "cpu_grouped_planes"
 
 
 @pytest.mark.parametrize("isa", ["avx512", "avx2"])

@@ -29,7 +29,7 @@ def test_every_cpu_kernel_path_is_reached():
                                          "cpu_blocked_avx512_bf16", "cpu_blocked_no_planes_avx2",
                                          "cpu_blocked_no_planes_avx512", "cpu_depthwise", "cpu_depthwise_avx512",
                                          "cpu_depthwise_channel_blocks", "cpu_depthwise_channel_blocks_avx512",
-                                         "cpu_grouped_expanded", "cpu_grouped_expanded_avx512",
+                                         "cpu_grouped_expanded", "cpu_grouped_expanded_avx512", "cpu_grouped_planes",
                                          "cpu_tap_gemms", "cpu_tap_tiles_avx2", "cpu_tap_tiles_avx512",
                                          "cpu_column_gemm",
                                          "cpu_channels_last_direct", "cpu_channels_last_phase_planes",

@@ -85,7 +85,9 @@ def test_the_rule_takes_few_output_channels_on_wide_rows():
         assert path(28, 4 * lanes, c_in=15) != tiles  # 135: the blocked kernel's
         assert path(28, 4 * lanes, c_in=2, kernel=(1, 3)) == tiles  # a stem with a reduction of 6
         assert path(28, 4 * lanes, c_in=3, groups=2) != tiles  # not a stem: NCHW grouped, the blocked kernel's
-        assert path(28, 4, c_in=4, groups=3) == tiles  # NCHW grouped: the blocked kernel's
+        assert path(28, 4, c_in=16, groups=3) == tiles  # NCHW grouped: the blocked kernel's
+        # Under 16 input channels per group, NCHW grouped convs sum their groups' planes (test_conv.py).
+        assert path(28, 4, c_in=4, groups=3) == "cpu_grouped_planes"
         assert path(28, 4, c_in=2, kernel=(1, 3), groups=3) != tiles  # a reduction of 6
         assert path(28, 4, dtype="float64") != tiles
         assert path(28, 4, dtype="bfloat16") == tiles
@@ -123,7 +125,7 @@ STEMS = [ConvCase(False, (30, 29), 3, 32, 3, 2, "same"),
          ConvCase(False, (9, 40), 2, 37, (1, 3), 2, "causal", padding_mode="circular"),
          ConvCase(False, (11, 11), 24, 184, 1, 3, "valid", groups=8, batch=5),
          ConvCase(False, (10, 12), 4, 10, 1, 2, "same", groups=2, padding_mode="replicate", dtype="bfloat16"),
-         ConvCase(False, (9, 13), 6, 21, 1, 1, "valid", groups=3),
+         ConvCase(False, (9, 13), 6, 54, 1, 1, "valid", groups=3),
          ConvCase(False, (50,), 24, 40, 1, 3, "valid", bias=False),
          ConvCase(False, (5, 7, 9), 24, 19, 1, 1, "valid")]
 

@@ -81,6 +81,37 @@ void add_taps(acc_t* out, const std::vector<acc_t*>& taps, const acc_t* w, int64
   }
 }
 
+// add_taps for kOuts output bands at once (out + j * out_stride, their weights w + j * w_stride, j < kOuts): each tap
+// vector is loaded once for all of them, where add_taps per output channel loaded it once per channel. kBlock vectors
+// of positions x kOuts accumulators, the tap vectors and a weight stay within AVX2's 16 registers.
+template <int64_t kOuts, typename acc_t>
+void add_taps_to_outputs(acc_t* out, int64_t out_stride, const std::vector<acc_t*>& taps, const acc_t* w,
+                         int64_t w_stride, int64_t n) {
+  using Vec = at::vec::Vectorized<acc_t>;
+  constexpr int64_t V = Vec::size(), kBlock = kOuts <= 2 ? 4 : kOuts == 3 ? 3 : 2;
+  const auto block = [&](int64_t t, auto vectors) {
+    constexpr int64_t kVectors = decltype(vectors)::value;
+    Vec acc[kOuts][kVectors];
+    for (int64_t j = 0; j < kOuts; ++j) {
+      for (int64_t u = 0; u < kVectors; ++u) acc[j][u] = Vec::loadu(out + j * out_stride + t + u * V);
+    }
+    for (size_t k = 0; k < taps.size(); ++k) {
+      Vec tap[kVectors];
+      for (int64_t u = 0; u < kVectors; ++u) tap[u] = Vec::loadu(taps[k] + t + u * V);
+      for (int64_t j = 0; j < kOuts; ++j) {
+        const Vec wk(w[j * w_stride + k]);
+        for (int64_t u = 0; u < kVectors; ++u) acc[j][u] = at::vec::fmadd(wk, tap[u], acc[j][u]);
+      }
+    }
+    for (int64_t j = 0; j < kOuts; ++j) {
+      for (int64_t u = 0; u < kVectors; ++u) acc[j][u].store(out + j * out_stride + t + u * V);
+    }
+  };
+  int64_t t = 0;
+  for (; t + kBlock * V <= n; t += kBlock * V) block(t, std::integral_constant<int64_t, kBlock>());
+  for (; t < n; t += V) block(t, std::integral_constant<int64_t, 1>());
+}
+
 // keep[t]: all bits set where flattened position t of a band (its rows of its columns, at the planes' pitch) is a
 // real output, clear elsewhere, for t in [-lead, size). Rebuilt only when the band's shape changes (a short last band
 // or column tile).
@@ -119,54 +150,93 @@ void load_channel_weights(const ConvGeometry& g, const scalar_t* w, int64_t c_in
   }
 }
 
-// Parallel over input-side planes (image, channel); the m output channels of a plane share its phase planes.
+// The weights of group `group`'s m output channels in the order conv_nchw's taps run, [m, kd, R, kh * kw] in the
+// accumulation type: per output channel and kernel depth, the (H, W) taps of each of the group's R input channels in
+// turn (the weight is [C_out, R, kd, kh, kw]; depthwise, R = 1: [m, kd, kh * kw], one contiguous run).
+template <typename scalar_t, typename acc_t>
+void load_group_weights(const ConvGeometry& g, const scalar_t* w, int64_t group, std::vector<acc_t>& weights) {
+  const int64_t reduction = g.conv_in_channels_per_group(), m = g.conv_out_channels_per_group();
+  const int64_t kd_count = g.kernel[0], taps_2d = g.kernel[1] * g.kernel[2];
+  for (int64_t j = 0; j < m; ++j) {
+    for (int64_t kd = 0; kd < kd_count; ++kd) {
+      for (int64_t r = 0; r < reduction; ++r) {
+        const scalar_t* src = w + (((group * m + j) * reduction + r) * kd_count + kd) * taps_2d;
+        std::transform(src, src + taps_2d, weights.begin() + ((j * kd_count + kd) * reduction + r) * taps_2d,
+                       [](scalar_t v) { return static_cast<acc_t>(v); });
+      }
+    }
+  }
+}
+
+// Parallel over (image, group); the m output channels of a group share the phase planes of its R input channels
+// (depthwise: R = 1, a group is one input plane; cpu_grouped_planes: a few input channels per group). Per band and
+// kernel depth, each block of up to kOutputBlock output channels' bands is one pass over the R x kh x kw taps of the
+// group's planes (add_taps_to_outputs: each tap vector loaded once for the block), so the sums stay in registers over
+// the whole reduction. Loading each tap once per block rather than once per output channel took 0.62-0.99x the time
+// on the 25 NCHW depthwise convs with a multiplier of random seeds 1-4 and the suite, and 0.46-1.00x (geomean 0.79) on
+// the 31 grouped ones there with 2-16 output channels per group (float32, 2 cores, interleaved; benchmarks/RESULTS.md).
+constexpr int64_t kOutputBlock = 4;
 template <typename scalar_t>
 void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, const scalar_t* bias, scalar_t* y) {
   using acc_t = acc_type<scalar_t>;
-  const int64_t m = g.conv_out_channels_per_group(), out_w = g.conv_out_sizes[2],
-                slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
+  const int64_t m = g.conv_out_channels_per_group(), reduction = g.conv_in_channels_per_group(),
+                out_w = g.conv_out_sizes[2], slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
   const int64_t taps_2d = g.kernel[1] * g.kernel[2], out_slice = g.conv_out_sizes[1] * out_w;
   // A 3-d conv's output depths share input depth slices (at stride 1, k_d - 1 of an output depth's k_d). The slices
   // one output depth reads lie within a window of `slots` consecutive slices, so each keeps its phase planes in slot
   // slice % slots until another slice takes the slot, and is gathered about once per band rather than once per output
   // depth that reads it (3-d random layers, float32, 2 cores: 0.55-0.97x the time, 0.75x on a k6 conv over 17^3).
-  // 2-d and 1-d convs have one slot. Each slot's band is the one a single slice had.
+  // 2-d and 1-d convs have one slot. Each slot's band is the one a single slice had; the group's R input channels
+  // share it (channel r's planes of slot s: planes channel r * slots + s).
   const int64_t slots = (g.kernel[0] - 1) * g.dilation[0] + 1;
-  at::parallel_for(0, g.batch * g.conv_in_channels, 1, [&](int64_t begin, int64_t end) {
-    PhasePlanes<acc_t> planes(g, slots, kPhasePlaneBytes * slots);
-    std::vector<std::vector<acc_t*>> slot_taps(slots, planes.taps());
+  at::parallel_for(0, g.batch * g.groups, 1, [&](int64_t begin, int64_t end) {
+    PhasePlanes<acc_t> planes(g, reduction * slots, kPhasePlaneBytes * slots);
+    std::vector<std::vector<acc_t*>> slot_taps(slots);  // slot s: the R channels' taps in turn
     for (int64_t s = 0; s < slots; ++s) {
-      for (auto& tap : slot_taps[s]) tap += s * planes.channel_stride();
+      for (int64_t r = 0; r < reduction; ++r) {
+        for (acc_t* tap : planes.taps()) slot_taps[s].push_back(tap + (r * slots + s) * planes.channel_stride());
+      }
     }
     std::vector<int64_t> slot_slice(slots);
-    const int64_t band_size = planes.band_buffer_size();
-    std::vector<acc_t> out(m * band_size), weights(m * g.kernel_volume());
-    for (int64_t plane = begin; plane < end; ++plane) {
-      const int64_t c_in = plane % g.conv_in_channels, n = plane / g.conv_in_channels;
-      load_channel_weights(g, w, c_in, weights);
+    const int64_t band_size = planes.band_buffer_size(), weights_per_kd = reduction * taps_2d;
+    const int64_t w_stride = g.kernel[0] * weights_per_kd;  // between output channels' weights
+    std::vector<acc_t> out(m * band_size), weights(m * reduction * g.kernel_volume());
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t group = item % g.groups, n = item / g.groups;
+      const scalar_t* x_group = x + (n * g.conv_in_channels + group * reduction) * g.conv_in_volume();
+      load_group_weights(g, w, group, weights);
       for (int64_t b = 0; b < planes.bands(); ++b) {
         const Band band = planes.band(b);
         const int64_t n_pos = planes.positions(band.rows);
         std::fill(slot_slice.begin(), slot_slice.end(), -1);
         for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
           for (int64_t j = 0; j < m; ++j) {
-            std::fill_n(out.data() + j * band_size, n_pos, bias ? acc_t(bias[c_in * m + j]) : acc_t(0));
+            std::fill_n(out.data() + j * band_size, n_pos, bias ? acc_t(bias[group * m + j]) : acc_t(0));
           }
           for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
             const int64_t id = g.tap_source(0, od, kd);
             if (id < 0) continue;
             const int64_t s = id % slots;
             if (slot_slice[s] != id) {
-              planes.gather(x + plane * g.conv_in_volume() + id * slice, band, s);
+              for (int64_t r = 0; r < reduction; ++r) {
+                planes.gather(x_group + r * g.conv_in_volume() + id * slice, band, r * slots + s);
+              }
               slot_slice[s] = id;
             }
-            const std::vector<acc_t*>& taps = slot_taps[s];
-            for (int64_t j = 0; j < m; ++j) {
-              add_taps(out.data() + j * band_size, taps, &weights[(j * g.kernel[0] + kd) * taps_2d], n_pos);
+            for (int64_t j = 0; j < m; j += kOutputBlock) {
+              acc_t* out_j = out.data() + j * band_size;
+              const acc_t* w_j = &weights[(j * g.kernel[0] + kd) * weights_per_kd];
+              switch (std::min(kOutputBlock, m - j)) {
+                case 1: add_taps(out_j, slot_taps[s], w_j, n_pos); break;
+                case 2: add_taps_to_outputs<2>(out_j, band_size, slot_taps[s], w_j, w_stride, n_pos); break;
+                case 3: add_taps_to_outputs<3>(out_j, band_size, slot_taps[s], w_j, w_stride, n_pos); break;
+                default: add_taps_to_outputs<4>(out_j, band_size, slot_taps[s], w_j, w_stride, n_pos); break;
+              }
             }
           }
           for (int64_t j = 0; j < m; ++j) {
-            scalar_t* y_slice = y + ((n * g.conv_out_channels + c_in * m + j) * g.conv_out_sizes[0] + od) * out_slice;
+            const int64_t c_out = group * m + j;
+            scalar_t* y_slice = y + ((n * g.conv_out_channels + c_out) * g.conv_out_sizes[0] + od) * out_slice;
             store_band(y_slice, out.data() + j * band_size, band, planes.pitch(), out_w);
           }
         }

@@ -4,9 +4,10 @@
 // m == 1 for the transposed conv and the weight gradient).
 // The channels-last conv and transposed conv also take grouped problems with a few channels per group
 // (cpu_grouped_expanded): the conv's input rows, and the transposed conv's x pixels, are expanded so that each output
-// channel's lane reads its own group's channels. The NCHW weight gradient takes any number of input channels per group
-// (cpu_tap_dots: few output channels per group), and the NCHW transposed conv any number of y channels per group
-// (cpu_grouped_planes: few x channels per group).
+// channel's lane reads its own group's channels. The NCHW conv takes a few input channels per group
+// (cpu_grouped_planes: few output channels per group), the NCHW weight gradient any number (cpu_tap_dots: few output
+// channels per group), and the NCHW transposed conv any number of y channels per group (cpu_grouped_planes: few x
+// channels per group).
 // Padding: NCHW rows are read through phase rows whose borders the padding mode resolves; channels-last
 // resolves each tap's source pixel. No padded tensor is built.
 #pragma once
