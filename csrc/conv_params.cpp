@@ -423,6 +423,16 @@ at::MemoryFormat output_memory_format(const at::Tensor& input) {
   return at::MemoryFormat::Contiguous;
 }
 
+at::Tensor weight_grad_in_input_layout(const at::Tensor& grad, at::IntArrayRef weight_shape, const at::Tensor& input) {
+  auto result = at::empty(weight_shape, input.options().memory_format(output_memory_format(input)));
+  if (!grad.is_view() && grad.sizes().equals(weight_shape) && grad.strides().equals(result.strides()) &&
+      grad.scalar_type() == result.scalar_type()) {
+    return grad;
+  }
+  result.copy_(grad.reshape(weight_shape));
+  return result;
+}
+
 std::vector<int64_t> tensor_shape(int64_t batch, int64_t channels, const int64_t* sizes, int64_t spatial_dims) {
   std::vector<int64_t> shape = {batch, channels};
   for (int64_t i = kMaxSpatial - spatial_dims; i < kMaxSpatial; ++i) shape.push_back(sizes[i]);

@@ -39,6 +39,12 @@ ConvGeometry conv_weight_grad_geometry(const at::Tensor& input, const at::Tensor
 // plain contiguous), else contiguous. The fake kernels in fastpad/_ops.py follow the same rule.
 at::MemoryFormat output_memory_format(const at::Tensor& input);
 
+// conv_weight_grad's result in its input's layout (output_memory_format, as the fake kernel gives it: a channels-last
+// weight's gradient then needs no copy into the weight's layout), with the strides at::empty gives that layout even
+// where a dim has size 1: `grad` itself where it is that tensor already (a fresh one of weight_shape in `input`'s
+// dtype), else a copy.
+at::Tensor weight_grad_in_input_layout(const at::Tensor& grad, at::IntArrayRef weight_shape, const at::Tensor& input);
+
 // Bytes of the type t's kernels accumulate in: 8 for float64, 4 for float32, bfloat16 and float16 (float).
 int64_t accumulator_bytes(const at::Tensor& t);
 

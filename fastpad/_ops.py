@@ -109,4 +109,4 @@ def _conv_weight_grad_fake(input, grad_output, weight_shape, stride, pad_lo, dil
     _check_spatial_sizes(report, "grad_output", grad_output.shape)
     pad_hi = _pad_hi_for(input.shape[2:], grad_output.shape[2:], pad_lo, weight_shape[2:], stride, dilation)
     _geometry.check_mode_pads(report, padding_mode, input.shape[2:], pad_lo, pad_hi)
-    return input.new_empty(weight_shape)
+    return _empty_like_layout(input, weight_shape)  # in the input's layout, as every op's output

@@ -201,13 +201,24 @@ def check_conv_transpose(x, w, b=None, **kwargs):
 CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
 
 
-def assert_memory_format_kept(x, y):
-    """The output is channels_last(_3d) iff the input is channels_last and not plain contiguous."""
+def output_memory_format(x):
+    """The layout every op writes its output in: channels_last(_3d) where x is and is not plain contiguous."""
     fmt = CHANNELS_LAST.get(x.dim())
     if fmt is not None and x.is_contiguous(memory_format=fmt) and not x.is_contiguous():
-        assert y.is_contiguous(memory_format=fmt), f"output strides {y.stride()} are not {fmt}"
-    else:
-        assert y.is_contiguous(), f"output strides {y.stride()} are not contiguous"
+        return fmt
+    return torch.contiguous_format
+
+
+def assert_memory_format_kept(x, y):
+    """The output is channels_last(_3d) iff the input is channels_last and not plain contiguous."""
+    fmt = output_memory_format(x)
+    assert y.is_contiguous(memory_format=fmt), f"output strides {y.stride()} are not {fmt}"
+
+
+def assert_weight_grad_layout(x, gw):
+    """conv_weight_grad's result is in its input's layout, with the strides torch.empty gives it (size-1 dims too)."""
+    expected = torch.empty(gw.shape, memory_format=output_memory_format(x)).stride()
+    assert gw.stride() == expected, f"weight gradient strides {gw.stride()}, expected {expected}"
 
 
 def model_forward_backward(model, x):

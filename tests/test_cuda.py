@@ -56,6 +56,7 @@ from reference import (
     PADDING_MODES,
     assert_matches,
     assert_memory_format_kept,
+    assert_weight_grad_layout,
     expected_conv_transpose,
     pads_supported,
     poison,
@@ -181,7 +182,7 @@ def check_ops(g, mode, dtype, layout="contiguous", x=None, w=None, b=None, gy=No
     poison(w.shape, dtype, DEVICE)
     gw = ops.conv_weight_grad(x, gy, list(w.shape), stride, pad_lo, dilation, g.groups, mode)
     assert_close_to_reference(gw, expected_gw, dtype, "conv_weight_grad")
-    assert gw.is_contiguous(), f"weight gradient strides {gw.stride()} are not contiguous"
+    assert_weight_grad_layout(x, gw)
     return y, gx, gw
 
 

@@ -48,10 +48,11 @@ constexpr int64_t kWeightGradBalanceMinMultiplyAdds = int64_t(1) << 22;
 // into its own partial gradient, then the partials are added in chunk order: bitwise reproducible for a fixed thread
 // count. partial[Cg_out, K*Cg_in] += gy[tile, Cg_out]^T @ cols[tile, K*Cg_in], with cols a fused im2col tile; on the
 // register tiles, cols' rows (and the partial's) are padded with zero columns to whole vectors, or for a long
-// reduction, each block of tap rows gathered and reduced in turn (kWeightGradBlockMinPositions).
+// reduction, each block of tap rows gathered and reduced in turn (kWeightGradBlockMinPositions). result_format: the
+// layout of the op's result (its input's); a channels-last weight's rows are the partials' [K, Cg_in] rows as they are.
 template <typename scalar_t>
 at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
-                            at::IntArrayRef weight_shape, ReductionTilesKernel tiles) {
+                            at::IntArrayRef weight_shape, ReductionTilesKernel tiles, at::MemoryFormat result_format) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
   const int64_t groups = g.groups, in_per_group = g.conv_in_channels_per_group(),
@@ -152,10 +153,13 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
       // [chunks, G, Cg_out, pitch] -> the weight's [G * Cg_out, Cg_in, K]: each row's chunks summed in chunk order,
       // then its [K, Cg_in] transposed into place, one pass where a sum, a reshape and the op's copy made three
       // (random layers, float32, 2 cores, every call on the AVX-512 tiles alone: 74 calls of seeds 1-4 and the suite
-      // 0.99-1.30x faster, geomean 1.07; 66 held out of seeds 5-8 1.08; AVX2 66 calls 1.07).
+      // 0.99-1.30x faster, geomean 1.07; 66 held out of seeds 5-8 1.08; AVX2 66 calls 1.07). A channels-last result
+      // holds each row as [K, Cg_in]: the sums go in untransposed.
       const int64_t rows = groups * out_per_group;
-      auto grad = at::empty(std::is_same_v<scalar_t, float> ? weight_shape : at::IntArrayRef{rows, in_per_group, taps},
-                            x.options().dtype(acc_dtype));
+      const bool untransposed = result_format != at::MemoryFormat::Contiguous;
+      auto grad = untransposed ? at::empty(weight_shape, x.options().dtype(acc_dtype).memory_format(result_format))
+                  : at::empty(std::is_same_v<scalar_t, float> ? weight_shape : at::IntArrayRef{rows, in_per_group, taps},
+                              x.options().dtype(acc_dtype));
       float* grad_data = grad.template mutable_data_ptr<float>();
       at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
         std::vector<float> sum(reduce);
@@ -165,7 +169,11 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
             const float* other = partial_data + (chunk * rows + row) * pitch;
             for (int64_t i = 0; i < reduce; ++i) sum[i] += other[i];
           }
-          transpose_to_rows(sum.data(), 0, in_per_group, 1, in_per_group, taps, grad_data + row * reduce, taps);
+          if (untransposed) {
+            std::copy_n(sum.data(), reduce, grad_data + row * reduce);
+          } else {
+            transpose_to_rows(sum.data(), 0, in_per_group, 1, in_per_group, taps, grad_data + row * reduce, taps);
+          }
         }
       });
       return grad;
@@ -370,7 +378,7 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
                                                    padding_mode);
   const auto input_format = output_memory_format(input);
   const bool channels_last = input_format != at::MemoryFormat::Contiguous;
-  if (g.batch == 0) return at::zeros(weight_shape, input.options());
+  if (g.batch == 0) return at::zeros(weight_shape, input.options().memory_format(input_format));
   const WeightGradPath path = choose_weight_grad_path(g, Backend::Cpu, channels_last, accumulator_bytes(input),
                                                       is_reduced_precision(input), cpu_isa_for(input));
   const bool kernel_channels_last = cpu_weight_grad_reads_channels_last(path, g, channels_last);
@@ -399,13 +407,13 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
                                      /*grad_output_repeats=*/g.conv_in_channels_per_group());
         break;
       case WeightGradPath::CpuChannelsLastGemm:
-        grad = weight_grad_gemm<scalar_t>(g, x, gy, weight_shape, nullptr);
+        grad = weight_grad_gemm<scalar_t>(g, x, gy, weight_shape, nullptr, input_format);
         break;
       case WeightGradPath::CpuChannelsLastGemmAvx2:
-        grad = weight_grad_gemm<scalar_t>(g, x, gy, weight_shape, &reduction_tiles_avx2);
+        grad = weight_grad_gemm<scalar_t>(g, x, gy, weight_shape, &reduction_tiles_avx2, input_format);
         break;
       case WeightGradPath::CpuChannelsLastGemmAvx512:
-        grad = weight_grad_gemm<scalar_t>(g, x, gy, weight_shape, &reduction_tiles_avx512);
+        grad = weight_grad_gemm<scalar_t>(g, x, gy, weight_shape, &reduction_tiles_avx512, input_format);
         break;
       case WeightGradPath::CpuPhasePlanes:
         grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy, weight_shape, nullptr);
@@ -428,15 +436,7 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
         TORCH_INTERNAL_ASSERT(false, "fastpad conv_weight_grad: no CPU path");
     }
   });
-  // A fresh tensor, so the strides are the canonical contiguous ones even where a dim has size 1 (as the kernels'
-  // own at::empty(weight_shape) are).
-  if (!grad.is_view() && grad.sizes().equals(weight_shape) && grad.is_contiguous() &&
-      grad.scalar_type() == input.scalar_type()) {
-    return grad;
-  }
-  auto result = at::empty(weight_shape, input.options());
-  result.copy_(grad.reshape(weight_shape));
-  return result;
+  return weight_grad_in_input_layout(grad, weight_shape, input);
 }
 
 }  // namespace

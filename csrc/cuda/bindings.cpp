@@ -218,7 +218,9 @@ std::pair<at::Tensor, WeightGradPath> conv_weight_grad_binding(const at::Tensor&
   const WeightGradPath path =
       choose_weight_grad_path(g, Backend::Cuda, channels_last, accumulator_bytes(input), is_reduced_precision(input),
                               CpuIsa::Baseline, {x_vectors && gy_vectors, sm80, tf32_allowed()});
-  if (g.batch == 0) return {at::zeros(weight_shape, input.options()), path};
+  if (g.batch == 0) {
+    return {at::zeros(weight_shape, input.options().memory_format(output_memory_format(input))), path};
+  }
   // Without channel vectors (or with input channels it pads) the pipelined GEMM reads channels-contiguous copies of x
   // and grad_output; with padded channels it computes their gradient too (zero), which is left out below.
   const KernelChannels kernel(g, path == WeightGradPath::CudaPipelinedGemm, input);
@@ -244,7 +246,9 @@ std::pair<at::Tensor, WeightGradPath> conv_weight_grad_binding(const at::Tensor&
     launch.workspace = workspace.mutable_data_ptr();
   }
   launch_conv_weight_grad(launch);
-  return {kernel.padded ? grad.narrow(1, 0, g.conv_in_channels_per_group()).contiguous() : grad, path};
+  return {weight_grad_in_input_layout(kernel.padded ? grad.narrow(1, 0, g.conv_in_channels_per_group()) : grad,
+                                      weight_shape, input),
+          path};
 }
 
 }  // namespace fastpad::cuda
