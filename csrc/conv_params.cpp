@@ -5,6 +5,7 @@
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <c10/util/irange.h>
+#include <c10/util/strides.h>
 
 #include <algorithm>
 #include <limits>
@@ -424,11 +425,18 @@ at::MemoryFormat output_memory_format(const at::Tensor& input) {
 }
 
 at::Tensor weight_grad_in_input_layout(const at::Tensor& grad, at::IntArrayRef weight_shape, const at::Tensor& input) {
-  auto result = at::empty(weight_shape, input.options().memory_format(output_memory_format(input)));
-  if (!grad.is_view() && grad.sizes().equals(weight_shape) && grad.strides().equals(result.strides()) &&
-      grad.scalar_type() == result.scalar_type()) {
+  const at::MemoryFormat format = output_memory_format(input);
+  // The strides at::empty(weight_shape, format) has, computed without allocating a weight-sized tensor per call.
+  const auto contiguous = c10::contiguous_strides(weight_shape);
+  const std::vector<int64_t> strides =
+      format == at::MemoryFormat::ChannelsLast     ? c10::get_channels_last_strides_2d(weight_shape)
+      : format == at::MemoryFormat::ChannelsLast3d ? c10::get_channels_last_strides_3d(weight_shape)
+                                                   : std::vector<int64_t>(contiguous.begin(), contiguous.end());
+  if (!grad.is_view() && grad.sizes().equals(weight_shape) && grad.strides().equals(strides) &&
+      grad.scalar_type() == input.scalar_type()) {
     return grad;
   }
+  auto result = at::empty(weight_shape, input.options().memory_format(format));
   result.copy_(grad.reshape(weight_shape));
   return result;
 }

@@ -157,9 +157,9 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
       // holds each row as [K, Cg_in]: the sums go in untransposed.
       const int64_t rows = groups * out_per_group;
       const bool untransposed = result_format != at::MemoryFormat::Contiguous;
-      auto grad = untransposed ? at::empty(weight_shape, x.options().dtype(acc_dtype).memory_format(result_format))
-                  : at::empty(std::is_same_v<scalar_t, float> ? weight_shape : at::IntArrayRef{rows, in_per_group, taps},
-                              x.options().dtype(acc_dtype));
+      auto grad = at::empty(untransposed || std::is_same_v<scalar_t, float> ? weight_shape
+                                                                            : at::IntArrayRef{rows, in_per_group, taps},
+                            x.options().dtype(acc_dtype).memory_format(result_format));
       float* grad_data = grad.template mutable_data_ptr<float>();
       at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
         std::vector<float> sum(reduce);
