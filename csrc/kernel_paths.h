@@ -85,6 +85,8 @@ enum class ConvTransposePath {
   CpuGemmCol2imAvx512,  // ... on its AVX-512 tiles
   CpuGemmCol2imNhwcAvx2,    // NCHW x and y through channels-last copies, the channels-last GEMM + col2im, AVX2 tiles
   CpuGemmCol2imNhwcAvx512,  // the same on AVX-512's tiles
+  CpuGemmCol2imRowsAvx2,    // NCHW, few x positions: cols' rows are x's positions, the weight in its own order, AVX2
+  CpuGemmCol2imRowsAvx512,  // the same on AVX-512's tiles
   CudaPipelinedGemm,  // the conv each stride phase is (transpose_phase_as_conv) on cuda/pipelined_gemm.cuh
   CudaDepthwiseVectors,  // depthwise channels-last, zeros: each stride phase's conv on the channel-vector kernel
   CudaDepthwiseRows,  // depthwise 1-d, stride 1, zeros: the conv its one stride phase is on the rows kernel
@@ -667,6 +669,32 @@ inline bool cpu_gemm_col2im_nhwc(const ConvGeometry& g, bool channels_last, int6
          g.batch * g.conv_out_volume() >= kCol2imNhwcMinPositions && g.conv_out_sizes[0] * g.conv_out_sizes[1] > 1;
 }
 
+// An NCHW GEMM + col2im on the tiles (float32) over fewer than kCol2imNhwcMinPositions x positions in all (the batch's)
+// runs with a row of cols per x position (transpose_gemm_rows): vectors along y channels x taps (cols' row, at least
+// kCol2imRowsMinSpread), the weight read once in its own order. The NCHW GEMM puts its vectors along x's positions,
+// which on so few fill one or two vectors, and cuts them into tiles of whole x rows that each read the whole weight
+// (a batch-1 420 -> 221 7x7 input gradient over 5 x 5: 3 tiles of 10 or 5 positions, each 18 MB of weight). Each
+// thread takes runs of kCol2imRowsRunMinColumns columns or more; a row shorter than two runs runs on one thread, so
+// from kCol2imRowsMaxNarrowPositions positions, where the NCHW GEMM's vectors fill, it keeps the NCHW GEMM (it took
+// 1-d calls over 58-60 positions with rows of 72-162: 1.10-1.32x, seeds 9-12). AVX2's tiles (4 rows x 3 vectors of 8)
+// win only under kCol2imRowsMaxPositionsAvx2 positions (seeds 1-8: 7 calls there 0.37-0.88x; from 24 positions 12
+// calls 0.59-1.29x). Random layers' calls, float32, 2 cores, AVX-512, the op alone, interleaved against the path
+// before (benchmarks/RESULTS.md): 7 of seeds 1-4 and the suite 0.09-1.07x (geomean 0.51; 0.09 and 0.36 where torch's
+// transposed conv had taken the call), 15 of seeds 5-8 0.36-1.02x (0.73), 11 of seeds 9-12 0.31-0.89x (0.64), 11 of
+// seeds 13-16 (held out) 0.18-1.09x (0.69).
+constexpr int64_t kCol2imRowsMinSpread = 64;
+constexpr int64_t kCol2imRowsRunMinColumns = 128;
+constexpr int64_t kCol2imRowsMaxNarrowPositions = 32;
+constexpr int64_t kCol2imRowsMaxPositionsAvx2 = 24;
+inline bool cpu_gemm_col2im_rows(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes,
+                                 bool reduced_precision) {
+  const int64_t positions = g.batch * g.conv_out_volume(), spread = g.conv_in_channels_per_group() * g.kernel_volume();
+  const int64_t max_positions = isa >= CpuIsa::Avx512 ? kCol2imNhwcMinPositions : kCol2imRowsMaxPositionsAvx2;
+  return !channels_last && element_bytes == 4 && !reduced_precision && positions < max_positions &&
+         spread >= kCol2imRowsMinSpread &&
+         (positions < kCol2imRowsMaxNarrowPositions || spread >= 2 * kCol2imRowsRunMinColumns);
+}
+
 // Whether a float32 transposed conv that the blocked kernel takes (zeros, or folded from the full transposed conv)
 // runs the convs its stride phases are on conv's tap tiles instead: vectors along y's positions, where the blocked
 // kernel's vectors along y's channels leave lanes empty. At stride 1, or on AVX-512 channels-last with a stride (each
@@ -1046,11 +1074,14 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
   }
   const bool tiles = cpu_reduction_tiles(isa, element_bytes), avx512 = isa >= CpuIsa::Avx512;
   const bool nhwc = tiles && cpu_gemm_col2im_nhwc(g, channels_last, element_bytes, reduced_precision);
+  const bool rows = tiles && cpu_gemm_col2im_rows(g, channels_last, isa, element_bytes, reduced_precision);
   const ConvTransposePath gemm_col2im = !tiles ? ConvTransposePath::CpuGemmCol2im
                                         : avx512 ? (nhwc ? ConvTransposePath::CpuGemmCol2imNhwcAvx512
-                                                         : ConvTransposePath::CpuGemmCol2imAvx512)
+                                                    : rows ? ConvTransposePath::CpuGemmCol2imRowsAvx512
+                                                           : ConvTransposePath::CpuGemmCol2imAvx512)
                                                  : (nhwc ? ConvTransposePath::CpuGemmCol2imNhwcAvx2
-                                                         : ConvTransposePath::CpuGemmCol2imAvx2);
+                                                    : rows ? ConvTransposePath::CpuGemmCol2imRowsAvx2
+                                                           : ConvTransposePath::CpuGemmCol2imAvx2);
   if (blocked && (!folded || (!reduced_precision && folded_transpose_fits(g))) && weight_finite()) {
     if (cpu_phase_planes_over_blocked(g, channels_last, isa, element_bytes)) {
       return ConvTransposePath::CpuPhasePlanesAvx512;
@@ -1132,7 +1163,9 @@ ConvTransposePath choose_conv_transpose_path(const ConvGeometry& g, Backend back
   //   'same' input gradient over 8 x 8: 2.3-4.1x torch's time), and GEMM + col2im whose y channels x taps per group
   //   (cols' rows) outnumber x's channels per group more than kCol2imMaxRowsPerChannel times, where col2im's scatter
   //   outweighs the GEMM (6 calls with 6.1-364 rows per x channel: 1.07-2.22x; 14 with 0.04-2.5, 0.23-0.97x; 3 with
-  //   6.9-280 had been faster, 0.19-0.94x). Set on seeds 1-8: no seed was held out of the col2im bound.
+  //   6.9-280 had been faster, 0.19-0.94x). Set on seeds 1-8: no seed was held out of the col2im bound. The GEMM
+  //   with a row of cols per x position (cpu_gemm_col2im_rows) keeps its calls: the two such calls torch had taken ran
+  //   there in 0.09x and 0.36x torch's time (a 367 -> 300 7x7x7 over one x position: 74.2 -> 6.4 ms).
   // - otherwise torch, except where fastpad's phase planes run with a stride: oneDNN's strided deconvolution is slow
   //   there (HiFi-GAN k4 s2 over 2048 samples: torch 2.4x fastpad's time), while at stride 1 (resnet50 k3 64 channels
   //   @56: fastpad 1.37x torch's) and where fastpad takes GEMM + col2im (HiFi-GAN k16 s8 over 32 samples: fastpad
@@ -1430,6 +1463,8 @@ inline const char* path_name(ConvTransposePath path) {
     case ConvTransposePath::CpuGemmCol2imAvx512: return "cpu_gemm_col2im_avx512";
     case ConvTransposePath::CpuGemmCol2imNhwcAvx2: return "cpu_gemm_col2im_nhwc_avx2";
     case ConvTransposePath::CpuGemmCol2imNhwcAvx512: return "cpu_gemm_col2im_nhwc_avx512";
+    case ConvTransposePath::CpuGemmCol2imRowsAvx2: return "cpu_gemm_col2im_rows_avx2";
+    case ConvTransposePath::CpuGemmCol2imRowsAvx512: return "cpu_gemm_col2im_rows_avx512";
     case ConvTransposePath::CudaPipelinedGemm: return "cuda_pipelined_gemm";
     case ConvTransposePath::CudaDepthwiseVectors: return "cuda_depthwise_vectors";
     case ConvTransposePath::CudaDepthwiseRows: return "cuda_depthwise_rows";

@@ -426,6 +426,11 @@ for isa in ("avx2", "avx512"):
     CODE_PATHS[f"2d_nchw_input_gradient_on_channels_last_gemm_{isa}"] = _path(
         False, (16, 16), 48, 24, 5, stride=2, isa=isa,
         kernels=_kernels(f"cpu_blocked_{isa}", f"cpu_gemm_col2im_nhwc_{isa}", f"cpu_phase_planes_{isa}"))
+    # An NCHW stride-3 conv from 45 channels over 9 x 9 to 60: its input gradient (2 images of 3 x 3 x positions,
+    # 45 x 49 y channels x taps per row of cols) runs the GEMM + col2im with a row of cols per x position.
+    CODE_PATHS[f"2d_nchw_input_gradient_rows_{isa}"] = _path(
+        False, (9, 9), 45, 60, 7, stride=3, padding_mode="reflect", isa=isa,
+        kernels=_kernels(f"cpu_blocked_{isa}", f"cpu_gemm_col2im_rows_{isa}", f"cpu_phase_planes_rows_{isa}"))
     # An NCHW conv over 2 images of 6 x 6 positions to 40 channels: its weight gradient reduces 72 positions, at most
     # twice its output channels, and writes the gradient's rows in place (cpu_weight_grad_rows).
     CODE_PATHS[f"2d_nchw_weight_gradient_rows_{isa}"] = _path(

@@ -350,8 +350,9 @@ def test_16_bit_output_accumulates_a_few_images_at_a_time(groups, channels_last)
 # (size, x channels, y channels, kernel, stride, groups, layout, dtype, batch): images of few x positions, where the
 # CPU's GEMM + col2im runs one GEMM over several whole images (up to an even share of the images per thread), 1-3
 # dims. 15 and 16 images of 36 and 40 positions are runs evened out between the threads (at most 7 and 6 images per
-# run: 4 runs of 4, not 7 + 7 + 2 or 6 + 6 + 4).
-FEW_POSITIONS = [((4,), 24, 20, 5, 3, 1, "contiguous", torch.float32, 7),
+# run: 4 runs of 4, not 7 + 7 + 2 or 6 + 6 + 4). The NCHW float32 cases keep the NCHW GEMM: 12 y channels x 5 taps
+# (under kernel_paths.h's cpu_gemm_col2im_rows's 64) and 576 positions.
+FEW_POSITIONS = [((4,), 24, 12, 5, 3, 1, "contiguous", torch.float32, 7),
                  ((3, 3), 16, 12, 2, 2, 4, "channels_last", torch.float32, 7),
                  ((3, 2), 12, 10, 3, 2, 2, "contiguous", torch.float64, 7),
                  ((2, 3, 2), 8, 6, 3, 2, 1, "channels_last", torch.float64, 7),
@@ -555,14 +556,14 @@ def test_channels_last_col2im_threads_own_y_positions(size, c_x, c_y, kernel, st
 
 # (x size, x channels, y channels, kernel, stride, pads, groups, batch, mode, takes the channels-last copies) of NCHW
 # problems on the GEMM + col2im around kernel_paths.h's cpu_gemm_col2im_nhwc bounds: 16 y channels per group and
-# 1024 y channels x taps, 64 x positions over the batch, more than one x row; zeros transposed convs and the input
-# gradients of reflect and circular convs (folds in the channels-last col2im), 2-3 dims, grouped.
+# 1024 y channels x taps, 64 x positions over the batch (fewer: NCHW_COL2IM_ROWS below), more than one x row; zeros
+# transposed convs and the input gradients of reflect and circular convs (folds in the channels-last col2im), 2-3
+# dims, grouped.
 NCHW_COL2IM = [((9, 9), 100, 48, 5, 1, ((2, 2), (2, 2)), 1, 1, "replicate", True),  # 48 x 25: 1200 per row
                ((9, 9), 100, 40, 5, 1, ((2, 2), (2, 2)), 1, 1, "replicate", False),  # 40 x 25 = 1000
                ((8, 8), 24, 48, 5, 2, ((2, 1), (1, 2)), 1, 2, "zeros", True),
                ((8, 8), 24, 15, 9, 2, ((4, 4), (4, 4)), 1, 2, "zeros", False),  # 15 y channels
                ((8, 8), 24, 48, 5, 2, ((2, 1), (1, 2)), 1, 1, "zeros", True),  # 64 x positions
-               ((7, 7), 24, 48, 5, 2, ((2, 1), (1, 2)), 1, 1, "zeros", False),  # 49
                ((2, 40), 24, 48, 5, 2, ((2, 2), (2, 1)), 1, 2, "zeros", True),
                ((1, 200), 24, 48, (1, 25), 2, ((0, 0), (12, 12)), 1, 2, "zeros", False),  # one x row
                ((12, 10), 32, 64, 6, 2, ((2, 3), (2, 3)), 2, 3, "reflect", True),  # 2 groups of 32 x 36
@@ -586,6 +587,56 @@ def test_nchw_col2im_on_channels_last_copies(size, c_x, c_y, kernel, stride, pad
                 path = torch.ops.fastpad._conv_transpose_path(x, w, b, [stride] * nd, crop_lo, out_size, [1] * nd,
                                                               groups, "zeros", "cpu")
                 assert path == expected_path, (isa, path)
+                y = check_conv_transpose(x, w, b, stride=stride, padding=pads, groups=groups)
+                assert y.is_contiguous()
+                continue
+            x, w, _ = conv_inputs(size, c_y, c_x, kernel, groups, batch, bias=False, dtype=torch.float32)
+            grad = check_input_gradient(x, w, stride, pads, mode, groups, torch.contiguous_format, expected_path, isa)
+            assert grad.is_contiguous()
+
+
+# (x size, x channels, y channels, kernel, stride, pads, groups, batch, mode, the kernels at AVX2 and AVX-512) of NCHW
+# problems on the GEMM + col2im around kernel_paths.h's cpu_gemm_col2im_rows bounds: under 64 x positions over the
+# batch (AVX2: 24), 64 or more y channels x taps per group, and 256 from 32 positions; zeros transposed convs (x size:
+# the transposed conv's input) and the input gradients of the other modes' convs (size: the conv's input, its output
+# x), 1-3 dims, grouped, rows spanning images, runs of y channels of unequal length (83 in 8 runs on 2 threads) and
+# runs set by the column buffer (400 x 125 taps x 21 positions).
+NCHW_COL2IM_ROWS = [((4, 4), 96, 83, 5, 2, ((2, 1), (1, 2)), 1, 2, "zeros", ("", "rows")),  # 32 positions, 2075 a row
+                    ((4, 4), 96, 83, 5, 2, ((2, 1), (1, 2)), 1, 4, "zeros", ("nhwc", "nhwc")),  # 64 positions
+                    ((7, 7), 24, 48, 5, 2, ((2, 1), (1, 2)), 1, 1, "zeros", ("", "rows")),  # 49
+                    ((7,), 30, 13, 5, 2, ((2, 2),), 1, 3, "zeros", ("rows", "rows")),  # 21 positions, 65 a row
+                    ((7,), 30, 12, 5, 2, ((2, 2),), 1, 3, "zeros", ("", "")),  # 60 a row
+                    ((8,), 30, 50, 5, 2, ((2, 2),), 1, 4, "zeros", ("", "")),  # 32 positions, 250 a row
+                    ((8,), 30, 52, 5, 2, ((2, 2),), 1, 4, "zeros", ("", "rows")),  # 260
+                    ((1, 3, 7), 16, 400, 5, 2, ((2, 1), (1, 2), (2, 2)), 1, 1, "zeros", ("rows", "rows")),
+                    ((13, 13), 60, 45, 7, 3, ((3, 3), (3, 3)), 1, 1, "reflect", ("", "rows")),  # 5 x 5 x positions
+                    ((11, 11), 60, 45, 7, 3, ((3, 3), (3, 3)), 1, 1, "reflect", ("rows", "rows")),  # 4 x 4
+                    ((6, 6), 32, 24, 3, 2, ((1, 1), (1, 1)), 2, 2, "circular", ("rows", "rows")),  # groups of 12 x 9
+                    ((5, 5, 5), 16, 20, 3, 2, ((1, 1), (1, 1), (1, 1)), 1, 1, "replicate", ("", "rows")),  # 27
+                    ((4, 4, 4), 16, 20, 3, 2, ((1, 1), (1, 1), (1, 1)), 1, 1, "replicate", ("rows", "rows"))]  # 8
+
+
+@pytest.mark.parametrize("size, c_x, c_y, kernel, stride, pads, groups, batch, mode, kernels", NCHW_COL2IM_ROWS)
+def test_nchw_col2im_with_a_row_per_x_position(size, c_x, c_y, kernel, stride, pads, groups, batch, mode, kernels):
+    """NCHW transposed convs over few x positions whose GEMM + col2im puts a row of cols per x position and its vectors
+    along y channels x taps (cpu_gemm_col2im_rows_avx2/_avx512) and, past each bound, the kernel there (the NCHW one,
+    or the channels-last one on copies): the path at AVX2 and this CPU's ISA, float32 against the float64 reference
+    (zeros) or float64 autograd (the other modes' input gradients), outputs poisoned first; bfloat16 keeps the NCHW
+    GEMM."""
+    nd = len(size)
+    for isa in tiles_isas():
+        with cpu_isa_limit(isa):
+            plain = reduction_tiles_kernel("cpu_gemm_col2im", torch.float32)
+            kernel_name = kernels[isa != "avx2"]
+            expected_path = plain.replace("col2im_", f"col2im_{kernel_name}_") if kernel_name else plain
+            if mode == "zeros":
+                x, w, b = conv_inputs(size, c_x, c_y, kernel, groups, batch, transposed=True, dtype=torch.float32)
+                crop_lo, out_size = resolve_crops(pads, size, as_tuple(kernel, nd), (stride,) * nd, (1,) * nd, 0)
+                args = ([stride] * nd, crop_lo, out_size, [1] * nd, groups, "zeros", "cpu")
+                assert torch.ops.fastpad._conv_transpose_path(x, w, b, *args) == expected_path, isa
+                if kernel_name == "rows":
+                    assert torch.ops.fastpad._conv_transpose_path(x.bfloat16(), w.bfloat16(), b.bfloat16(),
+                                                                  *args) == plain, isa
                 y = check_conv_transpose(x, w, b, stride=stride, padding=pads, groups=groups)
                 assert y.is_contiguous()
                 continue

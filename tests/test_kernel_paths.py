@@ -49,7 +49,8 @@ def test_every_cpu_kernel_path_is_reached():
                                                     "cpu_phase_planes", "cpu_phase_planes_avx2",
                                                     "cpu_phase_planes_avx512", "cpu_gemm_col2im",
                                                     "cpu_gemm_col2im_avx2", "cpu_gemm_col2im_avx512",
-                                                    "cpu_gemm_col2im_nhwc_avx2", "cpu_gemm_col2im_nhwc_avx512")}
+                                                    "cpu_gemm_col2im_nhwc_avx2", "cpu_gemm_col2im_nhwc_avx512",
+                                                    "cpu_gemm_col2im_rows_avx2", "cpu_gemm_col2im_rows_avx512")}
     every |= {("conv_weight_grad", name) for name in ("cpu_depthwise", "cpu_depthwise_avx512", "cpu_depthwise_repeated",
                                                       "cpu_depthwise_repeated_avx512", "cpu_depthwise_channel_blocks",
                                                       "cpu_depthwise_channel_blocks_avx512", "cpu_tap_dots",

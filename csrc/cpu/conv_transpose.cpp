@@ -6,7 +6,7 @@
 // direct kernels of depthwise.cpp; the convs its stride phases are on the blocked kernels (cpu/blocked_conv.h), in
 // another mode than zeros over the full output, then folded (fold_padding);
 // for NCHW problems with enough channels and positions, the adjoint of conv's tap GEMMs over phase planes; else a
-// GEMM and col2im.
+// GEMM and col2im (with a row of columns per x position where x has few).
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -366,6 +366,81 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
     std::vector<acc_t> cols(cols_size), x_gathered(gathered_size);
     for (int64_t item = 0; item < items; ++item) run_item(item, cols, x_gathered);
   }
+}
+
+// NCHW with few x positions (kernel_paths.h's cpu_gemm_col2im_rows): cols with a row per x position,
+// cols[t, (c, taps)] = x^T W over every image's positions at once, the weight read in its own order with vectors along
+// y channels x taps, where the NCHW GEMM above puts its vectors along x's few positions (a tile of 10 of them per pass
+// over the whole weight, for rows of cols of 10 829). Per group and run of y channels (a thread's own slice of y): the
+// run's columns of the GEMM, then their col2im, while they are in cache; the weight is read once in all.
+void transpose_gemm_rows(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, at::Tensor& y_acc,
+                         ReductionTilesKernel tiles) {
+  TORCH_INTERNAL_ASSERT(y_acc.scalar_type() == at::kFloat && y_acc.is_contiguous());
+  const int64_t groups = g.groups, x_per_group = g.conv_out_channels_per_group(),
+                y_per_group = g.conv_in_channels_per_group(), taps = g.kernel_volume();
+  const int64_t spread = y_per_group * taps, x_volume = g.conv_out_volume(), positions = g.batch * x_volume;
+  const int64_t y_h = g.conv_in_sizes[1], y_w = g.conv_in_sizes[2], x_h = g.conv_out_sizes[1], x_w = g.conv_out_sizes[2];
+  const at::Tensor w = weight.to(at::kFloat).contiguous().view({groups, x_per_group, spread});
+  // a[t, d] = x's channel d at position t (over the batch), each group's rows of its channels together.
+  const at::Tensor x_rows =
+      x.to(at::kFloat).reshape({g.batch, groups, x_per_group, x_volume}).permute({1, 0, 3, 2}).contiguous();
+  // Runs of y channels whose columns of cols for every position fit kColumnBufferBytes, and kRowsRunsPerThread per
+  // thread over the groups (a batch-1 420 -> 221 input gradient in 3 runs on 2 threads spent as long waiting as
+  // multiplying) where each keeps kCol2imRowsRunMinColumns columns or more (two columns of the tiles' 4 vectors), a
+  // whole number per thread where one group has several, evened out.
+  constexpr int64_t kRowsRunsPerThread = 4;
+  const int64_t threads = at::get_num_threads();
+  const int64_t run_bytes = positions * taps * static_cast<int64_t>(sizeof(float));
+  int64_t parallel_runs =
+      std::min(ceil_div(kRowsRunsPerThread * threads, groups), spread / kCol2imRowsRunMinColumns);
+  if (groups == 1 && parallel_runs > threads) parallel_runs -= parallel_runs % threads;
+  const int64_t wanted_runs = std::max(parallel_runs, ceil_div(y_per_group * run_bytes, kColumnBufferBytes));
+  const int64_t run_channels = ceil_div(y_per_group, std::clamp<int64_t>(wanted_runs, 1, y_per_group));
+  const int64_t runs = ceil_div(y_per_group, run_channels);
+  // The y column of x column ow's tap kw at [kw * x_w + ow] (-1: none).
+  std::vector<int64_t> w_sources;
+  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+    for (int64_t ow = 0; ow < x_w; ++ow) w_sources.push_back(g.tap_source(2, ow, kw));
+  }
+  const float* w_data = w.const_data_ptr<float>();
+  const float* x_data = x_rows.const_data_ptr<float>();
+  float* y_data = y_acc.mutable_data_ptr<float>();
+  at::parallel_for(0, groups * runs, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> cols(positions * run_channels * taps);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t group = item / runs, c0 = item % runs * run_channels;
+      const int64_t channels = std::min(run_channels, y_per_group - c0), columns = channels * taps;
+      ReductionTiles product{x_data + group * positions * x_per_group, x_per_group, 1,
+                             w_data + group * x_per_group * spread + c0 * taps, spread, cols.data(), columns,
+                             positions, columns, x_per_group};
+      product.overwrite = true;
+      tiles(product);
+      for (int64_t n = 0; n < g.batch; ++n) {
+        for (int64_t c = 0; c < channels; ++c) {
+          float* plane = y_data + (n * g.conv_in_channels + group * y_per_group + c0 + c) * g.conv_in_volume();
+          const float* image_cols = cols.data() + n * x_volume * columns + c * taps;  // position 0's taps of c
+          for (int64_t row = 0; row < g.conv_out_sizes[0] * x_h; ++row) {
+            const int64_t od = row / x_h, oh = row % x_h;
+            for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+              const int64_t pd = g.tap_source(0, od, kd);
+              for (int64_t kh = 0; kh < g.kernel[1] && pd >= 0; ++kh) {
+                const int64_t ph = g.tap_source(1, oh, kh);
+                if (ph < 0) continue;
+                float* y_row = plane + (pd * y_h + ph) * y_w;
+                const float* src = image_cols + row * x_w * columns + (kd * g.kernel[1] + kh) * g.kernel[2];
+                for (int64_t ow = 0; ow < x_w; ++ow, src += columns) {
+                  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                    const int64_t pw = w_sources[kw * x_w + ow];
+                    if (pw >= 0) y_row[pw] += src[kw];
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  });
 }
 
 // NCHW with enough channels on both sides, the adjoint of conv.cpp's tap GEMMs, per (image, group): for each band
@@ -735,6 +810,12 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
           break;
         case ConvTransposePath::CpuGemmCol2imAvx512:
           transpose_gemm<scalar_t>(gc, xc, weight, y_acc, channels_last, &reduction_tiles_avx512);
+          break;
+        case ConvTransposePath::CpuGemmCol2imRowsAvx2:
+          transpose_gemm_rows(gc, xc, weight, y_acc, &reduction_tiles_avx2);
+          break;
+        case ConvTransposePath::CpuGemmCol2imRowsAvx512:
+          transpose_gemm_rows(gc, xc, weight, y_acc, &reduction_tiles_avx512);
           break;
         case ConvTransposePath::CpuGemmCol2imNhwcAvx2:
         case ConvTransposePath::CpuGemmCol2imNhwcAvx512: {
