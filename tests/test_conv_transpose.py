@@ -576,23 +576,32 @@ def test_nchw_col2im_on_channels_last_copies(size, c_x, c_y, kernel, stride, pad
     (cpu_gemm_col2im_nhwc_avx2/_avx512) and, past each bound, the NCHW one: the path at AVX2 and this CPU's ISA,
     float32, against the float64 reference (zeros; crops torch's own transposed conv cannot express) or float64
     autograd (the other modes' input gradients); outputs poisoned first, and the output NCHW."""
-    nd = len(size)
     for isa in tiles_isas():
         with cpu_isa_limit(isa):
             plain = reduction_tiles_kernel("cpu_gemm_col2im", torch.float32)
             expected_path = plain.replace("col2im_", "col2im_nhwc_") if nhwc else plain
-            if mode == "zeros":
-                x, w, b = conv_inputs(size, c_x, c_y, kernel, groups, batch, transposed=True, dtype=torch.float32)
-                crop_lo, out_size = resolve_crops(pads, size, as_tuple(kernel, nd), (stride,) * nd, (1,) * nd, 0)
-                path = torch.ops.fastpad._conv_transpose_path(x, w, b, [stride] * nd, crop_lo, out_size, [1] * nd,
-                                                              groups, "zeros", "cpu")
-                assert path == expected_path, (isa, path)
-                y = check_conv_transpose(x, w, b, stride=stride, padding=pads, groups=groups)
-                assert y.is_contiguous()
-                continue
-            x, w, _ = conv_inputs(size, c_y, c_x, kernel, groups, batch, bias=False, dtype=torch.float32)
-            grad = check_input_gradient(x, w, stride, pads, mode, groups, torch.contiguous_format, expected_path, isa)
-            assert grad.is_contiguous()
+            check_nchw_col2im(size, c_x, c_y, kernel, stride, pads, groups, batch, mode, expected_path, isa)
+
+
+def check_nchw_col2im(size, c_x, c_y, kernel, stride, pads, groups, batch, mode, expected_path, isa,
+                      bfloat16_path=None):
+    """An NCHW float32 transposed conv (zeros: against the float64 reference) or the input gradient of a conv in
+    `mode` (against float64 autograd), its path asserted to be expected_path (and bfloat16's to be bfloat16_path
+    where given), outputs poisoned first, the output NCHW."""
+    nd = len(size)
+    if mode == "zeros":
+        x, w, b = conv_inputs(size, c_x, c_y, kernel, groups, batch, transposed=True, dtype=torch.float32)
+        crop_lo, out_size = resolve_crops(pads, size, as_tuple(kernel, nd), (stride,) * nd, (1,) * nd, 0)
+        args = ([stride] * nd, crop_lo, out_size, [1] * nd, groups, "zeros", "cpu")
+        assert torch.ops.fastpad._conv_transpose_path(x, w, b, *args) == expected_path, isa
+        if bfloat16_path:
+            assert torch.ops.fastpad._conv_transpose_path(x.bfloat16(), w.bfloat16(), b.bfloat16(),
+                                                          *args) == bfloat16_path, isa
+        assert check_conv_transpose(x, w, b, stride=stride, padding=pads, groups=groups).is_contiguous()
+        return
+    x, w, _ = conv_inputs(size, c_y, c_x, kernel, groups, batch, bias=False, dtype=torch.float32)
+    grad = check_input_gradient(x, w, stride, pads, mode, groups, torch.contiguous_format, expected_path, isa)
+    assert grad.is_contiguous()
 
 
 # (x size, x channels, y channels, kernel, stride, pads, groups, batch, mode, the kernels at AVX2 and AVX-512) of NCHW
@@ -623,26 +632,13 @@ def test_nchw_col2im_with_a_row_per_x_position(size, c_x, c_y, kernel, stride, p
     or the channels-last one on copies): the path at AVX2 and this CPU's ISA, float32 against the float64 reference
     (zeros) or float64 autograd (the other modes' input gradients), outputs poisoned first; bfloat16 keeps the NCHW
     GEMM."""
-    nd = len(size)
     for isa in tiles_isas():
         with cpu_isa_limit(isa):
             plain = reduction_tiles_kernel("cpu_gemm_col2im", torch.float32)
             kernel_name = kernels[isa != "avx2"]
             expected_path = plain.replace("col2im_", f"col2im_{kernel_name}_") if kernel_name else plain
-            if mode == "zeros":
-                x, w, b = conv_inputs(size, c_x, c_y, kernel, groups, batch, transposed=True, dtype=torch.float32)
-                crop_lo, out_size = resolve_crops(pads, size, as_tuple(kernel, nd), (stride,) * nd, (1,) * nd, 0)
-                args = ([stride] * nd, crop_lo, out_size, [1] * nd, groups, "zeros", "cpu")
-                assert torch.ops.fastpad._conv_transpose_path(x, w, b, *args) == expected_path, isa
-                if kernel_name == "rows":
-                    assert torch.ops.fastpad._conv_transpose_path(x.bfloat16(), w.bfloat16(), b.bfloat16(),
-                                                                  *args) == plain, isa
-                y = check_conv_transpose(x, w, b, stride=stride, padding=pads, groups=groups)
-                assert y.is_contiguous()
-                continue
-            x, w, _ = conv_inputs(size, c_y, c_x, kernel, groups, batch, bias=False, dtype=torch.float32)
-            grad = check_input_gradient(x, w, stride, pads, mode, groups, torch.contiguous_format, expected_path, isa)
-            assert grad.is_contiguous()
+            check_nchw_col2im(size, c_x, c_y, kernel, stride, pads, groups, batch, mode, expected_path, isa,
+                              bfloat16_path=plain if kernel_name == "rows" else None)
 
 
 # (x size, x channels, y channels, kernel, groups, stride, channels-last, mode, the kernels at AVX2 and AVX-512) of
