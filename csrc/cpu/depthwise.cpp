@@ -42,27 +42,17 @@ inline int64_t channel_block(int64_t channels, int64_t lanes) {
 
 constexpr int64_t kVecBlock = 4;
 
-// out[t] += sum over taps k of w[k] * taps[k][t], for t in [0, n), n a multiple of the vector size: kVecBlock
-// vectors of accumulators stay in registers while every tap is read once per block. kMasked: only where
-// keeps[k][t] (all bits set or clear), so that a masked product adds exactly nothing even when a weight is inf or nan.
-template <bool kMasked = false, typename acc_t>
-void add_taps(acc_t* out, const std::vector<acc_t*>& taps, const acc_t* w, int64_t n,
-              const std::vector<const acc_t*>& keeps = {}) {
+// out[t] += sum over taps k of w[k] * taps[k][t], for t in [0, n), n a multiple of the vector size, only where
+// keeps[k][t] (all bits set or clear), so that a masked product adds exactly nothing even when a weight is inf or nan:
+// kVecBlock vectors of accumulators stay in registers while every tap is read once per block. (Unmasked:
+// add_taps_to_outputs below.)
+template <typename acc_t>
+void add_masked_taps(acc_t* out, const std::vector<acc_t*>& taps, const acc_t* w, int64_t n,
+                     const std::vector<const acc_t*>& keeps) {
   using Vec = at::vec::Vectorized<acc_t>;
   constexpr int64_t V = Vec::size();
-  const auto product = [&](size_t k, const Vec& wk, int64_t i) {
-    if constexpr (kMasked) {
-      return (wk * Vec::loadu(taps[k] + i)) & Vec::loadu(keeps[k] + i);
-    } else {
-      return wk * Vec::loadu(taps[k] + i);
-    }
-  };
   const auto add = [&](size_t k, const Vec& wk, int64_t i, const Vec& acc) {
-    if constexpr (kMasked) {
-      return acc + product(k, wk, i);
-    } else {
-      return at::vec::fmadd(wk, Vec::loadu(taps[k] + i), acc);
-    }
+    return acc + ((wk * Vec::loadu(taps[k] + i)) & Vec::loadu(keeps[k] + i));
   };
   int64_t t = 0;
   for (; t + kVecBlock * V <= n; t += kVecBlock * V) {
@@ -81,14 +71,15 @@ void add_taps(acc_t* out, const std::vector<acc_t*>& taps, const acc_t* w, int64
   }
 }
 
-// add_taps for kOuts output bands at once (out + j * out_stride, their weights w + j * w_stride, j < kOuts): each tap
-// vector is loaded once for all of them, where add_taps per output channel loaded it once per channel. kBlock vectors
-// of positions x kOuts accumulators, the tap vectors and a weight stay within AVX2's 16 registers.
+// out[t] += sum over taps k of w[k] * taps[k][t] (t in [0, n), n a multiple of the vector size) for kOuts output bands
+// at once (out + j * out_stride, their weights w + j * w_stride, j < kOuts): each tap vector is loaded once for all of
+// them, where a pass per output channel loaded it once per channel. kBlock vectors of positions x kOuts accumulators,
+// the tap vectors and a weight stay within AVX2's 16 registers (one band: kVecBlock vectors).
 template <int64_t kOuts, typename acc_t>
 void add_taps_to_outputs(acc_t* out, int64_t out_stride, const std::vector<acc_t*>& taps, const acc_t* w,
                          int64_t w_stride, int64_t n) {
   using Vec = at::vec::Vectorized<acc_t>;
-  constexpr int64_t V = Vec::size(), kBlock = kOuts <= 2 ? 4 : kOuts == 3 ? 3 : 2;
+  constexpr int64_t V = Vec::size(), kBlock = kOuts <= 2 ? kVecBlock : kOuts == 3 ? 3 : 2;
   const auto block = [&](int64_t t, auto vectors) {
     constexpr int64_t kVectors = decltype(vectors)::value;
     Vec acc[kOuts][kVectors];
@@ -227,7 +218,7 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
               acc_t* out_j = out.data() + j * band_size;
               const acc_t* w_j = &weights[(j * g.kernel[0] + kd) * weights_per_kd];
               switch (std::min(kOutputBlock, m - j)) {
-                case 1: add_taps(out_j, slot_taps[s], w_j, n_pos); break;
+                case 1: add_taps_to_outputs<1>(out_j, band_size, slot_taps[s], w_j, w_stride, n_pos); break;
                 case 2: add_taps_to_outputs<2>(out_j, band_size, slot_taps[s], w_j, w_stride, n_pos); break;
                 case 3: add_taps_to_outputs<3>(out_j, band_size, slot_taps[s], w_j, w_stride, n_pos); break;
                 default: add_taps_to_outputs<4>(out_j, band_size, slot_taps[s], w_j, w_stride, n_pos); break;
@@ -322,9 +313,9 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
               if (phase_x[p].empty()) continue;
               const acc_t* w_kd = phase_weights[p].data() + kd * phase_x[p].size();
               if (masked) {
-                add_taps<true>(planes.phase_plane(p), phase_x[p], w_kd, planes.plane_positions(band), phase_keep[p]);
+                add_masked_taps(planes.phase_plane(p), phase_x[p], w_kd, planes.plane_positions(band), phase_keep[p]);
               } else {
-                add_taps(planes.phase_plane(p), phase_x[p], w_kd, planes.plane_positions(band));
+                add_taps_to_outputs<1>(planes.phase_plane(p), 0, phase_x[p], w_kd, 0, planes.plane_positions(band));
               }
             }
             planes.scatter_add(y_acc + plane * g.conv_in_volume() + id * slice, band);
