@@ -128,11 +128,8 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
   for (int64_t kw = 0; !channels_last && kw < g.kernel[2]; ++kw) {
     whole_rows.emplace_back(y_w, g.tap_position(2, 0, kw), g.stride[2], x_w, g.mode);
   }
-  // Channels-last: the y column of x column ow's tap kw at [kw * x_w + ow] (-1: none).
-  std::vector<int64_t> w_sources;
-  for (int64_t kw = 0; channels_last && kw < g.kernel[2]; ++kw) {
-    for (int64_t ow = 0; ow < x_w; ++ow) w_sources.push_back(g.tap_source(2, ow, kw));
-  }
+  // Channels-last: the y column of x column ow's tap kw (-1: none).
+  const std::vector<int64_t> w_sources = channels_last ? tap_columns(g, x_w) : std::vector<int64_t>();
   // f(od, oh, ow_begin, ow_end, first_pixel) for each x row's part in the pixels [pixel_begin, pixel_begin + count)
   // of an image (first_pixel: the index of (od, oh, ow_begin) among them); both layouts' col2im walk tiles this way.
   const auto for_each_x_row = [&](int64_t pixel_begin, int64_t count, auto&& f) {
@@ -299,7 +296,7 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
                   const acc_t* src =
                       cols_image + (first_pixel + ow - ow_begin) * spread_pitch + first_tap * y_per_group;
                   for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                    const int64_t pw = w_sources[kw * x_w + ow];
+                    const int64_t pw = w_sources[ow * g.kernel[2] + kw];
                     if (pw < w_lo || pw >= w_hi) continue;  // -1 (a zero) is below w_lo
                     axpy(y_row + pw * g.conv_in_channels, acc_t(1), src + kw * y_per_group, y_per_group);
                   }
@@ -379,7 +376,7 @@ void transpose_gemm_rows(const ConvGeometry& g, const at::Tensor& x, const at::T
   const int64_t groups = g.groups, x_per_group = g.conv_out_channels_per_group(),
                 y_per_group = g.conv_in_channels_per_group(), taps = g.kernel_volume();
   const int64_t spread = y_per_group * taps, x_volume = g.conv_out_volume(), positions = g.batch * x_volume;
-  const int64_t y_h = g.conv_in_sizes[1], y_w = g.conv_in_sizes[2], x_h = g.conv_out_sizes[1], x_w = g.conv_out_sizes[2];
+  const int64_t y_w = g.conv_in_sizes[2], x_h = g.conv_out_sizes[1], x_w = g.conv_out_sizes[2];
   const at::Tensor w = weight.to(at::kFloat).contiguous().view({groups, x_per_group, spread});
   // a[t, d] = x's channel d at position t (over the batch), each group's rows of its channels together.
   const at::Tensor x_rows =
@@ -397,11 +394,7 @@ void transpose_gemm_rows(const ConvGeometry& g, const at::Tensor& x, const at::T
   const int64_t wanted_runs = std::max(parallel_runs, ceil_div(y_per_group * run_bytes, kColumnBufferBytes));
   const int64_t run_channels = ceil_div(y_per_group, std::clamp<int64_t>(wanted_runs, 1, y_per_group));
   const int64_t runs = ceil_div(y_per_group, run_channels);
-  // The y column of x column ow's tap kw at [kw * x_w + ow] (-1: none).
-  std::vector<int64_t> w_sources;
-  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-    for (int64_t ow = 0; ow < x_w; ++ow) w_sources.push_back(g.tap_source(2, ow, kw));
-  }
+  const std::vector<int64_t> w_sources = tap_columns(g, x_w);  // the y column of x column ow's tap kw (-1: none)
   const float* w_data = w.const_data_ptr<float>();
   const float* x_data = x_rows.const_data_ptr<float>();
   float* y_data = y_acc.mutable_data_ptr<float>();
@@ -420,22 +413,16 @@ void transpose_gemm_rows(const ConvGeometry& g, const at::Tensor& x, const at::T
           float* plane = y_data + (n * g.conv_in_channels + group * y_per_group + c0 + c) * g.conv_in_volume();
           const float* image_cols = cols.data() + n * x_volume * columns + c * taps;  // position 0's taps of c
           for (int64_t row = 0; row < g.conv_out_sizes[0] * x_h; ++row) {
-            const int64_t od = row / x_h, oh = row % x_h;
-            for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-              const int64_t pd = g.tap_source(0, od, kd);
-              for (int64_t kh = 0; kh < g.kernel[1] && pd >= 0; ++kh) {
-                const int64_t ph = g.tap_source(1, oh, kh);
-                if (ph < 0) continue;
-                float* y_row = plane + (pd * y_h + ph) * y_w;
-                const float* src = image_cols + row * x_w * columns + (kd * g.kernel[1] + kh) * g.kernel[2];
-                for (int64_t ow = 0; ow < x_w; ++ow, src += columns) {
-                  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                    const int64_t pw = w_sources[kw * x_w + ow];
-                    if (pw >= 0) y_row[pw] += src[kw];
-                  }
+            for_each_tap_row(g, row / x_h, row % x_h, [&](int64_t kd, int64_t kh, int64_t y_row_index) {
+              float* y_row = plane + y_row_index * y_w;
+              const float* src = image_cols + row * x_w * columns + (kd * g.kernel[1] + kh) * g.kernel[2];
+              const int64_t* sources = w_sources.data();
+              for (int64_t ow = 0; ow < x_w; ++ow, src += columns, sources += g.kernel[2]) {
+                for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                  if (sources[kw] >= 0) y_row[sources[kw]] += src[kw];
                 }
               }
-            }
+            });
           }
         }
       }

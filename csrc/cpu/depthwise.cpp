@@ -470,17 +470,6 @@ void tap_rows(const ConvGeometry& g, int64_t od, int64_t oh, std::vector<std::pa
   });
 }
 
-// columns[ow * kw_count + kw] for ow < width: the input column tap kw of output column ow reads (g.tap_source: -1 in
-// zero padding), -1 for the positions past out_w.
-std::vector<int64_t> tap_columns(const ConvGeometry& g, int64_t width) {
-  const int64_t kw_count = g.kernel[2];
-  std::vector<int64_t> columns(width * kw_count, -1);
-  for (int64_t ow = 0; ow < std::min(width, g.conv_out_sizes[2]); ++ow) {
-    for (int64_t kw = 0; kw < kw_count; ++kw) columns[ow * kw_count + kw] = g.tap_source(2, ow, kw);
-  }
-  return columns;
-}
-
 // Whether every tap of output columns [ow_begin, ow_end) reads inside the input row, at column ow * stride - pad_lo +
 // kw * dilation (no padding mode to resolve).
 bool taps_inside_row(const ConvGeometry& g, int64_t ow_begin, int64_t ow_end) {

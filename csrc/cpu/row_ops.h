@@ -151,6 +151,17 @@ void for_each_tap_row(const ConvGeometry& g, int64_t od, int64_t oh, const Body&
   }
 }
 
+// columns[ow * kw_count + kw] for ow < width: the input column tap kw of output column ow reads (g.tap_source: -1 in
+// zero padding), -1 for the positions past out_w.
+inline std::vector<int64_t> tap_columns(const ConvGeometry& g, int64_t width) {
+  const int64_t kw_count = g.kernel[2];
+  std::vector<int64_t> columns(width * kw_count, -1);
+  for (int64_t ow = 0; ow < std::min(width, g.conv_out_sizes[2]); ++ow) {
+    for (int64_t kw = 0; kw < kw_count; ++kw) columns[ow * kw_count + kw] = g.tap_source(2, ow, kw);
+  }
+  return columns;
+}
+
 // Calls body(tap, in_pixel) for every tap of output pixel (od, oh, ow) that reads the input side.
 template <typename Body>
 void for_each_tap_pixel(const ConvGeometry& g, int64_t od, int64_t oh, int64_t ow, const Body& body) {
