@@ -35,6 +35,7 @@ enum class ConvPath {
   CpuDepthwiseAvx512,          // the same, channels-last, its register tiles on AVX-512 (cpu_nhwc_tiles_avx512)
   CpuDepthwiseChannelBlocks,   // NCHW, multiplier 1: depthwise.cpp's channels-last tiles on blocks of channels
   CpuDepthwiseChannelBlocksAvx512,  // the same, blocks of 16 channels on AVX-512's tiles
+  CpuDepthwiseStridedPlanes,   // channels-last, fewer channels than a vector: the NCHW kernel, pixels C apart
   CpuGroupedExpanded,          // channels-last, few output channels per group: depthwise.cpp's kernel, expanded rows
   CpuGroupedExpandedAvx512,    // the same on AVX-512's tiles
   CpuGroupedPlanes,            // NCHW, few channels per group: depthwise.cpp's kernel, summed over a group's planes
@@ -69,6 +70,7 @@ enum class ConvTransposePath {
   CpuDepthwise,       // cpu/depthwise.cpp
   CpuDepthwiseChannelBlocks,  // NCHW depthwise, stride 1, zeros: the conv it is (flipped taps) on conv's channel blocks
   CpuDepthwiseChannelBlocksAvx512,  // the same on AVX-512's tiles
+  CpuDepthwiseStridedPlanes,  // channels-last, fewer channels than a vector: the NCHW kernel, pixels C apart
   CpuDepthwisePhases,  // channels-last depthwise, zeros: the convs its stride phases are on depthwise.cpp's tiles
   CpuDepthwisePhasesAvx512,  // the same on AVX-512's tiles
   CpuDepthwiseChannelBlockPhases,  // NCHW depthwise, zeros: the phases above on blocks of channels
@@ -102,6 +104,7 @@ enum class WeightGradPath {
   CpuDepthwiseRepeatedAvx512,  // the same, its sums on AVX-512
   CpuDepthwiseChannelBlocks,   // NCHW, multiplier 1: the channels-last row sums on blocks of channels
   CpuDepthwiseChannelBlocksAvx512,  // the same, blocks of 16 channels on AVX-512
+  CpuDepthwiseStridedPlanes,   // channels-last, fewer channels than a vector: the NCHW kernel, pixels C apart
   CpuTapDots,              // NCHW, few output channels per group: depthwise.cpp's kernel, over R input channels
   CpuPhasePlanes,          // NCHW: chunked GEMM reductions over phase-plane columns (torch's GEMM)
   CpuPhasePlanesAvx2,      // the same, the GEMMs on cpu/reduction_tiles.h's AVX2 tiles (cpu_weight_grad_tiles)
@@ -144,6 +147,25 @@ inline bool cpu_depthwise(const ConvGeometry& g, bool channels_last, bool expand
   if (g.conv_in_channels_per_group() != 1) return false;
   if (!channels_last || g.conv_out_channels_per_group() == 1) return true;
   return expanded_rows && expanded_rows_bytes(g) <= kExpandedRowsMaxBytes;
+}
+
+// Whether a channels-last depthwise problem (one conv-input channel per group, any multiplier) with fewer output-side
+// channels than a 32-byte vector of the accumulation type (8 floats, 4 doubles) runs the NCHW kernels of
+// depthwise.cpp on the channels-last tensors themselves (cpu_depthwise_strided_planes): their phase planes gathered
+// from, their outputs stored to and scattered onto, pixels C elements apart. The channels-last kernels' vectors run
+// along a pixel's channels, and below a vector their tiles give way to a loop per pixel that loads and stores the
+// accumulators at every tap; the NCHW kernels' vectors run along the planes' rows. For all three ops, so conv,
+// conv_transpose and conv_weight_grad of such a layer keep one layout. element_bytes: of the accumulation type.
+// Random channels-last layers, 2 cores (Zen 4), each op alone, interleaved against the kernels before (the per-pixel
+// loops of conv_nhwc, of the depthwise phases and of weight_grad_nhwc, and the scatter; benchmarks/RESULTS.md):
+// float32 on AVX-512 0.06-0.10x their time on the 6 calls of seeds 1-8 (seed 5's random029, 7 channels k7 over
+// 3 x 65 x 65: 1.93 -> 0.15 ms forward) and 0.03-1.24x on 27 of seeds 9-24 (geomean 0.24; above 1.0 a 9 us weight
+// gradient and a 75 us 3-d conv, 1.04x); AVX2 0.03-1.48x on 33 calls of seeds 1-24 (geomean 0.20; the 1.48x that
+// 9 us weight gradient), bfloat16 0.04-1.32x (0.19), float64 0.05-0.28x on 9.
+constexpr int64_t kStridedPlanesVectorBytes = 32;
+inline bool cpu_depthwise_strided_planes(const ConvGeometry& g, bool channels_last, int64_t element_bytes) {
+  return channels_last && g.conv_in_channels_per_group() == 1 &&
+         g.conv_out_channels * element_bytes < kStridedPlanesVectorBytes;
 }
 
 // Whether an NCHW depthwise conv with multiplier 1 runs on blocks of channels (cpu_depthwise_channel_blocks): per
@@ -914,6 +936,7 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   if (cpu_leaves_to_torch(g, channels_last, torch_pads_match(g), reduced_precision, isa, /*transposed=*/false)) {
     return ConvPath::CpuTorch;
   }
+  if (cpu_depthwise_strided_planes(g, channels_last, element_bytes)) return ConvPath::CpuDepthwiseStridedPlanes;
   const bool avx512_tiles = cpu_nhwc_conv_tiles_avx512(g, channels_last, isa, element_bytes, reduced_precision);
   if (cpu_depthwise(g, channels_last, /*expanded_rows=*/true)) {
     if (cpu_depthwise_channel_blocks(g, channels_last, element_bytes, avx512_tiles)) {
@@ -1024,6 +1047,7 @@ inline bool cpu_phase_planes_over_blocked(const ConvGeometry& g, bool channels_l
 template <class WeightFinite>
 ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool channels_last, int64_t element_bytes,
                                                 bool reduced_precision, CpuIsa isa, WeightFinite&& weight_finite) {
+  if (cpu_depthwise_strided_planes(g, channels_last, element_bytes)) return ConvTransposePath::CpuDepthwiseStridedPlanes;
   // The tiles run over y's channels, those of the phase convs' output.
   const auto depthwise_phases = [&](bool folded) {
     const bool avx512_tiles = cpu_nhwc_conv_tiles_avx512(
@@ -1340,6 +1364,7 @@ inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend bac
     return g.conv_in_channels_per_group() == 1 ? WeightGradPath::CudaDepthwiseReduction
                                                : WeightGradPath::CudaSplitKGemm;
   }
+  if (cpu_depthwise_strided_planes(g, channels_last, element_bytes)) return WeightGradPath::CpuDepthwiseStridedPlanes;
   if (cpu_depthwise_weight_grad_channel_blocks(g, channels_last, element_bytes)) {
     return cpu_nhwc_tiles_avx512(g, channels_last, isa, element_bytes)
                ? WeightGradPath::CpuDepthwiseChannelBlocksAvx512
@@ -1394,6 +1419,7 @@ inline bool cpu_weight_grad_reads_channels_last(WeightGradPath path, const ConvG
                            path == WeightGradPath::CpuChannelsLastGemmAvx512 ||
                            path == WeightGradPath::CpuDepthwiseAvx512 || path == WeightGradPath::CpuDepthwiseRepeated ||
                            path == WeightGradPath::CpuDepthwiseRepeatedAvx512 ||
+                           path == WeightGradPath::CpuDepthwiseStridedPlanes ||
                            (path == WeightGradPath::CpuDepthwise &&
                             cpu_depthwise(g, channels_last, /*expanded_rows=*/cpu_depthwise_weight_grad_expanded(g))));
 }
@@ -1410,6 +1436,7 @@ inline const char* path_name(ConvPath path) {
     case ConvPath::CpuDepthwiseAvx512: return "cpu_depthwise_avx512";
     case ConvPath::CpuDepthwiseChannelBlocks: return "cpu_depthwise_channel_blocks";
     case ConvPath::CpuDepthwiseChannelBlocksAvx512: return "cpu_depthwise_channel_blocks_avx512";
+    case ConvPath::CpuDepthwiseStridedPlanes: return "cpu_depthwise_strided_planes";
     case ConvPath::CpuGroupedExpanded: return "cpu_grouped_expanded";
     case ConvPath::CpuGroupedExpandedAvx512: return "cpu_grouped_expanded_avx512";
     case ConvPath::CpuGroupedPlanes: return "cpu_grouped_planes";
@@ -1447,6 +1474,7 @@ inline const char* path_name(ConvTransposePath path) {
     case ConvTransposePath::CpuDepthwise: return "cpu_depthwise";
     case ConvTransposePath::CpuDepthwiseChannelBlocks: return "cpu_depthwise_channel_blocks";
     case ConvTransposePath::CpuDepthwiseChannelBlocksAvx512: return "cpu_depthwise_channel_blocks_avx512";
+    case ConvTransposePath::CpuDepthwiseStridedPlanes: return "cpu_depthwise_strided_planes";
     case ConvTransposePath::CpuDepthwisePhases: return "cpu_depthwise_phases";
     case ConvTransposePath::CpuDepthwisePhasesAvx512: return "cpu_depthwise_phases_avx512";
     case ConvTransposePath::CpuDepthwiseChannelBlockPhases: return "cpu_depthwise_channel_block_phases";
@@ -1483,6 +1511,7 @@ inline const char* path_name(WeightGradPath path) {
     case WeightGradPath::CpuDepthwiseRepeatedAvx512: return "cpu_depthwise_repeated_avx512";
     case WeightGradPath::CpuDepthwiseChannelBlocks: return "cpu_depthwise_channel_blocks";
     case WeightGradPath::CpuDepthwiseChannelBlocksAvx512: return "cpu_depthwise_channel_blocks_avx512";
+    case WeightGradPath::CpuDepthwiseStridedPlanes: return "cpu_depthwise_strided_planes";
     case WeightGradPath::CpuTapDots: return "cpu_tap_dots";
     case WeightGradPath::CpuPhasePlanes: return "cpu_phase_planes";
     case WeightGradPath::CpuPhasePlanesAvx2: return "cpu_phase_planes_avx2";

@@ -90,6 +90,14 @@ def tiles_kernel(path, isa=None, dtype=torch.float32, channels=16, weight_grad=F
     return f"{path}_avx512" if wide else path
 
 
+def strided_planes_or(path, dtype, channels):
+    """`path`, or cpu_depthwise_strided_planes where a channels-last depthwise problem has fewer output-side channels
+    (`channels`) than a 32-byte vector of its accumulation type (kernel_paths.h's cpu_depthwise_strided_planes: 8 in
+    float32 and bfloat16, 4 in float64), which runs the NCHW kernels over the channels-last tensors."""
+    accumulation_bytes = 8 if dtype == torch.float64 else 4
+    return "cpu_depthwise_strided_planes" if channels * accumulation_bytes < 32 else path
+
+
 def reduction_tiles_kernel(path, dtype):
     """A GEMM path (cpu_phase_planes of conv_transpose and conv_weight_grad, cpu_channels_last_gemm) as the current
     FASTPAD_CPU_ISA names it: its GEMMs on the reduction tiles of the ISA (path_avx2, path_avx512) for float
@@ -220,6 +228,13 @@ CODE_PATHS = {
     # on the channels-last tiles: a y row of 52 at stride 2 has 26 positions of each column phase.
     "2d_depthwise_channels_last_s2": _path(False, (50, 52), 16, 16, 3, groups=16, stride=2, channels_last=True,
                                            kernels=_kernels("cpu_depthwise", "cpu_depthwise_phases", "cpu_depthwise")),
+    # Under a 32-byte vector of channels (7 float32 channels), the three ops of a channels-last depthwise conv run the
+    # NCHW kernels over the channels-last tensors, pixels 7 apart.
+    "2d_depthwise_channels_last_few_channels": _path(False, (17, 19), 7, 7, 5, groups=7, stride=2, channels_last=True,
+                                                     padding_mode="reflect",
+                                                     kernels=_kernels("cpu_depthwise_strided_planes",
+                                                                      "cpu_depthwise_strided_planes",
+                                                                      "cpu_depthwise_strided_planes")),
     "2d_transposed_depthwise_channels_last": _path(True, (11, 12), 16, 16, 3, groups=16, channels_last=True,
                                                    kernels=_kernels("cpu_depthwise", "cpu_depthwise_phases",
                                                                     "cpu_depthwise")),

@@ -16,7 +16,7 @@ import fastpad
 from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.cases import ConvCase
 from fastpad.reference import output_and_grads
-from code_paths import cpu_isa_limit, reduction_tiles_kernel, require_isa
+from code_paths import cpu_isa_limit, reduction_tiles_kernel, require_isa, strided_planes_or
 from reference import (
     model_forward_backward,
     PADDING_MODES,
@@ -408,7 +408,8 @@ def channels_last(t):
 # (size, channels, multiplier, kernel, stride, dilation, pads, mode, expanded): channels-last depthwise weight
 # gradients with a multiplier, from x's rows expanded in place where the output rows hold 28 positions or more or the
 # output fewer than 64 (kernel_paths.h's cpu_depthwise_weight_grad_expanded: 31-wide rows, reflect with dilation 2; a
-# 3-d 3 x 4 x 5 output; under a vector of channels, 3 x 2), else from NCHW copies (rows of 12 at stride 2).
+# 3-d 3 x 4 x 5 output), else from NCHW copies (rows of 12 at stride 2); under a 32-byte vector of output channels
+# (3 x 2 in float32 and bfloat16) the NCHW kernel over the channels-last tensors (cpu_depthwise_strided_planes).
 MULTIPLIER_WEIGHT_GRADS = [((9, 31), 8, 3, 3, 1, 2, (2, 2), "reflect", True),
                            ((5, 6, 7), 16, 2, 3, 1, 1, (0, 0), "zeros", True),
                            ((12, 40), 3, 2, 5, 1, 1, (2, 2), "replicate", True),
@@ -431,7 +432,7 @@ def test_channels_last_depthwise_weight_gradients_with_a_multiplier(size, channe
     with cpu_isa_limit(isa):
         path = torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu")
         wide = isa == "avx512" and expanded and dtype != torch.float64 and c_out >= 16
-        assert path == "cpu_depthwise" + ("_avx512" if wide else ""), (size, path)
+        assert path == strided_planes_or("cpu_depthwise" + ("_avx512" if wide else ""), dtype, c_out), (size, path)
         poison(expected.shape, dtype)
         assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected, dtype, what="weight gradient")
 
@@ -538,7 +539,7 @@ def check_weight_gradient_over_a_long_sum(x, gy, weight_shape, groups, isa, path
 # 200 000 products each (random layer seed 2's random034: g7, 2 output channels per group, 1x1 over 6 x 189 x 189).
 LONG_DEPTHWISE_WEIGHT_GRADS = [(6, (189, 189), 7, 2, 1, "avx512", "cpu_depthwise"),  # a vector and the one ending it
                                (2, (160, 160), 32, 1, 3, "avx512", "cpu_depthwise_avx512"),
-                               (4, (220, 220), 3, 1, 3, "avx2", "cpu_depthwise")]  # one channel at a time
+                               (4, (220, 220), 3, 1, 3, "avx2", "cpu_depthwise_strided_planes")]  # the NCHW kernel
 
 
 @pytest.mark.parametrize("batch, size, channels, multiplier, kernel, isa, path", LONG_DEPTHWISE_WEIGHT_GRADS)

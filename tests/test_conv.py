@@ -5,7 +5,8 @@ import itertools
 import pytest
 import torch
 
-from code_paths import cpu_isa_limit, require_isa, tiles_isas, tiles_kernel
+from code_paths import (RESULT_NAMES, CodePath, cpu_isa_limit, kernels_reached, require_isa, run_forward_backward,
+                        run_reference, strided_planes_or, tiles_isas, tiles_kernel)
 from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.cases import ConvCase
 from test_blocked_direct import run_case as run_case_at_isa
@@ -178,8 +179,9 @@ def test_nchw_3d_depthwise_slices_in_slots(case):
 
 @pytest.mark.parametrize("channels", [7, 8, 12, 19, 32, 33, 77, 1024])
 def test_channels_last_depthwise_channel_counts(channels, device):
-    """Channels-last depthwise convs on depthwise.cpp's conv_nhwc: the per-pixel loop under a vector of channels (7)
-    and in strided rows whose pixels are a multiple of 4 KiB (1024 channels at stride 2 in float32 and float64), the
+    """Channels-last depthwise convs on depthwise.cpp's conv_nhwc: the per-pixel loop in strided rows whose pixels are
+    a multiple of 4 KiB (1024 channels at stride 2 in float32 and float64; under a vector of channels, 7 in float32
+    and bfloat16, the NCHW kernel over the channels-last tensor instead: cpu_depthwise_strided_planes), the
     register tiles (8 positions x a vector of channels; 12 in float32 one masked AVX-512 vector) otherwise, with the
     next tile's pixels prefetched whole (up to 128 bytes) or a 64-byte run of channels at a time (77 channels; 1024 in
     bfloat16): a dilated even kernel with replicate pads and interior tiles, a stride with a partial last tile, a 3-d
@@ -213,10 +215,92 @@ def check_channels_last_kernel(c_in, c_out, groups, cases, expected_path, device
                     pads = resolve_pads(padding, size, wd.shape[2:], (stride,) * nd, (dilation,) * nd)
                     path = torch.ops.fastpad._conv_path(xd, wd, bd, [stride] * nd, [lo for lo, _ in pads],
                                                         [hi for _, hi in pads], [dilation] * nd, groups, mode, "cpu")
-                    assert path == tiles_kernel(expected_path, isa, dtype, c_out), (size, dtype, isa, path)
+                    expected = tiles_kernel(expected_path, isa, dtype, c_out)
+                    if channels_last and groups == c_in:
+                        expected = strided_planes_or(expected, dtype, c_out)
+                    assert path == expected, (size, dtype, isa, path)
                 y = check_conv(xd, wd, bd, stride=stride, dilation=dilation, groups=groups, padding=padding,
                                padding_mode=mode)
             assert_memory_format_kept(x, y)
+
+
+# (transposed, size, x channels, y channels, kernel, stride, dilation, padding, mode, batch, dtype) of channels-last
+# depthwise problems with fewer output-side channels than a 32-byte vector of the accumulation type, whose three ops
+# run depthwise.cpp's NCHW kernels over the channels-last tensors, pixels C apart (kernel_paths.h's
+# cpu_depthwise_strided_planes): seed 5's random029 (7 channels, k7 'same', batch 3), a multiplier of 2 at batch 1
+# (two threads over the channels of one image), stride 3 with dilation 2 and explicit pads, 3-d, float64 under 4
+# channels, bfloat16, a causal even kernel, planes of 300 x 310 in several bands, transposed convs
+# (conv_transpose forward, conv for the input gradient) with a multiplier and an output crop; every padding mode.
+STRIDED_PLANES = [(False, (30, 31), 7, 7, 7, 1, 1, "same", "zeros", 3, torch.float32),
+                  (False, (17, 19), 3, 6, 4, 2, 2, "same_lower", "reflect", 1, torch.float32),
+                  (False, (21, 20), 2, 2, 5, 3, 2, ((2, 1), (0, 3)), "replicate", 2, torch.float32),
+                  (False, (9, 10, 11), 5, 5, 3, (1, 2, 2), 1, "same", "circular", 2, torch.bfloat16),
+                  (False, (12, 13), 3, 3, 3, 1, 1, "same", "reflect", 2, torch.float64),
+                  (False, (15, 14), 4, 4, 4, 1, 1, "causal", "zeros", 2, torch.bfloat16),
+                  (False, (300, 310), 2, 2, 3, 1, 1, "same", "circular", 1, torch.float32),
+                  (True, (11, 12), 6, 3, 4, 2, 1, "same", "zeros", 2, torch.float32),
+                  (True, (6, 7, 8), 4, 4, 3, 2, 1, ((1, 1), (0, 2), (1, 0)), "zeros", 1, torch.bfloat16)]
+
+
+@pytest.mark.parametrize("case", STRIDED_PLANES, ids=lambda case: "-".join(map(str, case[:2] + case[4:6])))
+def test_channels_last_depthwise_strided_planes(case):
+    """The forward, input gradient and weight gradient of each case against the float64 reference, outputs poisoned
+    first, each op's path asserted; at AVX2 and at this CPU's own ISA (the kernels' vectors are at::vec's either way).
+    Then an inf weight, which must reach only the outputs and gradients the reference's products take it to (not a
+    transposed conv's input gradient, whose NaNs torch's backward places differently in either layout: the NCHW
+    kernel's are the same as this path's)."""
+    transposed, size, c_x, c_y, kernel, stride, dilation, padding, mode, batch, dtype = case
+    groups = min(c_x, c_y)
+    conv_case = ConvCase(transposed, size, c_x, c_y, kernel, stride, padding, dilation=dilation, groups=groups,
+                         padding_mode=mode, layout="channels_last")
+    for isa in tiles_isas():
+        path = CodePath(conv_case, (), isa)
+        inputs = path.inputs(dtype, batch=batch)
+        reached = kernels_reached(path, inputs)
+        assert reached == {(op, "cpu_depthwise_strided_planes") for op in ("conv", "conv_transpose",
+                                                                          "conv_weight_grad")}, (isa, reached)
+        for result, expected, name in zip(run_forward_backward(path, inputs, poison_outputs=True),
+                                          run_reference(path, inputs), RESULT_NAMES):
+            assert_matches(result, expected, dtype, what=name)
+    x, w, b, gy = inputs
+    w = w.clone()
+    w[groups // 2].view(-1)[0] = float("inf")
+    path = CodePath(conv_case, (), None)
+    results = run_forward_backward(path, (x, w, b, gy), poison_outputs=True)
+    for result, expected, name in zip(results, run_reference(path, (x, w, b, gy)), RESULT_NAMES):
+        if transposed and name == "input grad":
+            continue
+        assert torch.equal(result.isnan(), expected.isnan()) and torch.equal(result.isinf(), expected.isinf()), name
+        finite = expected.isfinite()
+        assert_matches(result[finite], expected[finite].to(dtype), dtype, what=name)
+
+
+def test_channels_last_depthwise_strided_planes_bounds():
+    """kernel_paths.h's cpu_depthwise_strided_planes, for each of the three ops: channels-last, one input channel per
+    group (any multiplier), fewer output channels than a 32-byte vector of the accumulation type (7 float32 or
+    bfloat16 channels, or 3 x 2: yes; 8: no; float64 3: yes, 4: no). NCHW and grouped convs keep their kernels."""
+    def paths(c_in, c_out, groups=None, dtype=torch.float32, channels_last=True):
+        groups = groups or c_in
+        x = torch.randn(2, c_in, 12, 13, dtype=dtype)
+        w = torch.randn(c_out, c_in // groups, 3, 3, dtype=dtype)
+        gy = torch.randn(2, c_out, 12, 13, dtype=dtype)
+        if channels_last:
+            x, gy = (t.contiguous(memory_format=torch.channels_last) for t in (x, gy))
+        common = ([1, 1], [1, 1])
+        with cpu_isa_limit("avx2"):
+            return (torch.ops.fastpad._conv_path(x, w, None, *common, [1, 1], [1, 1], groups, "reflect", "cpu"),
+                    torch.ops.fastpad._conv_transpose_path(gy, w, None, *common, [12, 13], [1, 1], groups, "reflect",
+                                                           "cpu"),
+                    torch.ops.fastpad._conv_weight_grad_path(x, gy, list(w.shape), *common, [1, 1], groups, "reflect",
+                                                             "cpu"))
+    strided = ("cpu_depthwise_strided_planes",) * 3
+    assert paths(7, 7) == strided
+    assert paths(7, 7, dtype=torch.bfloat16) == strided
+    assert paths(3, 6) == strided
+    assert paths(3, 3, dtype=torch.float64) == strided
+    for others in (paths(8, 8), paths(4, 8), paths(4, 4, dtype=torch.float64), paths(7, 7, channels_last=False),
+                   paths(6, 6, groups=3)):
+        assert "cpu_depthwise_strided_planes" not in others, others
 
 
 @pytest.mark.parametrize("channels, multiplier",
@@ -224,8 +308,9 @@ def check_channels_last_kernel(c_in, c_out, groups, cases, expected_path, device
 def test_channels_last_depthwise_multipliers(channels, multiplier, device):
     """Channels-last depthwise convs with a channel multiplier m on depthwise.cpp's conv_nhwc, which reads input rows
     expanded m times (interleaved vectors for m = 2 and 4, broadcast vectors otherwise, the last values of a row one by
-    one) from a per-thread cache: under 8 output channels, and at stride 3 with 1024 (4 KiB pixels in float32), the
-    per-pixel loop, else the tiles; dilation 2 (output rows two apart share tap rows), a stride of 3 with a partial
+    one) from a per-thread cache: at stride 3 with 1024 (4 KiB pixels in float32) the per-pixel loop, else the tiles;
+    under a 32-byte vector of output channels (3 x 2 in float32 and bfloat16) the NCHW kernel over the channels-last
+    tensors instead; dilation 2 (output rows two apart share tap rows), a stride of 3 with a partial
     last tile, 1x1, 3-d reflect; float64, float32 and bfloat16 (whose vectors are 4, 8 and 16 lanes long)."""
     check_channels_last_kernel(channels, channels * multiplier, channels,
                                (((11, 21), 4, 1, 2, "same_lower", "replicate"), ((13, 17), 3, 3, 1, "same", "circular"),

@@ -9,8 +9,8 @@ import torch.nn.functional as F
 
 import fastpad
 from code_paths import (RESULT_NAMES, CodePath, cpu_isa_limit, intra_op_threads, kernels_reached,
-                        reduction_tiles_kernel, require_isa, run_forward_backward, run_reference, tiles_isas,
-                        tiles_kernel)
+                        reduction_tiles_kernel, require_isa, run_forward_backward, run_reference,
+                        strided_planes_or, tiles_isas, tiles_kernel)
 from fastpad.cases import ConvCase
 from reference import (CHANNELS_LAST, EXPLICIT_PADDINGS, GROUP_CASES, as_tuple, assert_matches,
                        assert_memory_format_kept, check_conv_transpose, conv_inputs, effective_kernel, expected_conv,
@@ -142,8 +142,9 @@ def test_channels_last_depthwise_stride_phases(channels, multiplier, dtype):
     """Channels-last depthwise transposed convs in zeros mode run as the depthwise convs their stride phases are, on
     depthwise.cpp's channels-last tiles, y row by y row (cpu_depthwise_phases): stride 1 (one phase, the kernel
     flipped), stride 2 with dilation 2 and an output_padding, stride 3 with a kernel below it (phases no tap reaches:
-    the bias), a crop past the kernel's extent (a phase conv with a negative pad_lo), 3-d; under a vector of y channels
-    (5: the per-pixel loop), one vector, and 77 (a last vector ending at C); with a multiplier (m x channels per
+    the bias), a crop past the kernel's extent (a phase conv with a negative pad_lo), 3-d; one vector of y channels,
+    and 77 (a last vector ending at C); under a 32-byte vector (5 in float32 and bfloat16) the NCHW kernel over the
+    channels-last tensors instead (cpu_depthwise_strided_planes); with a multiplier (m x channels per
     y channel: each phase a grouped conv over x rows expanded per thread, the rows of several phases in one cache); an
     inf weight, which must meet no zero outside x. Each call asserts the path (at AVX2 and at this CPU's own ISA: on
     AVX-512 the tiles' _avx512 twin from 16 y channels in float32 and bfloat16, and from 9 in float32: one masked
@@ -160,7 +161,9 @@ def test_channels_last_depthwise_stride_phases(channels, multiplier, dtype):
         with cpu_isa_limit(isa):
             path = torch.ops.fastpad._conv_transpose_path(x, w, b, list(as_tuple(stride, nd)), crop_lo, out_size,
                                                           [dilation] * nd, channels, "zeros", "cpu")
-            assert path == tiles_kernel("cpu_depthwise_phases", isa, dtype, channels), (size, isa, path)
+            expected = strided_planes_or(tiles_kernel("cpu_depthwise_phases", isa, dtype, channels), dtype,
+                                         channels * multiplier)
+            assert path == expected, (size, isa, path)
             y = check_conv_transpose(x, w, b, stride=stride, padding=padding, dilation=dilation,
                                      output_padding=output_padding, groups=channels)
         assert_memory_format_kept(x, y)
@@ -278,7 +281,8 @@ def test_channels_last_depthwise_phases_folded(size, c_in, c_out, kernel, groups
 def test_channels_last_depthwise_phases_folded_bounds():
     """kernel_paths.h's cpu_depthwise_phases_folded: another mode than zeros, float32 or float64 (bfloat16 keeps the
     grouped scatter: the fold adds in the output's type), and a multiplier on either side, or a depthwise conv with 20
-    taps or more (a 4x4 kernel's 16 keep the scatter) and 8 channels or more (5 keep it). Asked at AVX2."""
+    taps or more (a 4x4 kernel's 16 keep the scatter) and 8 channels or more (5 float64 channels keep it; 5 float32
+    channels take the NCHW kernel, cpu_depthwise_strided_planes). Asked at AVX2."""
     def path(kernel, channels=16, groups=16, multiplier=1, mode="reflect", dtype=torch.float32):
         gy = torch.randn(2, channels * multiplier, 20, 21, dtype=dtype).contiguous(memory_format=torch.channels_last)
         w = torch.randn(channels * multiplier, channels // groups, kernel, kernel, dtype=dtype)
@@ -291,7 +295,8 @@ def test_channels_last_depthwise_phases_folded_bounds():
     assert path(3, multiplier=2) == "cpu_depthwise_phases_folded"
     assert path(5, dtype=torch.float64) == "cpu_depthwise_phases_folded"
     assert path(4) == "cpu_depthwise"
-    assert path(5, channels=5, groups=5) == "cpu_depthwise"
+    assert path(5, channels=5, groups=5, dtype=torch.float64) == "cpu_depthwise"
+    assert path(5, channels=5, groups=5) == "cpu_depthwise_strided_planes"
     assert path(3, multiplier=2, dtype=torch.bfloat16) != "cpu_depthwise_phases_folded"
 
 

@@ -780,6 +780,9 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
         case ConvTransposePath::CpuGroupedPlanes:
           depthwise_conv_transpose(gc, xc, weight, y_acc, channels_last);
           break;
+        case ConvTransposePath::CpuDepthwiseStridedPlanes:  // the NCHW kernel over channels-last x and y
+          depthwise_conv_transpose(gc, xc, weight, y_acc, /*channels_last=*/false);
+          break;
         case ConvTransposePath::CpuPhasePlanes:
           phase_plane_transpose_nchw<scalar_t>(gc, xc, weight, y_acc, nullptr);
           break;

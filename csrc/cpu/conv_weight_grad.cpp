@@ -392,6 +392,9 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
       case WeightGradPath::CpuTapDots:
         grad = depthwise_weight_grad(g, x, gy, kernel_channels_last);
         break;
+      case WeightGradPath::CpuDepthwiseStridedPlanes:  // the NCHW kernel over channels-last x and grad_output
+        grad = depthwise_weight_grad(g, x, gy, /*channels_last=*/false);
+        break;
       case WeightGradPath::CpuDepthwiseAvx512:
         grad = depthwise_weight_grad(g, x, gy, kernel_channels_last, /*channel_blocks=*/false, /*avx512_tiles=*/true);
         break;

@@ -39,6 +39,26 @@ inline int64_t channel_block(int64_t channels, int64_t lanes) {
 // Every kernel walks (output depth od, band of output rows, kernel depth kd): the band's phase planes come from
 // input depth slice tap_source(0, od, kd), and each tap of the (H, W) kernel is one vector loop over the band's
 // flattened output positions. Vector loops cover kVecBlock vectors at a time, in registers.
+// The planes are gathered from, and the outputs stored to, tensors of either layout (PlaneStrides): contiguous, or
+// channels-last where the channels-last kernels' vectors over a pixel's channels would be mostly empty
+// (kernel_paths.h's cpu_depthwise_strided_planes).
+
+// Where channel c's position p (flattened over the spatial dims) of image n lies in a tensor: n * image + c * channel
+// + p * position. Contiguous: channel = the spatial volume, position = 1; channels-last: channel = 1, position = C. A
+// tensor contiguous in both layouts (C == 1, or one position) has the same offsets in both.
+struct PlaneStrides {
+  int64_t image, channel, position;
+  explicit PlaneStrides(const at::Tensor& t) {
+    const int64_t channels = t.size(1), volume = t.numel() / std::max<int64_t>(t.size(0) * channels, 1);
+    const bool contiguous = t.is_contiguous();
+    TORCH_INTERNAL_ASSERT(contiguous || t.is_contiguous(t.dim() == 5 ? at::MemoryFormat::ChannelsLast3d
+                                                                      : at::MemoryFormat::ChannelsLast),
+                          "fastpad: the phase-plane kernels take contiguous or channels-last tensors");
+    image = channels * volume;
+    channel = contiguous ? volume : 1;
+    position = contiguous ? 1 : channels;
+  }
+};
 
 constexpr int64_t kVecBlock = 4;
 
@@ -168,7 +188,8 @@ void load_group_weights(const ConvGeometry& g, const scalar_t* w, int64_t group,
 // the 31 grouped ones there with 2-16 output channels per group (float32, 2 cores, interleaved; benchmarks/RESULTS.md).
 constexpr int64_t kOutputBlock = 4;
 template <typename scalar_t>
-void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, const scalar_t* bias, scalar_t* y) {
+void conv_nchw(const ConvGeometry& g, const scalar_t* x, PlaneStrides xs, const scalar_t* w, const scalar_t* bias,
+               scalar_t* y, PlaneStrides ys) {
   using acc_t = acc_type<scalar_t>;
   const int64_t m = g.conv_out_channels_per_group(), reduction = g.conv_in_channels_per_group(),
                 out_w = g.conv_out_sizes[2], slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
@@ -194,7 +215,7 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
     std::vector<acc_t> out(m * band_size), weights(m * reduction * g.kernel_volume());
     for (int64_t item = begin; item < end; ++item) {
       const int64_t group = item % g.groups, n = item / g.groups;
-      const scalar_t* x_group = x + (n * g.conv_in_channels + group * reduction) * g.conv_in_volume();
+      const scalar_t* x_group = x + n * xs.image + group * reduction * xs.channel;
       load_group_weights(g, w, group, weights);
       for (int64_t b = 0; b < planes.bands(); ++b) {
         const Band band = planes.band(b);
@@ -210,7 +231,8 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
             const int64_t s = id % slots;
             if (slot_slice[s] != id) {
               for (int64_t r = 0; r < reduction; ++r) {
-                planes.gather(x_group + r * g.conv_in_volume() + id * slice, band, r * slots + s);
+                planes.gather(x_group + r * xs.channel + id * slice * xs.position, band, r * slots + s,
+                              xs.position);
               }
               slot_slice[s] = id;
             }
@@ -227,8 +249,8 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
           }
           for (int64_t j = 0; j < m; ++j) {
             const int64_t c_out = group * m + j;
-            scalar_t* y_slice = y + ((n * g.conv_out_channels + c_out) * g.conv_out_sizes[0] + od) * out_slice;
-            store_band(y_slice, out.data() + j * band_size, band, planes.pitch(), out_w);
+            scalar_t* y_slice = y + n * ys.image + c_out * ys.channel + od * out_slice * ys.position;
+            store_band(y_slice, out.data() + j * band_size, band, planes.pitch(), out_w, ys.position);
           }
         }
       }
@@ -245,7 +267,8 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, cons
 // multiplier 4: 14x conv's time). A channel with an inf or NaN weight masks each product by its x position's keep
 // mask, so that the weight reaches only what it multiplies.
 template <typename scalar_t>
-void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* w, acc_type<scalar_t>* y_acc) {
+void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, PlaneStrides xs, const scalar_t* w,
+                         acc_type<scalar_t>* y_acc, PlaneStrides ys) {
   using acc_t = acc_type<scalar_t>;
   const int64_t m = g.conv_out_channels_per_group(), out_w = g.conv_out_sizes[2],
                 slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
@@ -291,9 +314,9 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
           const Band band = planes.band(b);
           for (int64_t j = 0; j < m; ++j) {
             const scalar_t* x_slice =
-                x + ((n * g.conv_out_channels + group * m + j) * g.conv_out_sizes[0] + od) * out_slice;
+                x + n * xs.image + (group * m + j) * xs.channel + od * out_slice * xs.position;
             acc_t* x_j = shifted_x.data() + j * shifted_size + lead;
-            load_band(x_j, x_slice, band, planes.pitch(), out_w);
+            load_band(x_j, x_slice, band, planes.pitch(), out_w, xs.position);
             std::fill(x_j + band.rows * planes.pitch(), x_j + band_size, acc_t(0));  // a longer band's rows
           }
           if (masked) {
@@ -318,7 +341,8 @@ void conv_transpose_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_
                 add_taps_to_outputs<1>(planes.phase_plane(p), 0, phase_x[p], w_kd, 0, planes.plane_positions(band));
               }
             }
-            planes.scatter_add(y_acc + plane * g.conv_in_volume() + id * slice, band);
+            planes.scatter_add(y_acc + n * ys.image + c_in * ys.channel + id * slice * ys.position, band, 0,
+                               ys.position);
           }
         }
       }
@@ -394,7 +418,8 @@ void dot_block(int64_t outs, int64_t tap_count, acc_t* sums, int64_t sums_stride
 // whose sums do not is summed again with each product masked by its position's keep mask, so that an inf or NaN
 // reaches only the sums the reference's products take it to.
 template <typename scalar_t>
-void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* gy, acc_type<scalar_t>* gw) {
+void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, PlaneStrides xs, const scalar_t* gy, PlaneStrides gys,
+                      acc_type<scalar_t>* gw) {
   using acc_t = acc_type<scalar_t>;
   const int64_t m = g.conv_out_channels_per_group(), reduction = g.conv_in_channels_per_group(),
                 out_w = g.conv_out_sizes[2], slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
@@ -417,17 +442,17 @@ void weight_grad_nchw(const ConvGeometry& g, const scalar_t* x, const scalar_t* 
             const acc_t* keep_mask = kMasked ? keep.for_band(band) : nullptr;
             for (int64_t j = 0; j < m; ++j) {
               acc_t* gy_band = gy_bands.data() + j * band_size;
-              load_band(gy_band, gy + ((n * g.conv_out_channels + group * m + j) * g.conv_out_sizes[0] + od) * out_slice,
-                        band, planes.pitch(), out_w);
+              load_band(gy_band, gy + n * gys.image + (group * m + j) * gys.channel + od * out_slice * gys.position,
+                        band, planes.pitch(), out_w, gys.position);
               std::fill(gy_band + band.rows * planes.pitch(), gy_band + band_size, acc_t(0));  // a longer band's rows
             }
             for (int64_t r = r0; r < r0 + run; ++r) {
-              const scalar_t* x_plane = x + (n * g.conv_in_channels + group * reduction + r) * g.conv_in_volume();
+              const scalar_t* x_plane = x + n * xs.image + (group * reduction + r) * xs.channel;
               acc_t* r_sums = sums.data() + (r - r0) * m * taps;
               for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
                 const int64_t id = g.tap_source(0, od, kd);
                 if (id < 0) continue;
-                planes.gather(x_plane + id * slice, band);
+                planes.gather(x_plane + id * slice * xs.position, band, 0, xs.position);
                 for (int64_t j0 = 0; j0 < m; j0 += kDotOutBlock) {
                   for (int64_t k0 = 0; k0 < taps_2d; k0 += kDotTapBlock) {
                     dot_block<kMasked>(std::min(kDotOutBlock, m - j0), std::min(kDotTapBlock, taps_2d - k0),
@@ -1299,8 +1324,9 @@ void depthwise_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
                                          y.mutable_data_ptr<scalar_t>(), avx512_tiles);
     } else {
       const auto w = weight.contiguous();
-      conv_nchw<scalar_t>(g, x.const_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(),
-                          bias.defined() ? bias.const_data_ptr<scalar_t>() : nullptr, y.mutable_data_ptr<scalar_t>());
+      conv_nchw<scalar_t>(g, x.const_data_ptr<scalar_t>(), PlaneStrides(x), w.const_data_ptr<scalar_t>(),
+                          bias.defined() ? bias.const_data_ptr<scalar_t>() : nullptr, y.mutable_data_ptr<scalar_t>(),
+                          PlaneStrides(y));
     }
   });
 }
@@ -1316,8 +1342,8 @@ void depthwise_conv_transpose(const ConvGeometry& g, const at::Tensor& x, const 
       transpose(g, x.const_data_ptr<scalar_t>(), w_taps.const_data_ptr<acc_t>(), y_acc.mutable_data_ptr<acc_t>());
     } else {
       const auto w = weight.contiguous();
-      conv_transpose_nchw<scalar_t>(g, x.const_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(),
-                                    y_acc.mutable_data_ptr<acc_t>());
+      conv_transpose_nchw<scalar_t>(g, x.const_data_ptr<scalar_t>(), PlaneStrides(x), w.const_data_ptr<scalar_t>(),
+                                    y_acc.mutable_data_ptr<acc_t>(), PlaneStrides(y_acc));
     }
   });
 }
@@ -1356,8 +1382,8 @@ at::Tensor depthwise_weight_grad(const ConvGeometry& g, const at::Tensor& x, con
       weight_grad_nchw_channel_blocks<scalar_t>(g, x.const_data_ptr<scalar_t>(), grad_output.const_data_ptr<scalar_t>(),
                                                 grad.mutable_data_ptr<acc_t>(), avx512_tiles);
     } else {
-      weight_grad_nchw<scalar_t>(g, x.const_data_ptr<scalar_t>(), grad_output.const_data_ptr<scalar_t>(),
-                                 grad.mutable_data_ptr<acc_t>());
+      weight_grad_nchw<scalar_t>(g, x.const_data_ptr<scalar_t>(), PlaneStrides(x), grad_output.const_data_ptr<scalar_t>(),
+                                 PlaneStrides(grad_output), grad.mutable_data_ptr<acc_t>());
     }
   });
   return grad;

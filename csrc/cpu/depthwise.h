@@ -10,6 +10,9 @@
 // channels per group).
 // Padding: NCHW rows are read through phase rows whose borders the padding mode resolves; channels-last
 // resolves each tap's source pixel. No padded tensor is built.
+// channels_last below chooses the kernels, not the tensors' layout: the NCHW kernels (channels_last false, no channel
+// blocks) also take channels-last tensors, reading and writing their pixels C elements apart
+// (cpu_depthwise_strided_planes, for fewer channels than a vector).
 #pragma once
 
 #include <ATen/core/Tensor.h>

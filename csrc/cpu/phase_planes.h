@@ -257,23 +257,23 @@ class PhasePlanes {
 
   void zero() { std::fill(data_.begin(), data_.end(), acc_t(0)); }
 
-  // Adjoint of gather (NCHW, one lane): adds every phase position of the band back onto the input slice position
-  // it was read from (dropped where the mode reads zero).
-  void scatter_add(acc_t* slice, const Band& band, int64_t channel = 0) {
+  // Adjoint of gather (one lane): adds every phase position of the band back onto the input slice position it was
+  // read from (dropped where the mode reads zero); the slice's pixels are `pixel_stride` elements apart.
+  void scatter_add(acc_t* slice, const Band& band, int64_t channel = 0, int64_t pixel_stride = 1) {
     TORCH_INTERNAL_ASSERT(lanes_ == 1, "scatter_add is implemented for one lane per position");
     for_each_phase_row(channel, band, [&](const acc_t* src, int64_t in_row, const Columns& columns) {
       if (in_row < 0) return;
-      acc_t* dst = slice + in_row * g_.conv_in_sizes[2];
+      acc_t* dst = slice + in_row * g_.conv_in_sizes[2] * pixel_stride;
       for (const auto& [t, source] : columns.borders) {
-        if (source >= 0) dst[source] += src[t];
+        if (source >= 0) dst[source * pixel_stride] += src[t];
       }
-      acc_t* first = dst + columns.interior_source;
+      acc_t* first = dst + columns.interior_source * pixel_stride;
       const acc_t* in = src + columns.interior_begin;
-      const int64_t count = columns.interior_count;
-      if (stride_w_ == 1) {
+      const int64_t count = columns.interior_count, step = stride_w_ * pixel_stride;
+      if (step == 1) {
         axpy(first, acc_t(1), in, count);
       } else {
-        for (int64_t t = 0; t < count; ++t) first[t * stride_w_] += in[t];
+        for (int64_t t = 0; t < count; ++t) first[t * step] += in[t];
       }
     });
   }
@@ -384,20 +384,32 @@ class PhasePlanes {
   std::vector<acc_t*> taps_;  // into data_, which is never reallocated
 };
 
-// Copies a band of one (H, W) output slice (rows out_w wide) into a band buffer at the phase planes' pitch (load),
-// zeroing each row's discarded columns, or back (store).
+// Copies a band of one (H, W) output slice (rows out_w pixels wide, `pixel_stride` elements apart) into a band buffer
+// at the phase planes' pitch (load), zeroing each row's discarded columns, or back (store).
 template <typename scalar_t, typename acc_t>
-void load_band(acc_t* buffer, const scalar_t* slice, const Band& band, int64_t pitch, int64_t out_w) {
+void load_band(acc_t* buffer, const scalar_t* slice, const Band& band, int64_t pitch, int64_t out_w,
+               int64_t pixel_stride = 1) {
   for (int64_t r = 0; r < band.rows; ++r) {
-    at::vec::convert(slice + (band.row0 + r) * out_w + band.col0, buffer + r * pitch, band.cols);
+    const scalar_t* row = slice + ((band.row0 + r) * out_w + band.col0) * pixel_stride;
+    if (pixel_stride == 1) {
+      at::vec::convert(row, buffer + r * pitch, band.cols);
+    } else {
+      for (int64_t t = 0; t < band.cols; ++t) buffer[r * pitch + t] = static_cast<acc_t>(row[t * pixel_stride]);
+    }
     std::fill(buffer + r * pitch + band.cols, buffer + (r + 1) * pitch, acc_t(0));
   }
 }
 
 template <typename scalar_t, typename acc_t>
-void store_band(scalar_t* slice, const acc_t* buffer, const Band& band, int64_t pitch, int64_t out_w) {
+void store_band(scalar_t* slice, const acc_t* buffer, const Band& band, int64_t pitch, int64_t out_w,
+                int64_t pixel_stride = 1) {
   for (int64_t r = 0; r < band.rows; ++r) {
-    at::vec::convert(buffer + r * pitch, slice + (band.row0 + r) * out_w + band.col0, band.cols);
+    scalar_t* row = slice + ((band.row0 + r) * out_w + band.col0) * pixel_stride;
+    if (pixel_stride == 1) {
+      at::vec::convert(buffer + r * pitch, row, band.cols);
+    } else {
+      for (int64_t t = 0; t < band.cols; ++t) row[t * pixel_stride] = static_cast<scalar_t>(buffer[r * pitch + t]);
+    }
   }
 }
 
