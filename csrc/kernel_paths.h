@@ -1043,6 +1043,25 @@ inline bool cpu_phase_planes_over_blocked(const ConvGeometry& g, bool channels_l
   return true;
 }
 
+// Whether a channels-last grouped transposed conv that the blocked kernel would take on AVX-512 runs instead as its
+// stride phases' grouped convs over x rows expanded per thread (cpu_depthwise_phases with instead_of_grouped_scatter,
+// or its folded twin in another mode): the blocked kernel's phase convs give each group's R y channels a vector of 16
+// lanes of their own, so at most kGroupedPhasesMaxYPerGroup y channels per group use a quarter of them or less, where
+// the phases' tiles run along all of y's channels (at least kGroupedPhasesMinYChannels: a whole AVX-512 vector), each
+// lane reading its own group's expanded x channels. A 1x1 kernel reads each expanded value once, which the expansion
+// does not repay (a 424 -> 16 channel 1x1, 53 x channels per group: 1.27x the time), hence two taps or more. AVX2's
+// blocked vectors hold 8 lanes, of which 3 y channels per group fill more: there the phases ran 0.46-1.71x the
+// blocked kernel's time (18 calls of seeds 1-56), so AVX2 keeps it. Random channels-last layers, the op alone, 2
+// cores (Zen 4), interleaved against the blocked kernel (benchmarks/RESULTS.md): float32, 6 calls of seeds 1-24 and
+// the suite 0.39-0.69x its time (seed 7's random091, 96 <- 256 channels in 32 groups, k6 3-d replicate: 15.9 -> 6.9
+// ms), held out, seeds 25-56, 3 calls 0.17-0.71x (27.4 -> 4.7 ms); bfloat16 16 calls of seeds 1-56 0.22-0.70x.
+constexpr int64_t kGroupedPhasesMaxYPerGroup = 4, kGroupedPhasesMinYChannels = 16;
+inline bool cpu_grouped_phases_over_blocked(const ConvGeometry& g, bool channels_last, CpuIsa isa) {
+  return channels_last && isa >= CpuIsa::Avx512 && g.groups > 1 && !cpu_depthwise(g, channels_last) &&
+         g.conv_in_channels_per_group() <= kGroupedPhasesMaxYPerGroup &&
+         g.conv_in_channels >= kGroupedPhasesMinYChannels && g.kernel_volume() >= 2;
+}
+
 // The CPU path of conv_transpose among fastpad's own kernels (choose_conv_transpose_path's arguments).
 template <class WeightFinite>
 ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool channels_last, int64_t element_bytes,
@@ -1118,6 +1137,9 @@ ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool chan
     if (cpu_blocked_no_planes_transpose(g, channels_last, reduced_precision)) {
       return isa >= CpuIsa::Avx512 ? ConvTransposePath::CpuBlockedNoPlanesAvx512
                                    : ConvTransposePath::CpuBlockedNoPlanesAvx2;
+    }
+    if (cpu_grouped_phases_over_blocked(g, channels_last, isa)) {
+      if (const auto path = phases_path(/*instead_of_grouped_scatter=*/true)) return *path;
     }
     if (isa >= CpuIsa::Avx512) {
       return folded ? ConvTransposePath::CpuBlockedFoldedAvx512 : ConvTransposePath::CpuBlockedAvx512;

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 import fastpad
-from code_paths import (RESULT_NAMES, CodePath, cpu_isa_limit, intra_op_threads, kernels_reached,
-                        reduction_tiles_kernel, require_isa, run_forward_backward, run_reference,
+from code_paths import (ISA_ORDER, RESULT_NAMES, CodePath, cpu_isa_limit, intra_op_threads, kernels_reached,
+                        machine_isa, reduction_tiles_kernel, require_isa, run_forward_backward, run_reference,
                         strided_planes_or, tiles_isas, tiles_kernel)
 from fastpad.cases import ConvCase
 from reference import (CHANNELS_LAST, EXPLICIT_PADDINGS, GROUP_CASES, as_tuple, assert_matches,
@@ -672,7 +672,8 @@ def test_transposes_on_tap_tiles(size, c_x, c_y, kernel, groups, stride, channel
     """Transposed convs with few y channels per group run the convs their stride phases are on conv's tap tiles
     (cpu_tap_tiles_avx2/_avx512; cpu_tap_tiles_folded_* in another mode; with a stride each phase writes a strided
     view of a channels-last y), and past each bound (lanes, stems, an NCHW stride, a stride on AVX2, bfloat16) the
-    blocked kernel: the path at AVX2 and this CPU's ISA, float32 against the float64 reference (zeros) or float64
+    blocked kernel (bfloat16 on AVX-512 with at most 4 y channels per group: the phases over expanded x rows): the
+    path at AVX2 and this CPU's ISA, float32 against the float64 reference (zeros) or float64
     autograd (the other modes' input gradients), outputs poisoned first, the layout kept."""
     require_isa("avx2")
     nd = len(size)
@@ -688,8 +689,11 @@ def test_transposes_on_tap_tiles(size, c_x, c_y, kernel, groups, stride, channel
                 crop_lo, out_size = resolve_crops(pads, size, as_tuple(kernel, nd), (stride,) * nd, (1,) * nd, 0)
                 args = ([stride] * nd, crop_lo, out_size, [1] * nd, groups, "zeros", "cpu")
                 assert torch.ops.fastpad._conv_transpose_path(x, w, b, *args) == expected_path, isa
-                assert torch.ops.fastpad._conv_transpose_path(x.bfloat16(), w.bfloat16(), b.bfloat16(),
-                                                              *args) == f"cpu_blocked_{wide}", isa
+                # bfloat16 takes the blocked kernel, or on AVX-512 with at most 4 of 16 or more y channels per group
+                # the phases over expanded x rows (kernel_paths.h's cpu_grouped_phases_over_blocked)
+                grouped_phases = channels_last and wide == "avx512" and c_y >= 16 and c_y // groups <= 4
+                assert torch.ops.fastpad._conv_transpose_path(x.bfloat16(), w.bfloat16(), b.bfloat16(), *args) == (
+                    "cpu_depthwise_phases_avx512" if grouped_phases else f"cpu_blocked_{wide}"), isa
                 y = check_conv_transpose(x, w, b, stride=stride, padding=pads, groups=groups)
                 assert_memory_format_kept(x, y)
                 continue
@@ -867,6 +871,38 @@ def check_transposed_op_path(path, dtype, batch, kernel):
     for result, expected, name in zip(run_forward_backward(path, inputs, poison_outputs=True),
                                       run_reference(path, inputs), RESULT_NAMES):
         assert_matches(result, expected, what=name)
+
+
+# (case, dtype, the conv_transpose op's path on AVX-512, on AVX2) of channels-last grouped transposed ops with at most 4
+# y channels per group and 16 or more in all, which on AVX-512 run as their stride phases' grouped convs over expanded
+# x rows in place of the blocked kernel (kernel_paths.h's cpu_grouped_phases_over_blocked): a 3-d conv's input
+# gradient in reflect (3 y and 4 x channels per group: the folded phases), a 3-d transposed conv (3 y and 12 x
+# channels per group) in float32 and bfloat16, a strided 2-d one in bfloat16 (float32 takes the tap tiles first);
+# not a 1x1 kernel (each expanded value read once), nor 8 y channels in all, nor AVX2 (8-lane blocked vectors).
+GROUPED_PHASES_OVER_BLOCKED = [
+    (ConvCase(False, (7, 8, 9), 48, 64, 3, 1, "same", groups=16, padding_mode="reflect", layout="channels_last"),
+     torch.float32, "cpu_depthwise_phases_folded_avx512", "cpu_blocked_folded_avx2"),
+    (ConvCase(True, (6, 7, 8), 96, 24, 2, 1, "valid", groups=8, layout="channels_last"), torch.float32,
+     "cpu_depthwise_phases_avx512", "cpu_blocked_avx2"),
+    (ConvCase(True, (6, 7, 8), 96, 24, 2, 1, "valid", groups=8, layout="channels_last"), torch.bfloat16,
+     "cpu_depthwise_phases_avx512", "cpu_blocked_avx2"),
+    (ConvCase(True, (9, 26), 64, 48, 4, 2, "same", groups=16, layout="channels_last"), torch.bfloat16,
+     "cpu_depthwise_phases_avx512", "cpu_blocked_avx2"),
+    (ConvCase(False, (10, 11), 32, 512, 1, 1, "same", groups=16, layout="channels_last"), torch.bfloat16,
+     "cpu_blocked_avx512", "cpu_blocked_avx2"),
+    (ConvCase(True, (9, 10), 52, 8, 3, 1, "same", groups=4, layout="channels_last"), torch.float32,
+     "cpu_blocked_avx512", "cpu_blocked_avx2")]
+
+
+@pytest.mark.parametrize("case, dtype, avx512_path, avx2_path", GROUPED_PHASES_OVER_BLOCKED,
+                         ids=lambda value: value.describe() if isinstance(value, ConvCase) else str(value))
+def test_channels_last_grouped_phases_over_blocked(case, dtype, avx512_path, avx2_path):
+    """Each case's conv_transpose op reaches its path at AVX-512 and at AVX2, and the output and gradients match the
+    float64 reference, outputs poisoned first."""
+    for isa, kernel in (("avx512", avx512_path), ("avx2", avx2_path)):
+        if ISA_ORDER.index(isa) > ISA_ORDER.index(machine_isa()):
+            continue
+        check_transposed_op_path(CodePath(case, (), isa), dtype, 2, kernel)
 
 
 # (transposed, size, c_in, c_out, kernel, stride, groups, mode, batch, dtype): channels-last problems whose transposed
