@@ -162,10 +162,11 @@ inline bool cpu_depthwise(const ConvGeometry& g, bool channels_last, bool expand
 // 3 x 65 x 65: 1.93 -> 0.15 ms forward) and 0.03-1.24x on 27 of seeds 9-24 (geomean 0.24; above 1.0 a 9 us weight
 // gradient and a 75 us 3-d conv, 1.04x); AVX2 0.03-1.48x on 33 calls of seeds 1-24 (geomean 0.20; the 1.48x that
 // 9 us weight gradient), bfloat16 0.04-1.32x (0.19), float64 0.05-0.28x on 9.
-constexpr int64_t kStridedPlanesVectorBytes = 32;
+// The bytes of at::vec's vectors in this build (AVX2's 256 bits), which the depthwise kernels' channel vectors fill.
+constexpr int64_t kCpuVectorBytes = 32;
 inline bool cpu_depthwise_strided_planes(const ConvGeometry& g, bool channels_last, int64_t element_bytes) {
   return channels_last && g.conv_in_channels_per_group() == 1 &&
-         g.conv_out_channels * element_bytes < kStridedPlanesVectorBytes;
+         g.conv_out_channels * element_bytes < kCpuVectorBytes;
 }
 
 // Whether an NCHW depthwise conv with multiplier 1 runs on blocks of channels (cpu_depthwise_channel_blocks): per
@@ -193,11 +194,10 @@ constexpr int64_t kChannelBlocksMaxBytes = int64_t(4) << 20;
 // Whether an NCHW problem fits the channel blocks at all: depthwise with multiplier 1, the channels filling whole
 // vectors to within an eighth, one vector's channels-last image within kChannelBlocksMaxBytes.
 inline bool nchw_channel_blocks_fit(const ConvGeometry& g, bool channels_last, int64_t element_bytes) {
-  constexpr int64_t kVectorBytes = 32;
-  const int64_t lanes = kVectorBytes / element_bytes, channels = g.conv_in_channels;
+  const int64_t lanes = kCpuVectorBytes / element_bytes, channels = g.conv_in_channels;
   const int64_t padded_channels = (channels + lanes - 1) / lanes * lanes;
   return !channels_last && channels == g.groups && g.conv_out_channels == g.groups && channels >= lanes &&
-         padded_channels * 8 <= channels * 9 && g.conv_in_volume() * kVectorBytes <= kChannelBlocksMaxBytes;
+         padded_channels * 8 <= channels * 9 && g.conv_in_volume() * kCpuVectorBytes <= kChannelBlocksMaxBytes;
 }
 inline bool cpu_depthwise_channel_blocks(const ConvGeometry& g, bool channels_last, int64_t element_bytes,
                                          bool avx512_tiles) {
@@ -1066,7 +1066,9 @@ inline bool cpu_grouped_phases_over_blocked(const ConvGeometry& g, bool channels
 template <class WeightFinite>
 ConvTransposePath choose_cpu_own_transpose_path(const ConvGeometry& g, bool channels_last, int64_t element_bytes,
                                                 bool reduced_precision, CpuIsa isa, WeightFinite&& weight_finite) {
-  if (cpu_depthwise_strided_planes(g, channels_last, element_bytes)) return ConvTransposePath::CpuDepthwiseStridedPlanes;
+  if (cpu_depthwise_strided_planes(g, channels_last, element_bytes)) {
+    return ConvTransposePath::CpuDepthwiseStridedPlanes;
+  }
   // The tiles run over y's channels, those of the phase convs' output.
   const auto depthwise_phases = [&](bool folded) {
     const bool avx512_tiles = cpu_nhwc_conv_tiles_avx512(

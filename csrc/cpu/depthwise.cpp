@@ -1382,8 +1382,9 @@ at::Tensor depthwise_weight_grad(const ConvGeometry& g, const at::Tensor& x, con
       weight_grad_nchw_channel_blocks<scalar_t>(g, x.const_data_ptr<scalar_t>(), grad_output.const_data_ptr<scalar_t>(),
                                                 grad.mutable_data_ptr<acc_t>(), avx512_tiles);
     } else {
-      weight_grad_nchw<scalar_t>(g, x.const_data_ptr<scalar_t>(), PlaneStrides(x), grad_output.const_data_ptr<scalar_t>(),
-                                 PlaneStrides(grad_output), grad.mutable_data_ptr<acc_t>());
+      weight_grad_nchw<scalar_t>(g, x.const_data_ptr<scalar_t>(), PlaneStrides(x),
+                                 grad_output.const_data_ptr<scalar_t>(), PlaneStrides(grad_output),
+                                 grad.mutable_data_ptr<acc_t>());
     }
   });
   return grad;
