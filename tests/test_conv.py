@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from code_paths import (RESULT_NAMES, CodePath, cpu_isa_limit, kernels_reached, require_isa, run_forward_backward,
-                        run_reference, strided_planes_or, tiles_isas, tiles_kernel)
+                        run_reference, nhwc_tiles_slide, strided_planes_or, tiles_isas, tiles_kernel)
 from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.cases import ConvCase
 from test_blocked_direct import run_case as run_case_at_isa
@@ -222,6 +222,59 @@ def check_channels_last_kernel(c_in, c_out, groups, cases, expected_path, device
                 y = check_conv(xd, wd, bd, stride=stride, dilation=dilation, groups=groups, padding=padding,
                                padding_mode=mode)
             assert_memory_format_kept(x, y)
+
+
+# (size, kernel, stride, dilation, padding, mode, layout, input gradient's tiles) of depthwise rows with interior tiles
+# (out_w >= 16): 2 to 7 taps along the row at stride 1 and 2, which slide (code_paths.nhwc_tiles_slide), and rows
+# that keep the tiles that load an input per multiply-add: 1 and 8 taps, dilation 2, stride 3. Channels-last, and
+# NCHW at stride 2 (its channel blocks run the same tiles over transposed blocks). The input gradient runs the tiles
+# too where it is a zero-padded transposed conv with enough columns per phase (the depthwise phases), else the
+# scatter (None: cpu_depthwise, no tiles).
+SLIDING_ROWS = [((4, 41), (3, 2), 1, 1, "same", "zeros", "channels_last", "cpu_depthwise_phases"),
+                ((5, 40), (2, 3), 2, 1, "same", "reflect", "channels_last", None),
+                ((3, 37), (1, 4), 1, 1, "causal", "zeros", "channels_last", "cpu_depthwise_phases"),
+                ((4, 52), (3, 5), 2, 1, "same_lower", "replicate", "channels_last", None),
+                ((3, 45), (2, 6), 1, 1, ((1, 0), (2, 3)), "circular", "channels_last", None),
+                ((2, 60), (1, 7), 2, 1, "same", "zeros", "channels_last", "cpu_depthwise_phases"),
+                ((3, 9, 33), (1, 2, 5), 1, 1, "same", "zeros", "channels_last", "cpu_depthwise_phases"),
+                ((6, 50), (3, 5), 2, 1, "same", "zeros", "contiguous", "cpu_depthwise_channel_block_phases"),
+                ((3, 40), (2, 1), 1, 1, "same", "zeros", "channels_last", "cpu_depthwise_phases"),
+                ((3, 40), (1, 8), 1, 1, "same", "zeros", "channels_last", "cpu_depthwise_phases"),
+                ((3, 40), (3, 3), 1, 2, "same", "zeros", "channels_last", "cpu_depthwise_phases"),
+                ((3, 60), (2, 4), 3, 1, "same", "zeros", "channels_last", None)]
+
+
+def test_sliding_rows_cover_both_tiles():
+    slides = [nhwc_tiles_slide(kernel[-1], stride, dilation) for _, kernel, stride, dilation, *_ in SLIDING_ROWS]
+    assert slides[:8] == [True] * 8 and slides[8:] == [False] * 4
+
+
+@pytest.mark.parametrize("case, channels", [(case, channels) for case in SLIDING_ROWS for channels in (12, 16, 40)
+                                            if case[6] == "channels_last" or channels % 8 == 0],
+                         ids=lambda v: f"{v[1]}-s{v[2]}-d{v[3]}-{v[6]}" if isinstance(v, tuple) else str(v))
+def test_depthwise_sliding_tiles(case, channels):
+    """Forward, input gradient and weight gradient of depthwise rows on depthwise.cpp's tiles, whose interior tiles
+    slide along the row where kernel_paths.h's cpu_nhwc_tiles_slide says (SLIDING_ROWS), against the float64
+    reference, outputs poisoned first, each op's path asserted: 12 channels (float32: one masked AVX-512 vector;
+    channels-last only, NCHW's channel blocks take whole vectors), 16 (one vector) and 40 (vectors whose last ends at
+    C); float64, float32 and bfloat16; at AVX2 (at::vec's vectors) and at this CPU's own ISA."""
+    size, kernel, stride, dilation, padding, mode, layout, input_grad_tiles = case
+    conv_case = ConvCase(False, size, channels, channels, kernel, stride, padding, dilation=dilation, groups=channels,
+                         padding_mode=mode, layout=layout)
+    forward = "cpu_depthwise_channel_blocks" if layout == "contiguous" else "cpu_depthwise"
+    for isa, dtype in itertools.product(tiles_isas(), (torch.float64, torch.float32, torch.bfloat16)):
+        path = CodePath(conv_case, (), isa)
+        inputs = path.inputs(dtype)
+        input_grad = tiles_kernel(input_grad_tiles, isa, dtype, channels) if input_grad_tiles else "cpu_depthwise"
+        weight_grad = tiles_kernel(forward, isa, dtype, channels, weight_grad=True)
+        if layout == "contiguous" and dtype == torch.float64:  # NCHW's channel-block gradients: float accumulation
+            input_grad = weight_grad = "cpu_depthwise"
+        assert dict(kernels_reached(path, inputs)) == {
+            "conv": tiles_kernel(forward, isa, dtype, channels), "conv_transpose": input_grad,
+            "conv_weight_grad": weight_grad}, (isa, dtype)
+        for result, expected, name in zip(run_forward_backward(path, inputs, poison_outputs=True),
+                                          run_reference(path, inputs), RESULT_NAMES):
+            assert_matches(result, expected, dtype, what=name)
 
 
 # (transposed, size, x channels, y channels, kernel, stride, dilation, padding, mode, batch, dtype) of channels-last

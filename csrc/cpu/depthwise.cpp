@@ -702,6 +702,7 @@ class NhwcRows {
     per_pixel_ = channels_ < Vec::size() || (g.stride[2] > 1 && pixel_bytes_ % 4096 == 0);
     // Pixels of up to two lines are prefetched whole (nhwc_tiles_kernel.h).
     whole_pixels_ = pixel_bytes_ <= 128;
+    sliding_ = cpu_nhwc_tiles_slide(g, kGroups);
   }
 
   // Output row y_row (out_w pixels y_pixel_stride apart, C_out channels each) from the image x_image (R x C_out
@@ -750,7 +751,8 @@ class NhwcRows {
                                int64_t y_pixel_stride, const std::vector<std::pair<int64_t, int64_t>>& rows) const {
     return {x_image, w_taps, bias, y_row, y_pixel_stride, rows.data(), static_cast<int64_t>(rows.size()), channels_,
             reduction_, g_.kernel[2], g_.conv_in_sizes[2], g_.stride[2], g_.conv_out_sizes[2], columns_.data(),
-            interior_.data(), read_offsets_.data(), static_cast<int64_t>(read_offsets_.size()), whole_pixels_};
+            interior_.data(), read_offsets_.data(), static_cast<int64_t>(read_offsets_.size()), whole_pixels_,
+            sliding_};
   }
 
   const ConvGeometry& g_;
@@ -758,7 +760,7 @@ class NhwcRows {
   std::vector<int64_t> columns_;  // see NhwcRowTiles
   std::vector<uint8_t> interior_;
   std::vector<int64_t> read_offsets_;
-  bool avx512_, per_pixel_ = false, whole_pixels_ = false;
+  bool avx512_, per_pixel_ = false, whole_pixels_ = false, sliding_ = false;
 };
 
 // Parallel over (image, depth, output row). y_strides: y's element strides (element_strides in conv_params.h); its

@@ -6,6 +6,35 @@
 //   fewer channels than a vector (the other lanes load zeros and are not stored).
 // No include guard: each inclusion compiles these templates for its own instruction set.
 
+// A vector of accumulators from p; kMasked: only the lanes set in lanes_mask, the others zero.
+template <typename Isa, bool kMasked, typename T>
+__attribute__((always_inline)) inline typename Isa::V tile_load(const T* p, uint32_t lanes_mask) {
+  if constexpr (kMasked) {
+    return Isa::load(p, lanes_mask);
+  } else {
+    return Isa::load(p);
+  }
+}
+
+// Stores the first `kept` of a tile's accumulators, positions from ow0, at the vector of channels at c0. Inlined
+// always, each accumulator copied before its store: the tile's accumulators behind a pointer or a reference stayed
+// out of registers.
+template <typename Isa, bool kMasked, typename scalar_t, typename acc_t>
+__attribute__((always_inline)) inline void store_tile(const NhwcRowTiles<scalar_t, acc_t>& a,
+                                                      const typename Isa::V (&acc)[kNhwcTile], int64_t ow0,
+                                                      int64_t kept, int64_t c0, uint32_t lanes_mask) {
+#pragma GCC unroll 8
+  for (int64_t p = 0; p < kNhwcTile; ++p) {
+    if (p >= kept) break;
+    const typename Isa::V out = acc[p];
+    if constexpr (kMasked) {
+      Isa::store(a.y_row + (ow0 + p) * a.y_pixel_stride + c0, out, lanes_mask);
+    } else {
+      Isa::store(a.y_row + (ow0 + p) * a.y_pixel_stride + c0, out);
+    }
+  }
+}
+
 // One tile: kNhwcTile positions from ow0 (the first `kept` of them stored) x the vector of channels at c0, over every
 // tap row and the input channels per group of each tap (kGroups; otherwise one, known to the compiler). kMasked: the
 // row has fewer channels than a vector, which loads and stores only the lanes set in lanes_mask (Isa::kMaskedLanes).
@@ -13,13 +42,7 @@ template <typename Isa, bool kGroups, bool kMasked, typename scalar_t, typename 
 void nhwc_tile(const NhwcRowTiles<scalar_t, acc_t>& a, const int64_t* tile_columns, bool interior, int64_t ow0,
                int64_t kept, int64_t c0, uint32_t lanes_mask) {
   using V = typename Isa::V;
-  const auto load = [lanes_mask](const auto* p) {
-    if constexpr (kMasked) {
-      return Isa::load(p, lanes_mask);
-    } else {
-      return Isa::load(p);
-    }
-  };
+  const auto load = [lanes_mask](const auto* p) { return tile_load<Isa, kMasked>(p, lanes_mask); };
   const int64_t reduction = kGroups ? a.reduction : 1;
   const int64_t channels = a.channels, kw_count = a.kw_count;
   const int64_t pixel_values = reduction * channels, pixel_step = a.stride_w * pixel_values;
@@ -47,17 +70,72 @@ void nhwc_tile(const NhwcRowTiles<scalar_t, acc_t>& a, const int64_t* tile_colum
       }
     }
   }
-  // (A copy of each accumulator is stored: passing acc[p] itself by reference kept the tile out of registers.)
+  store_tile<Isa, kMasked>(a, acc, ow0, kept, c0, lanes_mask);
+}
+
+// An interior tile of a depthwise row at stride kStride and dilation 1 (kernel_paths.h's cpu_nhwc_tiles_slide): tap kw
+// of position p reads input column kStride * p + kw from the tile's first, so each input vector is loaded once and
+// multiplied into every accumulator that reads it. A tap row costs kStride * (kNhwcTile - 1) + kTaps input loads and
+// kTaps weight loads for kNhwcTile * kTaps multiply-adds, where nhwc_tile loads one input per multiply-add. Each
+// accumulator still takes its taps in nhwc_tile's order (rows, then kw), so the sums are the same.
+template <typename Isa, int kTaps, int kStride, bool kMasked, typename scalar_t, typename acc_t>
+void nhwc_sliding_tile(const NhwcRowTiles<scalar_t, acc_t>& a, int64_t first_column, int64_t ow0, int64_t kept,
+                       int64_t c0, uint32_t lanes_mask) {
+  using V = typename Isa::V;
+  const auto load = [lanes_mask](const auto* p) { return tile_load<Isa, kMasked>(p, lanes_mask); };
+  constexpr int kInputs = kStride * (kNhwcTile - 1) + kTaps;
+  const int64_t channels = a.channels;
+  V acc[kNhwcTile];
+  const V init = a.bias ? load(a.bias + c0) : Isa::zero();
 #pragma GCC unroll 8
-  for (int64_t p = 0; p < kNhwcTile; ++p) {
-    if (p >= kept) break;
-    const V out = acc[p];
-    if constexpr (kMasked) {
-      Isa::store(a.y_row + (ow0 + p) * a.y_pixel_stride + c0, out, lanes_mask);
-    } else {
-      Isa::store(a.y_row + (ow0 + p) * a.y_pixel_stride + c0, out);
+  for (int p = 0; p < kNhwcTile; ++p) acc[p] = init;
+  for (int64_t r = 0; r < a.row_count; ++r) {
+    const scalar_t* x_tap = a.x_image + (a.rows[r].second * a.in_w + first_column) * channels + c0;
+    const acc_t* w_row = a.w_taps + a.rows[r].first * kTaps * channels + c0;
+    V w[kTaps];
+#pragma GCC unroll 8
+    for (int kw = 0; kw < kTaps; ++kw) w[kw] = load(w_row + kw * channels);
+#pragma GCC unroll 32
+    for (int i = 0; i < kInputs; ++i) {
+      const V x = load(x_tap + i * channels);
+#pragma GCC unroll 8
+      for (int kw = 0; kw < kTaps; ++kw) {
+        const int q = i - kw;  // position q / kStride reads this input through tap kw
+        if (q >= 0 && q % kStride == 0 && q / kStride < kNhwcTile) {
+          acc[q / kStride] = Isa::fmadd(x, w[kw], acc[q / kStride]);
+        }
+      }
     }
   }
+  store_tile<Isa, kMasked>(a, acc, ow0, kept, c0, lanes_mask);
+}
+
+// One tile: the sliding tile where the row slides (a.sliding) and the tile is interior, nhwc_tile otherwise.
+template <typename Isa, bool kGroups, bool kMasked, typename scalar_t, typename acc_t>
+void nhwc_any_tile(const NhwcRowTiles<scalar_t, acc_t>& a, const int64_t* tile_columns, bool interior, int64_t ow0,
+                   int64_t kept, int64_t c0, uint32_t lanes_mask) {
+  if constexpr (!kGroups) {
+    static_assert(kNhwcSlidingMaxTaps == 7, "nhwc_any_tile instantiates the sliding tile for 2 to 7 taps");
+    if (a.sliding && interior) {
+      const auto slide = [&](auto taps) {
+        constexpr int kTaps = decltype(taps)::value;
+        if (a.stride_w == 1) {
+          nhwc_sliding_tile<Isa, kTaps, 1, kMasked>(a, tile_columns[0], ow0, kept, c0, lanes_mask);
+        } else {
+          nhwc_sliding_tile<Isa, kTaps, 2, kMasked>(a, tile_columns[0], ow0, kept, c0, lanes_mask);
+        }
+      };
+      switch (a.kw_count) {
+        case 2: return slide(std::integral_constant<int, 2>{});
+        case 3: return slide(std::integral_constant<int, 3>{});
+        case 4: return slide(std::integral_constant<int, 4>{});
+        case 5: return slide(std::integral_constant<int, 5>{});
+        case 6: return slide(std::integral_constant<int, 6>{});
+        default: return slide(std::integral_constant<int, 7>{});
+      }
+    }
+  }
+  nhwc_tile<Isa, kGroups, kMasked>(a, tile_columns, interior, ow0, kept, c0, lanes_mask);
 }
 
 // One pass along the row, tile by tile, each tile once per vector of channels while its pixels stay in L1. Channels
@@ -98,13 +176,13 @@ void nhwc_row_tiles(const NhwcRowTiles<scalar_t, acc_t>& a) {
       const int64_t kept = std::min(kNhwcTile, a.out_w - ow0);
       if constexpr (Isa::kMaskedLanes && std::is_same_v<scalar_t, float>) {
         if (a.channels < Isa::kLanes) {  // one vector, masked to the channels (float32 rows: kernel_paths.h)
-          nhwc_tile<Isa, kGroups, true>(a, a.columns + ow0 * kw_count, a.interior[tile], ow0, kept, 0,
-                                        (uint32_t(1) << a.channels) - 1);
+          nhwc_any_tile<Isa, kGroups, true>(a, a.columns + ow0 * kw_count, a.interior[tile], ow0, kept, 0,
+                                            (uint32_t(1) << a.channels) - 1);
           continue;
         }
       }
-      nhwc_tile<Isa, kGroups, false>(a, a.columns + ow0 * kw_count, a.interior[tile], ow0, kept,
-                                     std::min(c, a.channels - Isa::kLanes), 0);
+      nhwc_any_tile<Isa, kGroups, false>(a, a.columns + ow0 * kw_count, a.interior[tile], ow0, kept,
+                                         std::min(c, a.channels - Isa::kLanes), 0);
     }
   }
 }
