@@ -12,6 +12,8 @@ import torch
 import fastpad
 from fastpad.cases import ConvCase
 from fastpad.reference import output_and_grads
+from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa
+from fastpad.cases import dtype_name
 from reference import assert_matches, expected_conv, poison
 
 # (transposed, channels in, out, groups, length at stride 1, kernel path of the forward op), a 5-tap kernel: each row
@@ -73,3 +75,61 @@ def test_long_row_of_a_channels_last_image(padding_mode):
     assert torch.ops.fastpad._conv_path(x, w, None, [1, 2], [0, 2], [0, 1], [1, 1], 1, padding_mode,
                                         "cpu") == "cpu_channels_last_phase_planes"
     assert_forward_backward(lambda *t: fastpad.conv2d(*t, **kwargs), lambda *t: expected_conv(*t, **kwargs), [x, w])
+
+
+# (channels in, out, length, kernel, stride, dilation, padding mode, dtype, ISA, kernel path of the forward op) of
+# batch-1 1-d convs: one output row that fits its path's buffers whole, but whose 2^22 or more multiply-adds make
+# the driver want bands for the threads (conv.cpp's thread_row_bands: one per 2^21, up to twice the threads over the
+# other work items, here one image, one group and one block of output channels), so that PhasePlanes splits its
+# columns instead (kMinThreadTileColumns or more a tile): the blocked kernel at AVX2 and AVX-512 (seed 6's random096,
+# 162 -> 37 k4 'valid' over 597, ran on one of two threads), the tap tiles (7 input channels: a reduction of 28),
+# strides, dilation, an uneven last tile, every padding mode.
+ONE_ROW_FOR_THE_THREADS = [
+    (162, 37, 597, 4, 1, 1, "circular", torch.float32, "avx512", "cpu_blocked_avx512"),
+    (162, 37, 597, 4, 1, 1, "zeros", torch.float32, "avx2", "cpu_blocked_avx2"),
+    (96, 40, 1001, 5, 2, 1, "reflect", torch.float32, "avx512", "cpu_blocked_avx512"),
+    (64, 48, 700, 3, 1, 2, "replicate", torch.float32, "avx2", "cpu_blocked_avx2"),
+    (7, 64, 2909, 4, 1, 1, "reflect", torch.float32, "avx512", "cpu_tap_tiles_avx512"),
+    (7, 64, 7200, 4, 3, 1, "circular", torch.float32, "avx2", "cpu_tap_tiles_avx2"),
+]
+
+
+def thread_column_tiles(multiply_adds, out_w, threads):
+    """The column tiles PhasePlanes splits one output row into for the threads, where one image, one group and one
+    block of output channels are the only other work item (a mirror of conv.cpp's thread_row_bands and
+    thread_band_multiple, and of phase_planes.h's split): none on one thread, where that item has it whole."""
+    wanted = max(1, min(multiply_adds // 2**21, 2 * threads))
+    return 1 if wanted == 1 or threads == 1 else min(-(-wanted // threads) * threads, out_w // 64)
+
+
+@pytest.mark.parametrize("case", ONE_ROW_FOR_THE_THREADS, ids=lambda case: f"{case[-1]}-{case[2]}-s{case[4]}-{case[6]}")
+def test_one_row_split_for_the_threads(case):
+    c_in, c_out, length, kernel, stride, dilation, mode, dtype, isa, path = case
+    if ISA_ORDER.index(machine_isa()) < ISA_ORDER.index(isa):
+        pytest.skip(f"this CPU has no {isa}")
+    conv_case = ConvCase(False, (length,), c_in, c_out, kernel, stride=stride, dilation=dilation, padding="causal",
+                         padding_mode=mode, batch=1, dtype=dtype_name(dtype))
+    x, w, b = conv_case.random_inputs()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # the split needs a second thread
+    try:
+        check_one_row(conv_case, x, w, b, isa, path)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def check_one_row(conv_case, x, w, b, isa, path):
+    dtype, (c_out, _, kernel), length, stride = x.dtype, w.shape, x.shape[-1], conv_case.stride
+    with cpu_isa_limit(isa):
+        assert torch.ops.fastpad._conv_path(x, w, b, *conv_case.conv_op_arguments(), "cpu") == path
+        out_w = (length - 1) // stride + 1
+        assert thread_column_tiles(c_out * out_w * x.shape[1] * kernel, out_w, 2) > 1
+        inputs = [t.double() for t in (x, w, b)]
+        with torch.no_grad():
+            grad_output = torch.randn(1, c_out, out_w, dtype=torch.float64)
+        expected, expected_grads = output_and_grads(conv_case.reference_function(), inputs, lambda _: grad_output)
+        poison(expected.shape, dtype)
+        actual, grads = output_and_grads(conv_case.fastpad_function(), [x, w, b], lambda _: grad_output.to(dtype))
+    assert_matches(actual, expected, dtype)
+    for what, grad, expected_grad in zip(("input grad", "weight grad", "bias grad"), grads, expected_grads):
+        assert_matches(grad, expected_grad, dtype, what=what)

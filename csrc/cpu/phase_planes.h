@@ -37,6 +37,14 @@ constexpr int64_t kGemmPhasePlaneBytes = 1024 * 1024;
 // stay small, and no 2-d image up to this width is split.
 constexpr int64_t kMinTileColumns = 1024;
 
+// The narrowest column tile of a row split only so that the threads share it (one output row: a 1-d problem, where
+// the other work items do not divide evenly among the threads). The calls this split, the op alone against one tile,
+// 2 cores (Zen 4), interleaved (benchmarks/RESULTS.md): float32 on AVX-512 13 calls of random seeds 1-24 and the
+// suite 0.51-0.90x (geomean 0.73; seed 6's random096, batch 1, 162 -> 37 k4 over 597, had run on one core: 0.55x),
+// bfloat16 12 calls 0.63-0.98x (0.80), AVX2 one call 0.78x. Splitting also where the items divided evenly (batch 2
+// on 2 threads) ran 0.89-1.12x there.
+constexpr int64_t kMinThreadTileColumns = 64;
+
 // Where the NCHW gather into lanes (PhasePlanes::gather) goes through the register transpose (float32, unit stride
 // along the row): kGatherTransposeLanes channels' rows at a time, each swept along its whole interior run, so that the
 // copy reads 16 rows of x in order, as the copy a value at a time does. The whole block of lanes per run of positions
@@ -90,6 +98,14 @@ class PhasePlanes {
     if (position_bytes * (out_w + extra_cols_) * (1 + extra_rows_) > budget_bytes) {
       tile_cols_ = std::min(out_w, std::max(kMinTileColumns,
                                             budget_bytes / (position_bytes * (1 + extra_rows_)) - extra_cols_));
+    }
+    if (tile_cols_ == out_w && g.conv_out_sizes[1] == 1 && wanted_row_bands > 1 && row_band_multiple > 1) {
+      // One output row (1-d) has no rows to split: where the other work items do not divide evenly among the threads
+      // (row_band_multiple > 1), its columns go in up to wanted_row_bands tiles (a multiple of row_band_multiple) of
+      // kMinThreadTileColumns or more, so that the threads share it.
+      const int64_t tiles = std::min(ceil_div(wanted_row_bands, row_band_multiple) * row_band_multiple,
+                                     out_w / kMinThreadTileColumns);
+      if (tiles > 1) tile_cols_ = ceil_div(out_w, tiles);
     }
     col_tiles_ = (out_w + tile_cols_ - 1) / tile_cols_;
     pitch_ = tile_cols_ + extra_cols_;
