@@ -305,15 +305,19 @@ inline bool cpu_nhwc_conv_tiles_avx512(const ConvGeometry& g, bool channels_last
          cpu_nhwc_tiles_avx512_masked(g, channels_last, isa, element_bytes, reduced_precision);
 }
 
-// Whether the channels-last tiles' interior tiles slide along the row (cpu/nhwc_tiles_kernel.h's nhwc_sliding_tile):
-// each input vector a tile's tap row reads is loaded once for all its (position, tap) pairs, not once per pair. Needs
+// Whether the channels-last depthwise tiles slide along the row (cpu/nhwc_tiles_kernel.h's nhwc_sliding_tile): each
+// input vector a tile's tap row reads is loaded once for all its (position, tap) pairs, not once per pair. Needs
 // one input channel per output channel (a depthwise conv, not expanded rows), dilation 1 along the row, stride 1 or 2,
 // and 2 to kNhwcSlidingMaxTaps taps per row (the weights of a tap row stay in registers beside the tile's 8
 // accumulators). The sums are the same as the tiles' that load an input per multiply-add. The op alone against those
 // tiles, the conv and input-gradient calls that run them, 2 cores (Zen 4), interleaved (benchmarks/RESULTS.md): float32
 // on AVX-512 189 calls of random seeds 1-24 and the suite 0.61-1.02x (geomean 0.95; seed 6's random011, 30 channels
-// k5 over 179 x 179, 0.61); AVX2 83 calls 0.58-1.07x (0.93), bfloat16 0.65-1.00x (0.94). The same sliding for the
-// weight gradient's sums (blocks of 8 columns) ran 0.80-1.20x (geomean 0.99): not kept.
+// k5 over 179 x 179, 0.61); AVX2 83 calls 0.58-1.07x (0.93), bfloat16 0.65-1.00x (0.94). Those were interior tiles
+// only; the border tiles too (their input columns looked up once per input, not per pair), against interior only:
+// 86 calls of seeds 1-8 and the suite 0.54-1.11x (geomean 0.89; the 1.11 0.99 re-run; seed 6's random026, 442
+// channels k6 3-d over 9-wide rows, where nearly every tile is a border tile, 0.56x), held out, seeds 9-24, 103 calls
+// 0.55-1.03x (0.88). The same sliding for the weight gradient's sums (blocks of 8 columns) ran 0.80-1.20x (geomean
+// 0.99): not kept.
 constexpr int64_t kNhwcSlidingMaxTaps = 7;
 inline bool cpu_nhwc_tiles_slide(const ConvGeometry& g, bool groups) {
   return !groups && g.dilation[2] == 1 && g.stride[2] <= 2 && g.kernel[2] >= 2 && g.kernel[2] <= kNhwcSlidingMaxTaps;

@@ -91,10 +91,10 @@ def tiles_kernel(path, isa=None, dtype=torch.float32, channels=16, weight_grad=F
 
 
 def nhwc_tiles_slide(kernel_w, stride_w, dilation_w, groups=False):
-    """Whether depthwise.cpp's channels-last tiles slide along the row (kernel_paths.h's cpu_nhwc_tiles_slide): the
-    forward tiles' interior tiles and the weight gradient's interior columns load each input vector once for all the
-    taps that read it. One input channel per output channel, dilation 1, stride 1 or 2, 2 to 7 taps along the row.
-    The sums are the same as the tiles' that load an input per multiply-add, so only this rule tells them apart."""
+    """Whether depthwise.cpp's channels-last tiles slide along the row (kernel_paths.h's cpu_nhwc_tiles_slide): each
+    tile, interior or border, loads each input vector once for all the taps that read it. One input channel per
+    output channel, dilation 1, stride 1 or 2, 2 to 7 taps along the row. The sums are the same as the tiles' that
+    load an input per multiply-add, so only this rule tells them apart."""
     return not groups and dilation_w == 1 and stride_w <= 2 and 2 <= kernel_w <= 7
 
 

@@ -253,11 +253,11 @@ def test_sliding_rows_cover_both_tiles():
                                             if case[6] == "channels_last" or channels % 8 == 0],
                          ids=lambda v: f"{v[1]}-s{v[2]}-d{v[3]}-{v[6]}" if isinstance(v, tuple) else str(v))
 def test_depthwise_sliding_tiles(case, channels):
-    """Forward, input gradient and weight gradient of depthwise rows on depthwise.cpp's tiles, whose interior tiles
-    slide along the row where kernel_paths.h's cpu_nhwc_tiles_slide says (SLIDING_ROWS), against the float64
-    reference, outputs poisoned first, each op's path asserted: 12 channels (float32: one masked AVX-512 vector;
-    channels-last only, NCHW's channel blocks take whole vectors), 16 (one vector) and 40 (vectors whose last ends at
-    C); float64, float32 and bfloat16; at AVX2 (at::vec's vectors) and at this CPU's own ISA."""
+    """Forward, input gradient and weight gradient of depthwise rows on depthwise.cpp's tiles, which slide along the
+    row (interior and border tiles) where kernel_paths.h's cpu_nhwc_tiles_slide says (SLIDING_ROWS), against the
+    float64 reference, outputs poisoned first, each op's path asserted: 12 channels (float32: one masked AVX-512
+    vector; channels-last only, NCHW's channel blocks take whole vectors), 16 (one vector) and 40 (vectors whose last
+    ends at C); float64, float32 and bfloat16; at AVX2 (at::vec's vectors) and at this CPU's own ISA."""
     size, kernel, stride, dilation, padding, mode, layout, input_grad_tiles = case
     conv_case = ConvCase(False, size, channels, channels, kernel, stride, padding, dilation=dilation, groups=channels,
                          padding_mode=mode, layout=layout)

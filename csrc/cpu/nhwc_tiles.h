@@ -44,7 +44,7 @@ struct NhwcRowTiles {
   const int64_t* read_offsets;
   int64_t read_offset_count;
   bool whole_pixels;  // a tile's input pixels are prefetched whole (else a 64-byte run of channels at a time)
-  // Whether interior tiles slide along the row (nhwc_sliding_tile): one input channel per output channel, dilation 1,
+  // Whether the tiles slide along the row (nhwc_sliding_tile): one input channel per output channel, dilation 1,
   // stride 1 or 2, and 2 to kNhwcSlidingMaxTaps taps per row (kernel_paths.h's cpu_nhwc_tiles_slide).
   bool sliding;
 };

@@ -73,14 +73,16 @@ void nhwc_tile(const NhwcRowTiles<scalar_t, acc_t>& a, const int64_t* tile_colum
   store_tile<Isa, kMasked>(a, acc, ow0, kept, c0, lanes_mask);
 }
 
-// An interior tile of a depthwise row at stride kStride and dilation 1 (kernel_paths.h's cpu_nhwc_tiles_slide): tap kw
-// of position p reads input column kStride * p + kw from the tile's first, so each input vector is loaded once and
-// multiplied into every accumulator that reads it. A tap row costs kStride * (kNhwcTile - 1) + kTaps input loads and
-// kTaps weight loads for kNhwcTile * kTaps multiply-adds, where nhwc_tile loads one input per multiply-add. Each
-// accumulator still takes its taps in nhwc_tile's order (rows, then kw), so the sums are the same.
-template <typename Isa, int kTaps, int kStride, bool kMasked, typename scalar_t, typename acc_t>
-void nhwc_sliding_tile(const NhwcRowTiles<scalar_t, acc_t>& a, int64_t first_column, int64_t ow0, int64_t kept,
-                       int64_t c0, uint32_t lanes_mask) {
+// A tile of a depthwise row at stride kStride and dilation 1 (kernel_paths.h's cpu_nhwc_tiles_slide): tap kw of
+// position p reads the tile's input kStride * p + kw, so each input vector is loaded once and multiplied into every
+// accumulator that reads it. A tap row costs kStride * (kNhwcTile - 1) + kTaps input loads and kTaps weight loads for
+// kNhwcTile * kTaps multiply-adds, where nhwc_tile loads one input per multiply-add. Every (position, tap) pair that
+// reads input i reads the same column, so a border tile (not kInterior) looks it up once, from the first position
+// that reads it, and skips an input in zero padding (or read by no kept position: column -1). Each accumulator still
+// takes its taps in nhwc_tile's order (rows, then kw), so the sums are the same.
+template <typename Isa, int kTaps, int kStride, bool kMasked, bool kInterior, typename scalar_t, typename acc_t>
+void nhwc_sliding_tile(const NhwcRowTiles<scalar_t, acc_t>& a, const int64_t* tile_columns, int64_t ow0,
+                       int64_t kept, int64_t c0, uint32_t lanes_mask) {
   using V = typename Isa::V;
   const auto load = [lanes_mask](const auto* p) { return tile_load<Isa, kMasked>(p, lanes_mask); };
   constexpr int kInputs = kStride * (kNhwcTile - 1) + kTaps;
@@ -90,14 +92,17 @@ void nhwc_sliding_tile(const NhwcRowTiles<scalar_t, acc_t>& a, int64_t first_col
 #pragma GCC unroll 8
   for (int p = 0; p < kNhwcTile; ++p) acc[p] = init;
   for (int64_t r = 0; r < a.row_count; ++r) {
-    const scalar_t* x_tap = a.x_image + (a.rows[r].second * a.in_w + first_column) * channels + c0;
+    const scalar_t* x_row = a.x_image + a.rows[r].second * a.in_w * channels + c0;
     const acc_t* w_row = a.w_taps + a.rows[r].first * kTaps * channels + c0;
     V w[kTaps];
 #pragma GCC unroll 8
     for (int kw = 0; kw < kTaps; ++kw) w[kw] = load(w_row + kw * channels);
 #pragma GCC unroll 32
     for (int i = 0; i < kInputs; ++i) {
-      const V x = load(x_tap + i * channels);
+      const int first = i < kTaps ? 0 : (i - kTaps) / kStride + 1;  // the first position that reads input i
+      const int64_t column = kInterior ? tile_columns[0] + i : tile_columns[first * kTaps + i - kStride * first];
+      if (!kInterior && column < 0) continue;
+      const V x = load(x_row + column * channels);
 #pragma GCC unroll 8
       for (int kw = 0; kw < kTaps; ++kw) {
         const int q = i - kw;  // position q / kStride reads this input through tap kw
@@ -110,19 +115,27 @@ void nhwc_sliding_tile(const NhwcRowTiles<scalar_t, acc_t>& a, int64_t first_col
   store_tile<Isa, kMasked>(a, acc, ow0, kept, c0, lanes_mask);
 }
 
-// One tile: the sliding tile where the row slides (a.sliding) and the tile is interior, nhwc_tile otherwise.
+// One tile: the sliding tile where the row slides (a.sliding), nhwc_tile otherwise.
 template <typename Isa, bool kGroups, bool kMasked, typename scalar_t, typename acc_t>
 void nhwc_any_tile(const NhwcRowTiles<scalar_t, acc_t>& a, const int64_t* tile_columns, bool interior, int64_t ow0,
                    int64_t kept, int64_t c0, uint32_t lanes_mask) {
   if constexpr (!kGroups) {
     static_assert(kNhwcSlidingMaxTaps == 7, "nhwc_any_tile instantiates the sliding tile for 2 to 7 taps");
-    if (a.sliding && interior) {
+    if (a.sliding) {
       const auto slide = [&](auto taps) {
         constexpr int kTaps = decltype(taps)::value;
+        const auto at_stride = [&](auto stride) {
+          constexpr int kStride = decltype(stride)::value;
+          if (interior) {
+            nhwc_sliding_tile<Isa, kTaps, kStride, kMasked, true>(a, tile_columns, ow0, kept, c0, lanes_mask);
+          } else {
+            nhwc_sliding_tile<Isa, kTaps, kStride, kMasked, false>(a, tile_columns, ow0, kept, c0, lanes_mask);
+          }
+        };
         if (a.stride_w == 1) {
-          nhwc_sliding_tile<Isa, kTaps, 1, kMasked>(a, tile_columns[0], ow0, kept, c0, lanes_mask);
+          at_stride(std::integral_constant<int, 1>{});
         } else {
-          nhwc_sliding_tile<Isa, kTaps, 2, kMasked>(a, tile_columns[0], ow0, kept, c0, lanes_mask);
+          at_stride(std::integral_constant<int, 2>{});
         }
       };
       switch (a.kw_count) {
