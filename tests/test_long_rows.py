@@ -10,10 +10,9 @@ import pytest
 import torch
 
 import fastpad
-from fastpad.cases import ConvCase
+from code_paths import ISA_ORDER, cpu_isa_limit, intra_op_threads, machine_isa
+from fastpad.cases import ConvCase, dtype_name
 from fastpad.reference import output_and_grads
-from code_paths import ISA_ORDER, cpu_isa_limit, machine_isa
-from fastpad.cases import dtype_name
 from reference import assert_matches, expected_conv, poison
 
 # (transposed, channels in, out, groups, length at stride 1, kernel path of the forward op), a 5-tap kernel: each row
@@ -32,16 +31,18 @@ LONG_ROWS = {
 
 
 def assert_forward_backward(function, reference, inputs):
-    """function's output and its gradients for every input match the reference's, for a random grad_output, with
-    the allocator poisoned before each fastpad call."""
+    """function's output and its gradients for every input match the reference's in float64, for a random
+    grad_output, with the allocator poisoned before each fastpad call."""
+    inputs_64 = [t.double() for t in inputs]
     with torch.no_grad():
-        grad_output = torch.randn_like(reference(*inputs))
-    expected, expected_grads = output_and_grads(reference, inputs, lambda _: grad_output)
-    poison(expected.shape, expected.dtype)
-    actual, grads = output_and_grads(function, inputs, lambda _: grad_output)
-    assert_matches(actual, expected)
+        grad_output = torch.randn_like(reference(*inputs_64))
+    expected, expected_grads = output_and_grads(reference, inputs_64, lambda _: grad_output)
+    dtype = inputs[0].dtype
+    poison(expected.shape, dtype)
+    actual, grads = output_and_grads(function, inputs, lambda _: grad_output.to(dtype))
+    assert_matches(actual, expected, dtype)
     for what, grad, expected_grad in zip(("input grad", "weight grad", "bias grad"), grads, expected_grads):
-        assert_matches(grad, expected_grad, what=what)
+        assert_matches(grad, expected_grad, dtype, what=what)
 
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "reflect", "replicate", "circular"])
@@ -95,11 +96,11 @@ ONE_ROW_FOR_THE_THREADS = [
 
 
 def thread_column_tiles(multiply_adds, out_w, threads):
-    """The column tiles PhasePlanes splits one output row into for the threads, where one image, one group and one
-    block of output channels are the only other work item (a mirror of conv.cpp's thread_row_bands and
-    thread_band_multiple, and of phase_planes.h's split): none on one thread, where that item has it whole."""
+    """The column tiles PhasePlanes splits one output row into for `threads` (2 or more) threads, where one image, one
+    group and one block of output channels are the only other work item (a mirror of conv.cpp's thread_row_bands and
+    thread_band_multiple, and of phase_planes.h's split)."""
     wanted = max(1, min(multiply_adds // 2**21, 2 * threads))
-    return 1 if wanted == 1 or threads == 1 else min(-(-wanted // threads) * threads, out_w // 64)
+    return 1 if wanted == 1 else min(-(-wanted // threads) * threads, out_w // 64)
 
 
 @pytest.mark.parametrize("case", ONE_ROW_FOR_THE_THREADS, ids=lambda case: f"{case[-1]}-{case[2]}-s{case[4]}-{case[6]}")
@@ -110,26 +111,8 @@ def test_one_row_split_for_the_threads(case):
     conv_case = ConvCase(False, (length,), c_in, c_out, kernel, stride=stride, dilation=dilation, padding="causal",
                          padding_mode=mode, batch=1, dtype=dtype_name(dtype))
     x, w, b = conv_case.random_inputs()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)  # the split needs a second thread
-    try:
-        check_one_row(conv_case, x, w, b, isa, path)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def check_one_row(conv_case, x, w, b, isa, path):
-    dtype, (c_out, _, kernel), length, stride = x.dtype, w.shape, x.shape[-1], conv_case.stride
-    with cpu_isa_limit(isa):
+    out_w = (length - 1) // stride + 1
+    assert thread_column_tiles(c_out * out_w * c_in * kernel, out_w, threads=2) > 1
+    with intra_op_threads(2), cpu_isa_limit(isa):  # the split needs a second thread
         assert torch.ops.fastpad._conv_path(x, w, b, *conv_case.conv_op_arguments(), "cpu") == path
-        out_w = (length - 1) // stride + 1
-        assert thread_column_tiles(c_out * out_w * x.shape[1] * kernel, out_w, 2) > 1
-        inputs = [t.double() for t in (x, w, b)]
-        with torch.no_grad():
-            grad_output = torch.randn(1, c_out, out_w, dtype=torch.float64)
-        expected, expected_grads = output_and_grads(conv_case.reference_function(), inputs, lambda _: grad_output)
-        poison(expected.shape, dtype)
-        actual, grads = output_and_grads(conv_case.fastpad_function(), [x, w, b], lambda _: grad_output.to(dtype))
-    assert_matches(actual, expected, dtype)
-    for what, grad, expected_grad in zip(("input grad", "weight grad", "bias grad"), grads, expected_grads):
-        assert_matches(grad, expected_grad, dtype, what=what)
+        assert_forward_backward(conv_case.fastpad_function(), conv_case.reference_function(), [x, w, b])
