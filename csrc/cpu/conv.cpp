@@ -73,17 +73,31 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
   using acc_t = acc_type<scalar_t>;
   using Vec = at::vec::Vectorized<acc_t>;
   constexpr int64_t V = Vec::size();
-  const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
   const int64_t groups = g.groups, c_in = g.conv_in_channels_per_group(), c_out = g.conv_out_channels_per_group();
   const int64_t taps = g.kernel_volume(), width = (c_out + V - 1) / V * V;  // weight rows padded to whole vectors
-  // [groups, taps, Cg_in, width] and [groups, width], zero beyond Cg_out (small weight copies, not the input).
-  const auto options = at::TensorOptions(acc_dtype);
-  const at::Tensor w_acc = at::zeros({groups, taps, c_in, width}, options);
-  w_acc.narrow(3, 0, c_out).copy_(weight.reshape({groups, c_out, c_in, taps}).permute({0, 3, 2, 1}));
-  const acc_t* w_data = w_acc.const_data_ptr<acc_t>();
-  const at::Tensor bias_acc = at::zeros({groups, width}, options);
-  if (bias.defined()) bias_acc.narrow(1, 0, c_out).copy_(bias.view({groups, c_out}));
-  const acc_t* bias_data = bias_acc.const_data_ptr<acc_t>();
+  // [groups, taps, Cg_in, width] and [groups, width], zero beyond Cg_out (small weight copies, not the input). Copied
+  // by plain loops: on the small layers this path takes, ATen's zeros, permute and copy_ cost more than the sums.
+  const at::Tensor w_in = weight.contiguous();
+  const scalar_t* w_source = w_in.const_data_ptr<scalar_t>();
+  std::vector<acc_t> w_acc(groups * taps * c_in * width, acc_t(0)), bias_acc(groups * width, acc_t(0));
+  for (int64_t group = 0; group < groups; ++group) {
+    for (int64_t co = 0; co < c_out; ++co) {
+      for (int64_t ci = 0; ci < c_in; ++ci) {
+        const scalar_t* w_row = w_source + ((group * c_out + co) * c_in + ci) * taps;
+        for (int64_t tap = 0; tap < taps; ++tap) {
+          w_acc[((group * taps + tap) * c_in + ci) * width + co] = static_cast<acc_t>(w_row[tap]);
+        }
+      }
+    }
+  }
+  const acc_t* w_data = w_acc.data();
+  if (bias.defined()) {
+    const scalar_t* bias_source = bias.const_data_ptr<scalar_t>();
+    for (int64_t group = 0; group < groups; ++group) {
+      for (int64_t co = 0; co < c_out; ++co) bias_acc[group * width + co] = static_cast<acc_t>(bias_source[group * c_out + co]);
+    }
+  }
+  const acc_t* bias_data = bias_acc.data();
   const scalar_t* x_data = x.const_data_ptr<scalar_t>();
   scalar_t* y_data = y.mutable_data_ptr<scalar_t>();
   const int64_t out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
