@@ -11,6 +11,7 @@ from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.cases import ConvCase
 from test_blocked_direct import run_case as run_case_at_isa
 from reference import (
+    CHANNELS_LAST,
     EXPLICIT_PADDINGS,
     GROUP_CASES,
     PADDING_MODES,
@@ -489,6 +490,44 @@ def test_nchw_grouped_convs_sum_their_groups_planes(per_group, out_per_group, gr
     assert path((8, 8), 16, 2) != "cpu_grouped_planes"
     assert path((8, 8), 2, 17) != "cpu_grouped_planes"
     assert path((8, 8), 2, 2, channels_last=True) != "cpu_grouped_planes"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_channels_last_grouped_convs_with_few_channels_take_the_nchw_kernel(isa, dtype):
+    """Channels-last grouped convs with at most 4 input and 4 output channels per group that the blocked kernel would
+    take run depthwise.cpp's NCHW kernel on the channels-last tensors (kernel_paths.h's
+    cpu_grouped_planes_over_channels_last, path cpu_grouped_planes): seed 6's random047 made small (3-d k4
+    'same_lower' reflect, 3 input and 4 output channels per group), 2-d stride 2 with one output channel per group,
+    dilation 2 with replicate pads, an even kernel with circular pads; at AVX2 and AVX-512, fresh inputs, poisoned
+    outputs, against F.pad + conv in float64, the output channels-last. Not with 5 channels per group on either side,
+    with fewer than 3 taps per stride step (k3 at stride 2), in float64 (no blocked kernel), or NCHW."""
+    require_isa(isa)
+    cases = (((6, 6, 6), 12, 16, 4, 4, 1, 1, "same_lower", "reflect"),
+             ((18, 17), 12, 6, 6, 5, 2, 1, "same", "zeros"),
+             ((13, 11), 8, 6, 2, 3, 1, 2, "same", "replicate"),
+             ((10, 9), 9, 12, 3, (3, 4), 1, 1, "same", "circular"))
+    with cpu_isa_limit(isa):
+        for size, c_in, c_out, groups, kernel, stride, dilation, padding, mode in cases:
+            x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, dtype=dtype)
+            x = x.to(memory_format=CHANNELS_LAST[x.dim()])
+            with RecordFastpadOps() as record:
+                y = check_conv(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups,
+                               padding_mode=mode)
+            assert [torch.ops.fastpad._conv_path(*args, "cpu") for _, args in record.calls] == ["cpu_grouped_planes"]
+            assert_memory_format_kept(x, y)
+
+        def path(c_in, c_out, groups, stride=1, dtype=dtype, channels_last=True):
+            x, w, b = conv_inputs((12, 12), c_in, c_out, 3, groups, batch=1, dtype=dtype)
+            if channels_last:
+                x = x.to(memory_format=torch.channels_last)
+            return torch.ops.fastpad._conv_path(x, w, b, [stride] * 2, [1, 1], [1, 1], [1, 1], groups, "zeros", "cpu")
+        assert path(12, 16, 4) == "cpu_grouped_planes"  # 3 and 4 channels per group, 9 taps at stride 1
+        assert path(12, 20, 4) != "cpu_grouped_planes"  # 5 output channels per group
+        assert path(20, 16, 4) != "cpu_grouped_planes"  # 5 input channels per group
+        assert path(12, 16, 4, stride=2) != "cpu_grouped_planes"  # 9 taps over 4 positions a step
+        assert path(12, 16, 4, dtype=torch.float64) != "cpu_grouped_planes"
+        assert path(12, 16, 4, channels_last=False) == "cpu_grouped_planes"  # NCHW: the NCHW rule
 
 
 @pytest.mark.parametrize("isa", ["avx512", "avx2"])

@@ -828,12 +828,13 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
       path == ConvPath::CpuDepthwiseChannelBlocks || path == ConvPath::CpuDepthwiseChannelBlocksAvx512;
   const bool avx512_tiles = path == ConvPath::CpuDepthwiseAvx512 || path == ConvPath::CpuGroupedExpandedAvx512 ||
                             path == ConvPath::CpuDepthwiseChannelBlocksAvx512;
-  if (path == ConvPath::CpuDepthwiseStridedPlanes) {  // the NCHW kernel over channels-last x and y
+  // The NCHW kernel, over x and y of either layout (channels-last: cpu_depthwise_strided_planes and
+  // cpu_grouped_planes_over_channels_last).
+  if (path == ConvPath::CpuDepthwiseStridedPlanes || path == ConvPath::CpuGroupedPlanes) {
     depthwise_conv(g, x, weight, b, y, /*channels_last=*/false);
     return y;
   }
-  if (channel_blocks || avx512_tiles || path == ConvPath::CpuDepthwise || path == ConvPath::CpuGroupedExpanded ||
-      path == ConvPath::CpuGroupedPlanes) {
+  if (channel_blocks || avx512_tiles || path == ConvPath::CpuDepthwise || path == ConvPath::CpuGroupedExpanded) {
     depthwise_conv(g, x, weight, b, y, channels_last, channel_blocks, avx512_tiles);
     return y;
   }
