@@ -38,8 +38,8 @@ enum class ConvPath {
   CpuDepthwiseStridedPlanes,   // channels-last, fewer channels than a vector: the NCHW kernel, pixels C apart
   CpuGroupedExpanded,          // channels-last, few output channels per group: depthwise.cpp's kernel, expanded rows
   CpuGroupedExpandedAvx512,    // the same on AVX-512's tiles
-  CpuGroupedPlanes,            // few channels per group: depthwise.cpp's NCHW kernel, summed over a group's planes (NCHW, or
-                               // channels-last with pixels C apart)
+  CpuGroupedPlanes,            // few channels per group: depthwise.cpp's NCHW kernel, summed over a group's planes
+                               // (NCHW, or channels-last with pixels C apart)
   CpuTapGemms,                 // NCHW, float64 or no AVX2: one torch GEMM per tap straight off the phase planes
   CpuTapTilesAvx2,             // the same, every tap's GEMM summed in cpu/reduction_tiles.h's AVX2 registers
   CpuTapTilesAvx512,           // ... in its AVX-512 registers
@@ -388,15 +388,17 @@ inline bool cpu_grouped_planes(const ConvGeometry& g, bool channels_last) {
 // each gathered value feeds). Channels-last calls whose path moved, the op alone, interleaved, medians of 7 rounds
 // (2 cores, Zen 4; benchmarks/results/2026-12-05-cpu-zen4-grouped-planes-channels-last/): random seeds 1-24 and the
 // suite, float32 AVX-512 5 calls 0.38-1.02x (seed 6's random047, a 3-d k4 conv with 3 input and 4 output channels
-// per group, 7.57 -> 2.85 ms), AVX2 5 calls 0.44-1.11x, bfloat16 6 calls 0.35-0.79x; held out, seeds 25-64, 2 calls 0.75x and 0.90x.
-// With 2 taps per stride step the rule also took a 2-d k3 stride-2 conv of seed 17 that ran 0.97-1.20x in four runs.
-// Every grouped channels-last call, without the bounds on channels and taps: 114 calls 0.37-3.64x (geomean 1.24).
+// per group, 7.57 -> 2.85 ms), AVX2 5 calls 0.44-1.11x, bfloat16 6 calls 0.35-0.79x; held out, seeds 25-64, 2 calls
+// 0.75x and 0.90x. With 2 taps per stride step the rule also took a 2-d k3 stride-2 conv of seed 17 that ran
+// 0.97-1.20x in four runs. Every grouped channels-last call, without the bounds on channels and taps: 114 calls
+// 0.37-3.64x (geomean 1.24).
 constexpr int64_t kGroupedPlanesOverChannelsLastMaxChannels = 4;
 constexpr int64_t kGroupedPlanesOverChannelsLastMinTapsPerStride = 3;
 inline bool cpu_grouped_planes_over_channels_last(const ConvGeometry& g, bool channels_last) {
   return channels_last && g.conv_in_channels_per_group() <= kGroupedPlanesOverChannelsLastMaxChannels &&
          g.conv_out_channels_per_group() <= kGroupedPlanesOverChannelsLastMaxChannels &&
-         g.kernel_volume() >= kGroupedPlanesOverChannelsLastMinTapsPerStride * g.stride[0] * g.stride[1] * g.stride[2] &&
+         g.kernel_volume() >=
+             kGroupedPlanesOverChannelsLastMinTapsPerStride * g.stride[0] * g.stride[1] * g.stride[2] &&
          cpu_grouped_planes(g, /*channels_last=*/false);
 }
 

@@ -94,7 +94,9 @@ void direct_conv_nhwc(const ConvGeometry& g, const at::Tensor& x, const at::Tens
   if (bias.defined()) {
     const scalar_t* bias_source = bias.const_data_ptr<scalar_t>();
     for (int64_t group = 0; group < groups; ++group) {
-      for (int64_t co = 0; co < c_out; ++co) bias_acc[group * width + co] = static_cast<acc_t>(bias_source[group * c_out + co]);
+      for (int64_t co = 0; co < c_out; ++co) {
+        bias_acc[group * width + co] = static_cast<acc_t>(bias_source[group * c_out + co]);
+      }
     }
   }
   const acc_t* bias_data = bias_acc.data();
