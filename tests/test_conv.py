@@ -462,6 +462,16 @@ def test_channels_last_grouped_expanded(per_group, multiplier, groups, device):
                                "cpu_grouped_expanded", device)
 
 
+def grouped_conv_path(per_group, out_per_group, groups=4, size=(8, 8), stride=1, dtype=torch.float64,
+                      channels_last=False):
+    """The CPU kernel path of a batch-1 2-d k3 conv with pads of 1 over `size`: `groups` groups of `per_group` input
+    and `out_per_group` output channels, zeros mode."""
+    x, w, b = conv_inputs(size, per_group * groups, out_per_group * groups, 3, groups, batch=1, dtype=dtype)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    return torch.ops.fastpad._conv_path(x, w, b, [stride] * 2, [1, 1], [1, 1], [1, 1], groups, "zeros", "cpu")
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16], ids=["float64", "float32", "bfloat16"])
 @pytest.mark.parametrize("per_group, out_per_group, groups", [(2, 2, 32), (2, 1, 4), (3, 7, 2), (15, 16, 2), (4, 5, 3)])
 def test_nchw_grouped_convs_sum_their_groups_planes(per_group, out_per_group, groups, dtype):
@@ -479,17 +489,11 @@ def test_nchw_grouped_convs_sum_their_groups_planes(per_group, out_per_group, gr
         with RecordFastpadOps() as record:
             check_conv(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups, padding_mode=mode)
         assert {torch.ops.fastpad._conv_path(*args, "cpu") for _, args in record.calls} == {"cpu_grouped_planes"}
-
-    def path(size, per_group, out_per_group, groups=4, channels_last=False):
-        x, w, b = conv_inputs(size, per_group * groups, out_per_group * groups, 3, groups, batch=1)
-        if channels_last:
-            x = x.to(memory_format=torch.channels_last)
-        return torch.ops.fastpad._conv_path(x, w, b, [1, 1], [1, 1], [1, 1], [1, 1], groups, "zeros", "cpu")
-    assert path((4, 8), 2, 2) == "cpu_grouped_planes"  # 32 output positions
-    assert path((4, 7), 2, 2) != "cpu_grouped_planes"
-    assert path((8, 8), 16, 2) != "cpu_grouped_planes"
-    assert path((8, 8), 2, 17) != "cpu_grouped_planes"
-    assert path((8, 8), 2, 2, channels_last=True) != "cpu_grouped_planes"
+    assert grouped_conv_path(2, 2, size=(4, 8)) == "cpu_grouped_planes"  # 32 output positions
+    assert grouped_conv_path(2, 2, size=(4, 7)) != "cpu_grouped_planes"
+    assert grouped_conv_path(16, 2) != "cpu_grouped_planes"
+    assert grouped_conv_path(2, 17) != "cpu_grouped_planes"
+    assert grouped_conv_path(2, 2, channels_last=True) != "cpu_grouped_planes"
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
@@ -517,17 +521,15 @@ def test_channels_last_grouped_convs_with_few_channels_take_the_nchw_kernel(isa,
             assert [torch.ops.fastpad._conv_path(*args, "cpu") for _, args in record.calls] == ["cpu_grouped_planes"]
             assert_memory_format_kept(x, y)
 
-        def path(c_in, c_out, groups, stride=1, dtype=dtype, channels_last=True):
-            x, w, b = conv_inputs((12, 12), c_in, c_out, 3, groups, batch=1, dtype=dtype)
-            if channels_last:
-                x = x.to(memory_format=torch.channels_last)
-            return torch.ops.fastpad._conv_path(x, w, b, [stride] * 2, [1, 1], [1, 1], [1, 1], groups, "zeros", "cpu")
-        assert path(12, 16, 4) == "cpu_grouped_planes"  # 3 and 4 channels per group, 9 taps at stride 1
-        assert path(12, 20, 4) != "cpu_grouped_planes"  # 5 output channels per group
-        assert path(20, 16, 4) != "cpu_grouped_planes"  # 5 input channels per group
-        assert path(12, 16, 4, stride=2) != "cpu_grouped_planes"  # 9 taps over 4 positions a step
-        assert path(12, 16, 4, dtype=torch.float64) != "cpu_grouped_planes"
-        assert path(12, 16, 4, channels_last=False) == "cpu_grouped_planes"  # NCHW: the NCHW rule
+        def path(per_group, out_per_group, stride=1, dtype=dtype, channels_last=True):
+            return grouped_conv_path(per_group, out_per_group, size=(12, 12), stride=stride, dtype=dtype,
+                                     channels_last=channels_last)
+        assert path(3, 4) == "cpu_grouped_planes"  # 3 and 4 channels per group, 9 taps at stride 1
+        assert path(3, 5) != "cpu_grouped_planes"  # 5 output channels per group
+        assert path(5, 4) != "cpu_grouped_planes"  # 5 input channels per group
+        assert path(3, 4, stride=2) != "cpu_grouped_planes"  # 9 taps over 4 positions a step
+        assert path(3, 4, dtype=torch.float64) != "cpu_grouped_planes"
+        assert path(3, 4, channels_last=False) == "cpu_grouped_planes"  # NCHW: the NCHW rule
 
 
 @pytest.mark.parametrize("isa", ["avx512", "avx2"])

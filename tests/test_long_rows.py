@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import fastpad
-from code_paths import ISA_ORDER, cpu_isa_limit, intra_op_threads, machine_isa
+from code_paths import cpu_isa_limit, intra_op_threads, require_isa
 from fastpad.cases import ConvCase, dtype_name
 from fastpad.reference import output_and_grads
 from reference import assert_matches, expected_conv, poison
@@ -106,8 +106,7 @@ def thread_column_tiles(multiply_adds, out_w, threads):
 @pytest.mark.parametrize("case", ONE_ROW_FOR_THE_THREADS, ids=lambda case: f"{case[-1]}-{case[2]}-s{case[4]}-{case[6]}")
 def test_one_row_split_for_the_threads(case):
     c_in, c_out, length, kernel, stride, dilation, mode, dtype, isa, path = case
-    if ISA_ORDER.index(machine_isa()) < ISA_ORDER.index(isa):
-        pytest.skip(f"this CPU has no {isa}")
+    require_isa(isa)
     conv_case = ConvCase(False, (length,), c_in, c_out, kernel, stride=stride, dilation=dilation, padding="causal",
                          padding_mode=mode, batch=1, dtype=dtype_name(dtype))
     x, w, b = conv_case.random_inputs()
