@@ -4,6 +4,8 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -78,6 +80,39 @@ def test_bench_random_smoke_prints_seed_losers_and_geomeans(tmp_path):
     from fastpad.bench.random_layers import random_layers
     drawn = {layer.name: layer.case.shape_text() for layer in random_layers(5, 7)}
     assert {row["layer"]: row["shape"].replace(" channels_last", "") for row in rows["results"]} == drawn
+
+
+def test_bench_times_rows_near_parity_again_and_reports_their_median_run(monkeypatch):
+    """At full effort each row above RECHECK_ABOVE is timed Effort.rechecks more times, its layer and mode alone, and
+    reports its median run with every run's ratio in the order run; the other rows keep their one run, and the quick
+    effort times nothing again."""
+    def row(layer, mode, ratio):
+        return runner.Measurement(layer, "model", "shape", mode, fastpad_ms=ratio, pad_conv_ms=1.0, floor_ms=1.0,
+                                  repeats=7, max_rel_error=0.0, runs=[ratio])
+    later = {("a", "fwd+bwd"): [0.9, 1.1], ("b", "forward"): [1.3, 1.0]}
+    calls = []
+
+    def measure_layer(layer, settings, on_phase, notes=None, modes=runner.MODES):
+        (mode,) = modes
+        calls.append((layer.name, mode))
+        return [row(layer.name, mode, later[(layer.name, mode)].pop(0))]
+    monkeypatch.setattr(runner, "measure_layer", measure_layer)
+    first = [row("a", "forward", 0.5), row("a", "fwd+bwd", 1.2), row("b", "forward", runner.RECHECK_ABOVE + 0.01),
+             row("b", "fwd+bwd", runner.RECHECK_ABOVE)]
+    layers = [SimpleNamespace(name="a"), SimpleNamespace(name="b")]
+    settings = runner.Settings(torch.device("cpu"), torch.float32, None, False, runner.FULL_EFFORT, peers="none")
+    assert runner.FULL_EFFORT.rechecks == 2
+    quick = runner.rechecked(first, layers, replace(settings, effort=runner.QUICK_EFFORT), runner.PeerNotes(),
+                             io.StringIO())
+    assert quick == first and calls == []
+    result = runner.rechecked(first, layers, settings, runner.PeerNotes(), io.StringIO())
+    assert calls == [("a", "fwd+bwd")] * 2 + [("b", "forward")] * 2
+    assert [(m.layer, m.mode, m.ratio_to_pad_conv) for m in result] == [
+        ("a", "forward", 0.5), ("a", "fwd+bwd", 1.1), ("b", "forward", 1.0), ("b", "fwd+bwd", runner.RECHECK_ABOVE)]
+    assert [m.runs for m in result] == [[0.5], [1.2, 0.9, 1.1], [runner.RECHECK_ABOVE + 0.01, 1.3, 1.0],
+                                        [runner.RECHECK_ABOVE]]
+    assert runner.loser_lines(result) == ["1 (layer, mode) slower than F.pad + conv, worst first:",
+                                          "  1.10  a fwd+bwd: shape (median of 3 runs: 1.20, 0.90, 1.10)"]
 
 
 def test_bench_refuses_out_dir_with_explicit_outputs(tmp_path):

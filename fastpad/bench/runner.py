@@ -11,12 +11,15 @@ For each layer of fastpad/bench/layers.py it times these variants on the same in
   for bfloat16 runs, none for float64, which ONNX Runtime's CPU Conv lacks; always NCHW input). Each peer's first
   output is checked against the float64 reference: a wrong peer is reported, never timed.
 The variants are interleaved (ABCABC...) after warm-up, and the median of the repeats is reported, for forward and
-for forward+backward. CUDA times come from CUDA events. The error column is fastpad's relative error (by norm)
-against the float64 reference on the same input: the output for forward, output and all gradients for fwd+bwd.
-The columns fastpad/compile and fastpad/ORT are the time ratios to the peers ('-' where a peer has no time: the run
-context says why), and the JSON has each peer's milliseconds (compile_ms, onnxruntime_ms). On the CPU, where the
-extension has torch.ops.fastpad._cpu_fma_peak, the header gives the float32 FMA peak of torch's threads, and the
-"% peak" column of the forward rows is fastpad's 2 * multiply-adds / time as a share of it.
+for forward+backward. One such run of a (layer, mode) on a shared machine moves by 15-40%, so at full effort every
+row whose fastpad/(pad+conv) ratio exceeds RECHECK_ABOVE is timed again after the last layer, Effort.rechecks more
+times, and reports its median run (the JSON's `runs` lists every run's ratio, in the order run). CUDA times come
+from CUDA events. The error column is fastpad's relative error (by norm) against the float64 reference on the same
+input: the output for forward, output and all gradients for fwd+bwd. The columns fastpad/compile and fastpad/ORT
+are the time ratios to the peers ('-' where a peer has no time: the run context says why), and the JSON has each
+peer's milliseconds (compile_ms, onnxruntime_ms). On the CPU, where the extension has
+torch.ops.fastpad._cpu_fma_peak, the header gives the float32 FMA peak of torch's threads, and the "% peak" column
+of the forward rows is fastpad's 2 * multiply-adds / time as a share of it.
 
 While the suite runs, a progress line on stderr shows the layer and mode, the elapsed time and an ETA (redrawn in
 place on a terminal; one plain line per finished layer in CI logs and pipes). The results are printed as a table and
@@ -37,7 +40,7 @@ import statistics
 import sys
 import time
 import warnings
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
@@ -64,10 +67,14 @@ class Effort:
     budget_seconds: float
     min_repeats: int
     max_repeats: int
+    rechecks: int = 0  # more runs of each row above RECHECK_ABOVE, after the last layer (the bench alone)
 
 
-FULL_EFFORT = Effort(warmup_rounds=2, budget_seconds=2.0, min_repeats=7, max_repeats=200)
-QUICK_EFFORT = Effort(warmup_rounds=1, budget_seconds=0.8, min_repeats=3, max_repeats=20)
+FULL_EFFORT = Effort(warmup_rounds=2, budget_seconds=2.0, min_repeats=7, max_repeats=200, rechecks=2)
+QUICK_EFFORT = Effort(warmup_rounds=1, budget_seconds=0.8, min_repeats=3, max_repeats=20, rechecks=0)
+# The fastpad/(pad+conv) ratio above which a row is timed again: near parity, not only above it, so that a row
+# whose first run came out low by chance is not left out of the loser list either.
+RECHECK_ABOVE = 0.95
 
 
 @dataclass
@@ -84,6 +91,7 @@ class Measurement:
     compile_ms: Optional[float] = None  # None: not timed (--peers none, or the peer could not run the layer)
     onnxruntime_ms: Optional[float] = None
     percent_of_fma_peak: Optional[float] = None  # forward rows on the CPU, where the FMA peak was measured
+    runs: List[float] = field(default_factory=list)  # fastpad/(pad+conv) of every run of the row, in the order run
 
     @property
     def ratio_to_pad_conv(self) -> float:
@@ -324,10 +332,10 @@ def fma_peak_percent(case: ConvCase, mode: str, fastpad_ms: float, peak_gflops: 
 
 
 def measure_layer(layer: Layer, settings: Settings, on_phase: Callable[[str], None],
-                  notes: Optional[PeerNotes] = None) -> List[Measurement]:
-    """Forward and fwd+bwd timings of the variants, with fastpad's error. on_phase(name) is called as each phase
-    starts: 'error check', then each mode (with the peers, '<mode> compile' before it). The peers run where
-    settings.peers is 'all' and they can; `notes` collects why not."""
+                  notes: Optional[PeerNotes] = None, modes: Sequence[str] = MODES) -> List[Measurement]:
+    """Timings of the variants in each of `modes` (forward, fwd+bwd), with fastpad's error. on_phase(name) is called
+    as each phase starts: 'error check', then each mode (with the peers, '<mode> compile' before it). The peers run
+    where settings.peers is 'all' and they can; `notes` collects why not."""
     case = layer_case(layer, settings)
     inputs = case_inputs(case, settings.device)
     functions = {name: with_optional_bias(function, case) for name, function in variant_functions(case).items()}
@@ -343,7 +351,7 @@ def measure_layer(layer: Layer, settings: Settings, on_phase: Callable[[str], No
                 case, inputs, expected, torch.get_num_threads()))
     make_step = {"forward": forward_step, "fwd+bwd": forward_backward_step}
     measurements = []
-    for mode in MODES:
+    for mode in modes:
         steps = {name: make_step[mode](function, inputs) for name, function in functions.items()}
         if with_peers:
             on_phase(f"{mode} compile")
@@ -362,8 +370,40 @@ def measure_layer(layer: Layer, settings: Settings, on_phase: Callable[[str], No
             fastpad_ms=milliseconds["fastpad"], pad_conv_ms=milliseconds["pad+conv"],
             floor_ms=milliseconds["floor"], repeats=repeats, max_rel_error=errors[mode],
             compile_ms=milliseconds.get("compile"), onnxruntime_ms=milliseconds.get("onnxruntime"),
-            percent_of_fma_peak=fma_peak_percent(case, mode, milliseconds["fastpad"], settings.fma_peak_gflops)))
+            percent_of_fma_peak=fma_peak_percent(case, mode, milliseconds["fastpad"], settings.fma_peak_gflops),
+            runs=[milliseconds["fastpad"] / milliseconds["pad+conv"]]))
     return measurements
+
+
+def median_run(runs: Sequence[Measurement]) -> Measurement:
+    """The run of a row whose fastpad/(pad+conv) is the median (the lower middle of an even count), holding every
+    run's ratio in the order run."""
+    middle = sorted(runs, key=lambda m: m.ratio_to_pad_conv)[(len(runs) - 1) // 2]
+    return replace(middle, runs=[m.ratio_to_pad_conv for m in runs])
+
+
+def rechecked(measurements: Sequence[Measurement], layers: Sequence[Layer], settings: Settings, notes: PeerNotes,
+              stream: TextIO) -> List[Measurement]:
+    """The measurements with each row above RECHECK_ABOVE replaced by its median run of 1 + settings.effort.rechecks
+    (the runs after the first made now, the row's layer and mode alone; a run that raises is left out)."""
+    due = [m for m in measurements if m.ratio_to_pad_conv > RECHECK_ABOVE] if settings.effort.rechecks else []
+    if not due:
+        return list(measurements)
+    by_name = {layer.name: layer for layer in layers}
+    progress = Progress(len(due), stream)
+    replaced = {}
+    for index, first in enumerate(due, start=1):
+        progress.start_layer(index, f"{first.layer} {first.mode} (recheck)")
+        runs = [first]
+        for _ in range(settings.effort.rechecks):
+            try:
+                runs += measure_layer(by_name[first.layer], settings, progress.start_phase, notes, modes=[first.mode])
+            except Exception as exception:  # keep the runs made; the first run already stands for the row
+                progress.write(f"({type(exception).__name__}: {exception}) ")
+        progress.finish_layer()
+        replaced[(first.layer, first.mode)] = median_run(runs)
+    progress.close()
+    return [replaced.get((m.layer, m.mode), m) for m in measurements]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -565,12 +605,16 @@ def summary_lines(measurements: Sequence[Measurement]) -> List[str]:
 
 
 def loser_lines(measurements: Sequence[Measurement]) -> List[str]:
-    """The (layer, mode) pairs where fastpad is slower than F.pad + conv, worst first."""
+    """The (layer, mode) pairs where fastpad is slower than F.pad + conv, worst first, with every run's ratio where a
+    row was timed more than once."""
     losers = sorted((m for m in measurements if m.ratio_to_pad_conv > 1.0), key=lambda m: -m.ratio_to_pad_conv)
     if not losers:
         return ["no layer slower than F.pad + conv"]
+
+    def runs_text(m: Measurement) -> str:
+        return f" (median of {len(m.runs)} runs: {', '.join(f'{r:.2f}' for r in m.runs)})" if len(m.runs) > 1 else ""
     return [f"{len(losers)} (layer, mode) slower than F.pad + conv, worst first:"] + [
-        f"  {m.ratio_to_pad_conv:.2f}  {m.layer} {m.mode}: {m.shape}" for m in losers]
+        f"  {m.ratio_to_pad_conv:.2f}  {m.layer} {m.mode}: {m.shape}{runs_text(m)}" for m in losers]
 
 
 def write_json(path: Path, context: Dict[str, str], measurements: Sequence[Measurement]) -> None:
@@ -702,6 +746,10 @@ def main(device: Optional[str], dtype: str, batch: Optional[int], layers: Option
         else:
             progress.finish_layer()
     progress.close()
+    if settings.effort.rechecks:
+        context["rechecks"] = (f"rows above {RECHECK_ABOVE} fastpad/(pad+conv) timed {1 + settings.effort.rechecks} "
+                               "times, the median run reported")
+        measurements = rechecked(measurements, chosen, settings, notes, sys.stderr)
     context.update(notes.context_entries())  # why a peer column shows '-', each reason once
     print(text_table(*table(context, measurements)))
     print("\n".join(legend_lines(context) + loser_lines(measurements) + summary_lines(measurements)))
