@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 from code_paths import (CODE_PATHS, ISA_ORDER, cpu_isa_limit, dense_kernel, kernels_reached, machine_isa,
                         nchw_unblocked_kernel, reduction_tiles_kernel, require_isa, skip_unless_isa)
@@ -219,6 +220,26 @@ def test_unequal_zero_pads_go_to_torch_where_its_padding_reads_the_same(size, pa
     path = torch.ops.fastpad._conv_path(x, w, b, [2, 2], [lo, lo], [hi, hi], [1, 1], 1, "zeros", "cpu")
     assert path == ("cpu_torch" if torch_expresses else dense_kernel(x.dtype))
     check_conv(x, w, b, stride=2, padding=(pads, pads))
+
+
+@pytest.mark.parametrize("op", ["conv", "conv_transpose"])
+def test_torch_path_returns_the_layout_the_op_promises(op):
+    """torch's convolution allocates the output of a call it takes; where its result has another layout than the one
+    the op promises (the input's: an NCHW input with a channels-last weight, which torch answers in channels-last),
+    the op returns a copy with the strides of its fake kernel, and the values of the float64 reference."""
+    transposed = op == "conv_transpose"
+    x, w, b = conv_inputs((64, 65), c_in=32, c_out=32, batch=1, transposed=transposed)  # float64: torch's either op
+    w = w.to(memory_format=torch.channels_last)
+    args = ([1, 1], [1, 1], [64, 65] if transposed else [1, 1], [1, 1], 1, "zeros")
+    assert getattr(torch.ops.fastpad, f"_{op}_path")(x, w, b, *args, "cpu") == "cpu_torch"
+    assert not torch.convolution(x, w, b, [1, 1], [1, 1], [1, 1], transposed, [0, 0], 1).is_contiguous()
+    poison(x.shape[:1] + (32,) + x.shape[2:], dtype=x.dtype)
+    y = getattr(torch.ops.fastpad, op)(x, w, b, *args)
+    with FakeTensorMode() as mode:
+        fake = getattr(torch.ops.fastpad, op)(*(mode.from_tensor(t) for t in (x, w, b)), *args)
+    assert y.stride() == fake.stride() == torch.empty(y.shape).stride()
+    expected = expected_conv_transpose(x, w, b, padding=1) if transposed else expected_conv(x, w, b, padding=1)
+    assert_matches(y, expected)
 
 
 @pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])

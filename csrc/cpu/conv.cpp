@@ -806,15 +806,17 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
       conv_geometry(input, weight, bias, stride, pad_lo, pad_hi, dilation, groups, padding_mode);
   const auto format = output_memory_format(input);
   const bool channels_last = format != at::MemoryFormat::Contiguous;
+  const auto y_shape = tensor_shape(g.batch, g.conv_out_channels, g.conv_out_sizes, input.dim() - 2);
+  const auto y_options = input.options().memory_format(format);
+  if (c10::multiply_integers(y_shape) == 0) return at::empty(y_shape, y_options);
   const auto x = input.contiguous(format);
-  auto y = at::empty(tensor_shape(g.batch, g.conv_out_channels, g.conv_out_sizes, input.dim() - 2),
-                     input.options().memory_format(format));
-  if (y.numel() == 0) return y;
-  advise_huge_pages(y);
   const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
   const ConvPath path = choose_conv_path(g, Backend::Cpu, channels_last, accumulator_bytes(input),
                                          is_reduced_precision(input), cpu_isa_for(input));
-  if (path == ConvPath::CpuTorch) return torch_convolution(g, x, weight, b, /*transposed=*/false, y);
+  // torch's convolution allocates its own output, so the op allocates none before it.
+  if (path == ConvPath::CpuTorch) return torch_convolution(g, x, weight, b, /*transposed=*/false, format);
+  auto y = at::empty(y_shape, y_options);
+  advise_huge_pages(y);
   const bool no_planes = path == ConvPath::CpuBlockedNoPlanesAvx2 || path == ConvPath::CpuBlockedNoPlanesAvx512;
   if (path == ConvPath::CpuBlockedAvx2 || path == ConvPath::CpuBlockedAvx512 ||
       path == ConvPath::CpuBlockedAvx512Bf16 || no_planes) {

@@ -685,17 +685,19 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
   const auto format = output_memory_format(input);
   const bool channels_last = format != at::MemoryFormat::Contiguous;
   const int64_t spatial = input.dim() - 2;
-  auto y = at::empty(tensor_shape(g.batch, g.conv_in_channels, g.conv_in_sizes, spatial),
-                     input.options().memory_format(format));
-  if (y.numel() == 0) return y;
-  advise_huge_pages(y);
+  const auto y_shape = tensor_shape(g.batch, g.conv_in_channels, g.conv_in_sizes, spatial);
+  const auto y_options = input.options().memory_format(format);
+  if (c10::multiply_integers(y_shape) == 0) return at::empty(y_shape, y_options);
   const auto x = input.contiguous(format);
   const auto weight_finite = [&] { return cpu_all_finite(weight); };
   const ConvTransposePath path =
       choose_conv_transpose_path(g, Backend::Cpu, channels_last, accumulator_bytes(input), is_reduced_precision(input),
                                  cpu_isa_for(input), weight_finite);
   const auto b = bias.has_value() && bias->defined() ? bias->contiguous() : at::Tensor();
-  if (path == ConvTransposePath::CpuTorch) return torch_convolution(g, x, weight, b, /*transposed=*/true, y);
+  // torch's convolution allocates its own output, so the op allocates none before it.
+  if (path == ConvTransposePath::CpuTorch) return torch_convolution(g, x, weight, b, /*transposed=*/true, format);
+  auto y = at::empty(y_shape, y_options);
+  advise_huge_pages(y);
   const bool no_planes =
       path == ConvTransposePath::CpuBlockedNoPlanesAvx2 || path == ConvTransposePath::CpuBlockedNoPlanesAvx512;
   const bool tap_tiles = path == ConvTransposePath::CpuTapTilesAvx2 || path == ConvTransposePath::CpuTapTilesAvx512;

@@ -25,16 +25,16 @@ struct TorchConvArguments {
   }
 };
 
-// conv (transposed = false) or conv_transpose (true). `y` is the op's empty output, whose strides the op promises
-// (the fake kernels' strides): torch's result is returned when it has them, else copied into y.
+// conv (transposed = false) or conv_transpose (true), in the layout `format` whose strides the op promises (the fake
+// kernels'): torch's result where it has those strides, else a copy. The op allocates no output of its own first.
 inline at::Tensor torch_convolution(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight,
-                                    const at::Tensor& bias, bool transposed, at::Tensor& y) {
+                                    const at::Tensor& bias, bool transposed, at::MemoryFormat format) {
   const TorchConvArguments a(g, x.dim() - 2, transposed);
   at::Tensor result =
       at::convolution(x, weight, bias, a.stride, a.padding, a.dilation, transposed, a.output_padding, g.groups);
-  if (result.strides() == y.strides()) return result;
-  y.copy_(result);
-  return y;
+  const at::TensorOptions promised = result.options().memory_format(format);
+  if (result.strides() == at::empty(result.sizes(), promised.device(at::kMeta)).strides()) return result;
+  return at::empty(result.sizes(), promised).copy_(result);
 }
 
 }  // namespace fastpad::cpu
