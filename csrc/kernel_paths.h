@@ -45,6 +45,8 @@ enum class ConvPath {
   CpuTapTilesAvx512,           // ... in its AVX-512 registers
   CpuColumnGemm,               // NCHW, float64 or no AVX2, few channels: taps copied into columns, one torch GEMM
   CpuChannelsLastDirect,       // channels-last stems: the direct kernel
+  CpuChannelDotsAvx2,          // channels-last, few output channels per group: cpu/channel_dots.h's dot products, AVX2
+  CpuChannelDotsAvx512,        // the same, AVX-512
   CpuChannelsLastPhasePlanes,  // channels-last, one group: GEMMs over channels-last phase planes
   CpuChannelsLastIm2col,       // channels-last, grouped: fused im2col + GEMM
   CudaFewChannels,             // stems (one group, at most 4 input channels): direct sums, 16 output channels a thread
@@ -958,9 +960,33 @@ inline bool cuda_few_channels(const ConvGeometry& g) {
   return g.groups == 1 && g.conv_in_channels > 0 && g.conv_in_channels <= kFewChannelsMax;
 }
 
-// conv. element_bytes: the size of the accumulation type, which sizes the CUDA halo patch and picks the CPU kernels
-// that accumulate in float. reduced_precision: bfloat16 or float16 tensors. isa: cpu_isa_for(input), in
-// conv_params.h (ignored for CUDA).
+// Whether a channels-last float32 conv runs cpu/channel_dots.h: few output channels per group (at most
+// kChannelDotsMaxOutAvx512 or kChannelDotsMaxOutAvx2), where the blocked kernel's vectors along them leave most lanes
+// empty; at least kChannelDotsMinInChannels input channels per group (two AVX-512 vectors, four AVX2 ones), along
+// which the dot products' vectors run; and at least kChannelDotsMinReduction products in each output value (input
+// channels x taps per group), which repay a pixel's fixed costs (listing its taps, summing its vectors' lanes).
+// choose_conv_path asks only where the tap tiles, whose vectors run along the output positions, do not take the call:
+// against them the dot products ran 1.04-2.49x their time (11 of 12 random calls). The bounds were set on random
+// layers' channels-last calls (float32, 2 cores, Zen 4, the op alone, interleaved, against the path before): on
+// AVX-512, 7 output channels ran 0.39-1.30x (9 calls; the losers had 45-61 input channels) and 8 0.90-2.03x (7 calls);
+// on AVX2, 5-8 output channels 0.95-1.84x, and 16-25 input channels up to 1.82x; a reduction of 42-116 products (1x1
+// kernels) 0.87-1.55x. Within them (benchmarks/RESULTS.md): AVX-512 15 calls of seeds 1-24 and the suite 0.12-0.56x
+// (geomean 0.35), 54 of seeds 25-104 0.14-0.90x (0.44); AVX2 23 of seeds 1-64 0.20-0.95x (0.48).
+constexpr int64_t kChannelDotsMaxOutAvx512 = 6;
+constexpr int64_t kChannelDotsMaxOutAvx2 = 4;
+constexpr int64_t kChannelDotsMinInChannels = 32;
+constexpr int64_t kChannelDotsMinReduction = 128;
+inline bool cpu_channel_dots(const ConvGeometry& g, bool channels_last, CpuIsa isa, int64_t element_bytes,
+                             bool reduced_precision) {
+  if (!channels_last || reduced_precision || element_bytes != 4 || isa < CpuIsa::Avx2) return false;
+  const int64_t most_out = isa >= CpuIsa::Avx512 ? kChannelDotsMaxOutAvx512 : kChannelDotsMaxOutAvx2;
+  return g.conv_out_channels_per_group() <= most_out && g.conv_in_channels_per_group() >= kChannelDotsMinInChannels &&
+         g.conv_in_channels_per_group() * g.kernel_volume() >= kChannelDotsMinReduction;
+}
+
+// The kernel path of a conv. element_bytes: the size of the accumulation type, which sizes the CUDA halo patch and
+// picks the CPU kernels that accumulate in float. reduced_precision: bfloat16 or float16 tensors. isa:
+// cpu_isa_for(input), in conv_params.h (ignored for CUDA).
 inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool channels_last, int64_t element_bytes,
                                  bool reduced_precision, CpuIsa isa, const CudaInputs& cuda = {}) {
   if (backend == Backend::Cuda) {
@@ -993,6 +1019,9 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
   if (cpu_grouped_planes(g, channels_last)) return ConvPath::CpuGroupedPlanes;
   if (cpu_tap_tiles(g, channels_last, isa, element_bytes)) {
     return isa >= CpuIsa::Avx512 ? ConvPath::CpuTapTilesAvx512 : ConvPath::CpuTapTilesAvx2;
+  }
+  if (cpu_channel_dots(g, channels_last, isa, element_bytes, reduced_precision)) {
+    return isa >= CpuIsa::Avx512 ? ConvPath::CpuChannelDotsAvx512 : ConvPath::CpuChannelDotsAvx2;
   }
   if (cpu_blocked_direct(g, channels_last, isa, element_bytes)) {
     if (cpu_blocked_no_planes(g, channels_last, reduced_precision)) {
@@ -1500,6 +1529,8 @@ inline const char* path_name(ConvPath path) {
     case ConvPath::CpuBlockedNoPlanesAvx2: return "cpu_blocked_no_planes_avx2";
     case ConvPath::CpuBlockedNoPlanesAvx512: return "cpu_blocked_no_planes_avx512";
     case ConvPath::CpuBlockedAvx512Bf16: return "cpu_blocked_avx512_bf16";
+    case ConvPath::CpuChannelDotsAvx2: return "cpu_channel_dots_avx2";
+    case ConvPath::CpuChannelDotsAvx512: return "cpu_channel_dots_avx512";
     case ConvPath::CpuDepthwise: return "cpu_depthwise";
     case ConvPath::CpuDepthwiseAvx512: return "cpu_depthwise_avx512";
     case ConvPath::CpuDepthwiseChannelBlocks: return "cpu_depthwise_channel_blocks";

@@ -441,6 +441,11 @@ CODE_PATHS["2d_transposed_wide_s2_avx512"] = _path(True, (32, 32), 16, 32, 4, st
 # place, with no phase planes; so does a 1x1 conv's input gradient, a transposed 1x1 conv from 5 x channels whose one
 # stride phase reads no padding.
 for isa in ("avx2", "avx512"):
+    # A float32 channels-last conv from 40 channels to 3 (k3 stride 2, reflect) runs the dot products along the input
+    # channels (cpu/channel_dots.h); its input gradient, from those 3 x channels, the GEMM + col2im.
+    CODE_PATHS[f"2d_channels_last_few_outputs_many_inputs_{isa}"] = _path(
+        False, (9, 10), 40, 3, 3, stride=2, padding_mode="reflect", channels_last=True, isa=isa,
+        kernels=_kernels(f"cpu_channel_dots_{isa}", f"cpu_gemm_col2im_{isa}", f"cpu_channels_last_gemm_{isa}"))
     CODE_PATHS[f"2d_1x1_channels_last_few_output_channels_{isa}"] = _path(
         False, (11, 12), 58, 5, 1, padding="valid", channels_last=True, isa=isa,
         kernels=_kernels(f"cpu_blocked_no_planes_{isa}", f"cpu_blocked_no_planes_{isa}", f"cpu_channels_last_gemm_{isa}"))

@@ -532,6 +532,51 @@ def test_channels_last_grouped_convs_with_few_channels_take_the_nchw_kernel(isa,
         assert path(3, 4, channels_last=False) == "cpu_grouped_planes"  # NCHW: the NCHW rule
 
 
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_channels_last_convs_with_few_output_channels_take_the_dot_products(isa):
+    """Channels-last float32 convs with few output channels per group (up to 6 on AVX-512, 4 on AVX2), 32 input
+    channels per group or more and 128 products per output value or more, that the tap tiles do not take, run
+    cpu/channel_dots.h (kernel_paths.h's cpu_channel_dots): seed 6's random033 (371 -> 4 k7 stride 3 dilation 2
+    'same' reflect); 1 output channel (blocks of 7 pixels on AVX-512) over 37 input channels (a masked tail); 2 groups
+    of the most output channels with circular per-side pads; a 3-d replicate conv with mixed strides; a causal reflect
+    conv over 899 pixels (runs of 24 and a rest), dilated along one dimension, without bias. At AVX2 and AVX-512, fresh
+    inputs, poisoned outputs, against F.pad + conv in float64, the output channels-last. Not with one more output
+    channel, 31 input channels, a reduction of 127 products (a 1x1 kernel), NCHW, float64 or bfloat16, nor where the
+    tap tiles take the call."""
+    require_isa(isa)
+    most = 6 if isa == "avx512" else 4
+    cases = (((8, 8), 371, 4, 1, 7, 3, 2, "same", "reflect", True),
+             ((13, 11), 37, 1, 1, 4, 1, 1, "same", "zeros", True),
+             ((9, 10), 80, 2 * most, 2, 3, 2, 1, ((1, 2), (0, 3)), "circular", True),
+             ((7, 6, 5), 48, 3, 1, (3, 2, 3), (2, 1, 2), 1, "same_lower", "replicate", True),
+             ((29, 31), 64, 2, 1, (1, 3), 1, (1, 2), "causal", "reflect", False))
+    with cpu_isa_limit(isa):
+        for size, c_in, c_out, groups, kernel, stride, dilation, padding, mode, bias in cases:
+            x, w, b = conv_inputs(size, c_in, c_out, kernel, groups, bias=bias, dtype=torch.float32)
+            x = x.to(memory_format=CHANNELS_LAST[x.dim()])
+            with RecordFastpadOps() as record:
+                y = check_conv(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups,
+                               padding_mode=mode)
+            paths = [torch.ops.fastpad._conv_path(*args, "cpu") for _, args in record.calls]
+            assert paths == [f"cpu_channel_dots_{isa}"]
+            assert_memory_format_kept(x, y)
+
+        def path(c_in, c_out, kernel=3, size=(12, 12), dtype=torch.float32, channels_last=True):
+            x, w, b = conv_inputs(size, c_in, c_out, kernel, batch=1, dtype=dtype)
+            if channels_last:
+                x = x.to(memory_format=torch.channels_last)
+            pads = [kernel // 2] * 2
+            return torch.ops.fastpad._conv_path(x, w, b, [1, 1], pads, pads, [1, 1], 1, "reflect", "cpu")
+        dots = f"cpu_channel_dots_{isa}"
+        assert path(32, most) == dots and path(128, 1, kernel=1) == dots
+        assert path(32, most + 1) != dots
+        assert path(31, most) != dots
+        assert path(127, 1, kernel=1) != dots
+        assert path(32, most, channels_last=False) != dots
+        assert path(32, most, dtype=torch.float64) != dots and path(32, most, dtype=torch.bfloat16) != dots
+        assert path(58, 3, kernel=4, size=(117, 117)) == f"cpu_tap_tiles_{isa}"  # seed 22's random001
+
+
 @pytest.mark.parametrize("isa", ["avx512", "avx2"])
 def test_avx512_tiles_bounds(isa):
     """kernel_paths.h's cpu_nhwc_tiles_avx512: depthwise.cpp's channels-last tiles take AVX-512's 16 floats (the paths'

@@ -27,7 +27,8 @@ def test_every_cpu_kernel_path_is_reached():
     """Together the calls reach every CPU kernel path of every op."""
     reached = {pair for path in CODE_PATHS.values() for pair in path.kernels}
     every = {("conv", name) for name in ("cpu_torch", "cpu_blocked_avx2", "cpu_blocked_avx512",
-                                         "cpu_blocked_avx512_bf16", "cpu_blocked_no_planes_avx2",
+                                         "cpu_blocked_avx512_bf16", "cpu_channel_dots_avx2", "cpu_channel_dots_avx512",
+                                         "cpu_blocked_no_planes_avx2",
                                          "cpu_blocked_no_planes_avx512", "cpu_depthwise", "cpu_depthwise_avx512",
                                          "cpu_depthwise_channel_blocks", "cpu_depthwise_channel_blocks_avx512",
                                          "cpu_depthwise_strided_planes", "cpu_grouped_expanded",

@@ -3,12 +3,14 @@
 // cpu/reduction_tiles.h's weight-gradient GEMM on the same vectors (tiles of 4 rows x 3 vectors). Compiled for AVX2
 // whatever the build's flags; called only where the CPU has AVX2 and FMA (kernel_paths.h).
 #include "cpu/blocked_direct.h"
+#include "cpu/channel_dots.h"
 #include "cpu/reduction_tiles.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
@@ -28,6 +30,12 @@ struct Isa {
   static V zero() { return _mm256_setzero_ps(); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  // The sum of the lanes.
+  static float sum(V v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+  }
   // The first n (<= kLanes) floats; the other lanes load as zero and are not stored.
   static __m256i first_lanes(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -74,6 +82,7 @@ struct Isa {
 
 #include "cpu/blocked_direct_kernel.h"
 #include "cpu/reduction_tiles_kernel.h"
+#include "cpu/channel_dots_kernel.h"
 
 }  // namespace blocked_avx2
 
@@ -83,6 +92,9 @@ void blocked_direct_avx2(const BlockedDirectArgs<float>& args, int64_t channels)
 }
 void reduction_tiles_avx2(const ReductionTiles& t) { blocked_avx2::reduction_tiles(t); }
 void transpose_floats_avx2(const FloatTranspose& t) { blocked_avx2::transpose_floats(t); }
+void channel_dots_avx2(const ChannelDots& p, const float* const* rows, int64_t pixels, float* y) {
+  blocked_avx2::channel_dots(p, rows, pixels, y);
+}
 int64_t fma_peak_loop_avx2(int64_t iterations, float* sink) { return blocked_avx2::fma_peak_loop(iterations, sink); }
 
 }  // namespace fastpad::cpu

@@ -4,12 +4,14 @@
 // blocked tiles for bfloat16 on AVX512_BF16. Compiled for AVX-512 whatever the build's flags; called only where the CPU
 // and the OS support AVX-512F (kernel_paths.h).
 #include "cpu/blocked_direct.h"
+#include "cpu/channel_dots.h"
 #include "cpu/reduction_tiles.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <cstring>
 
 #pragma GCC push_options
@@ -31,6 +33,7 @@ struct Isa {
   static V zero() { return _mm512_setzero_ps(); }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static float sum(V v) { return _mm512_reduce_add_ps(v); }  // the sum of the lanes
   // The first n (<= kLanes) floats; the other lanes load as zero and are not stored.
   static V load_first(const float* p, int n) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p); }
   static void store_first(float* p, V v, int n) { _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v); }
@@ -83,6 +86,7 @@ struct Isa {
 
 #include "cpu/blocked_direct_kernel.h"
 #include "cpu/reduction_tiles_kernel.h"
+#include "cpu/channel_dots_kernel.h"
 
 }  // namespace blocked_avx512
 
@@ -92,6 +96,9 @@ void blocked_direct_avx512(const BlockedDirectArgs<float>& args, int64_t channel
 }
 void reduction_tiles_avx512(const ReductionTiles& t) { blocked_avx512::reduction_tiles(t); }
 void transpose_floats_avx512(const FloatTranspose& t) { blocked_avx512::transpose_floats(t); }
+void channel_dots_avx512(const ChannelDots& p, const float* const* rows, int64_t pixels, float* y) {
+  blocked_avx512::channel_dots(p, rows, pixels, y);
+}
 int64_t fma_peak_loop_avx512(int64_t iterations, float* sink) {
   return blocked_avx512::fma_peak_loop(iterations, sink);
 }

@@ -18,6 +18,7 @@
 #include "conv_params.h"
 #include "cpu/blocked_conv.h"
 #include "cpu/blocked_direct.h"
+#include "cpu/channel_dots.h"
 #include "cpu/depthwise.h"
 #include "cpu/gemm_tiles.h"
 #include "cpu/huge_pages.h"
@@ -797,6 +798,55 @@ void tap_gemm_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor&
   });
 }
 
+// cpu/channel_dots.h over a float32 channels-last x and y: runs of output pixels on the threads, each tap's input
+// pixel resolved through the padding mode (tap_source) for each dimension, a row of zeros where it reads a zero.
+void channel_dots_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                       at::Tensor& y, bool avx512) {
+  constexpr int64_t kRunPixels = 24;  // pixels whose tap rows are listed at a time: whole blocks of 1-4, 6 and 8
+  const int64_t taps = g.kernel_volume();
+  // [C_out][taps][C_in per group]: a view of a channels-last weight, a copy of another.
+  const at::Tensor packed = weight.flatten(2).transpose(1, 2).contiguous();
+  const float* x_data = x.data_ptr<float>();
+  const ChannelDots problem{x_data, packed.data_ptr<float>(), bias.defined() ? bias.data_ptr<float>() : nullptr,
+                            g.conv_in_channels, g.conv_out_channels, g.groups, taps};
+  const std::vector<float> zeros(g.conv_in_channels, 0.0f);
+  // tap_sources[d][o * kernel[d] + r]: the input index along d that output index o reads through tap r, or -1.
+  std::vector<int64_t> tap_sources[kMaxSpatial];
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    for (int64_t o = 0; o < g.conv_out_sizes[d]; ++o) {
+      for (int64_t r = 0; r < g.kernel[d]; ++r) tap_sources[d].push_back(g.tap_source(d, o, r));
+    }
+  }
+  const auto dots = avx512 ? &channel_dots_avx512 : &channel_dots_avx2;
+  const int64_t out_volume = g.conv_out_volume(), in_volume = g.conv_in_volume();
+  const int64_t out_w = g.conv_out_sizes[2], out_h = g.conv_out_sizes[1];
+  float* y_data = y.data_ptr<float>();
+  at::parallel_for(0, g.batch * out_volume, 1, [&](int64_t begin, int64_t end) {
+    std::vector<const float*> rows(kRunPixels * taps);
+    for (int64_t first = begin; first < end; first += kRunPixels) {
+      const int64_t count = std::min(kRunPixels, end - first);
+      for (int64_t k = 0; k < count; ++k) {
+        const int64_t pixel = first + k, n = pixel / out_volume, o = pixel % out_volume;
+        const int64_t o2 = o % out_w, o1 = o / out_w % out_h, o0 = o / (out_w * out_h);
+        const float** tap_rows = rows.data() + k * taps;
+        for (int64_t r0 = 0; r0 < g.kernel[0]; ++r0) {
+          const int64_t s0 = tap_sources[0][o0 * g.kernel[0] + r0];
+          for (int64_t r1 = 0; r1 < g.kernel[1]; ++r1) {
+            const int64_t s1 = tap_sources[1][o1 * g.kernel[1] + r1];
+            for (int64_t r2 = 0; r2 < g.kernel[2]; ++r2) {
+              const int64_t s2 = tap_sources[2][o2 * g.kernel[2] + r2];
+              const int64_t source = (s0 * g.conv_in_sizes[1] + s1) * g.conv_in_sizes[2] + s2;
+              *tap_rows++ = s0 < 0 || s1 < 0 || s2 < 0 ? zeros.data()
+                                                       : x_data + (n * in_volume + source) * g.conv_in_channels;
+            }
+          }
+        }
+      }
+      dots(problem, rows.data(), count, y_data + first * g.conv_out_channels);
+    }
+  });
+}
+
 at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                     at::IntArrayRef stride, at::IntArrayRef pad_lo, at::IntArrayRef pad_hi, at::IntArrayRef dilation,
                     int64_t groups, c10::string_view padding_mode) {
@@ -834,6 +884,10 @@ at::Tensor conv_cpu(const at::Tensor& input, const at::Tensor& weight, const std
                             path == ConvPath::CpuDepthwiseChannelBlocksAvx512;
   // The NCHW kernel, over x and y of either layout (channels-last: cpu_depthwise_strided_planes and
   // cpu_grouped_planes_over_channels_last).
+  if (path == ConvPath::CpuChannelDotsAvx2 || path == ConvPath::CpuChannelDotsAvx512) {
+    channel_dots_conv(g, x, weight, b, y, path == ConvPath::CpuChannelDotsAvx512);
+    return y;
+  }
   if (path == ConvPath::CpuDepthwiseStridedPlanes || path == ConvPath::CpuGroupedPlanes) {
     depthwise_conv(g, x, weight, b, y, /*channels_last=*/false);
     return y;
