@@ -70,14 +70,28 @@ def takes_half_vector_tap_tiles(case, isa):
     return few_channels and wide_rows and enough_taps and (case.in_channels // case.groups) * taps >= 8
 
 
+def takes_channel_dots(case, isa):
+    """Whether a (non-transposed) case the blocked kernel could take runs cpu/channel_dots.h instead, by kernel_paths.h's
+    cpu_channel_dots: channels-last float32, at most 6 (AVX-512) or 4 (AVX2) output channels per group, at least 32
+    input channels per group and 128 products per output value."""
+    if case.transposed or case.layout != "channels_last" or case.dtype != "float32":
+        return False
+    most_out = 4 if isa == "avx2" else 6
+    in_per_group = case.in_channels // case.groups
+    return (case.out_channels // case.groups <= most_out and in_per_group >= 32 and
+            in_per_group * math.prod(case.per_dim(case.kernel)) >= 128)
+
+
 def blocked_path(case, isa):
-    """The blocked kernel a case reaches at `isa` (or the tap tiles, takes_half_vector_tap_tiles): float32
-    channels-last convs whose padding no tap reads, and transposed ones whose stride phases read none, read their input
-    in place (cpu_blocked_no_planes_*); at avx512_bf16, the dot products take bfloat16 convs (not transposed ones) with
+    """The blocked kernel a case reaches at `isa` (or the tap tiles, takes_half_vector_tap_tiles, or the channel dot
+    products, takes_channel_dots): float32 channels-last convs whose padding no tap reads, and transposed ones whose
+    stride phases read none, read their input in place (cpu_blocked_no_planes_*); at avx512_bf16, the dot products take bfloat16 convs (not transposed ones) with
     an even number of input channels per group, and every other case AVX-512's float32 FMAs."""
     vector_isa = "avx512" if isa == "avx512_bf16" else isa
     if takes_half_vector_tap_tiles(case, isa):
         return f"cpu_tap_tiles_{vector_isa}"
+    if takes_channel_dots(case, isa):
+        return f"cpu_channel_dots_{vector_isa}"
     no_padding_read = transposed_reads_no_padding(case) if case.transposed else reads_no_padding(case)
     if case.layout == "channels_last" and case.dtype == "float32" and no_padding_read:
         return f"cpu_blocked_no_planes_{vector_isa}"
