@@ -968,10 +968,11 @@ inline bool cuda_few_channels(const ConvGeometry& g) {
 // choose_conv_path asks only where the tap tiles, whose vectors run along the output positions, do not take the call:
 // against them the dot products ran 1.04-2.49x their time (11 of 12 random calls). The bounds were set on random
 // layers' channels-last calls (float32, 2 cores, Zen 4, the op alone, interleaved, against the path before): on
-// AVX-512, 7 output channels ran 0.39-1.30x (9 calls; the losers had 45-61 input channels) and 8 0.90-2.03x (7 calls);
-// on AVX2, 5-8 output channels 0.95-1.84x, and 16-25 input channels up to 1.82x; a reduction of 42-116 products (1x1
-// kernels) 0.87-1.55x. Within them (benchmarks/RESULTS.md): AVX-512 15 calls of seeds 1-24 and the suite 0.12-0.56x
-// (geomean 0.35), 54 of seeds 25-104 0.14-0.90x (0.44); AVX2 23 of seeds 1-64 0.20-0.95x (0.48).
+// AVX-512, 7 output channels ran 0.39-1.30x (9 calls; the losers had 45-61 input channels) and 8 0.90-2.03x (8 calls);
+// on AVX2, 5-8 output channels 0.64-1.84x (12 of 19 calls above 1.0), and 16-31 input channels 0.23-1.82x (2 of 13
+// above 1.0); a reduction of 42-116 products (1x1 kernels) 0.87-1.55x. Within them (benchmarks/RESULTS.md): AVX-512
+// 15 calls of seeds 1-24 and the suite 0.12-0.56x (geomean 0.35), 54 of seeds 25-104 0.14-0.90x (0.44); AVX2 23 of
+// seeds 1-64 0.20-0.95x (0.48).
 constexpr int64_t kChannelDotsMaxOutAvx512 = 6;
 constexpr int64_t kChannelDotsMaxOutAvx2 = 4;
 constexpr int64_t kChannelDotsMinInChannels = 32;
