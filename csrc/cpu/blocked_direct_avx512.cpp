@@ -11,8 +11,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <type_traits>
 #include <cstring>
+#include <type_traits>
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma")

@@ -2,8 +2,9 @@
 // blocked_direct_avx512.cpp). Included inside that file's namespace, after its Isa.
 
 // The pixels a block shares each weight vector between: as many as the registers hold, kOut accumulators and an input
-// vector for each pixel, with a weight vector and a spare (AVX-512: 3 pixels of 8 output channels, 6 of 4; AVX2: 1 of
-// 8, 2 of 4). A block with fewer than 4 accumulators would wait on the FMAs' latency; 1 output channel takes 7 pixels.
+// vector for each pixel, with a weight vector and a spare, at most 8 (AVX-512: 3 pixels of 8 output channels, 6 of 4,
+// 8 of 1; AVX2: 1 of 8, 2 of 4, 7 of 1), so that even one output channel has enough independent accumulators not to
+// wait on the FMAs' latency.
 template <int kOut>
 constexpr int channel_dots_pixels() {
   return std::max(1, std::min(8, (Isa::kRegisters - 2) / (kOut + 1)));
