@@ -221,3 +221,28 @@ def test_a_long_row_goes_in_column_tiles(padding_mode):
     for stride in (1, 3):
         run_case(ConvCase(False, (40_000 // stride,), 16, 4, 5, stride, "causal", padding_mode=padding_mode, batch=1),
                  isas[-1])
+
+
+# NCHW float32 convs whose kernel is one column wide and one deep (conv.cpp's tap_gemm_conv, tiles_write_y): every
+# band is whole rows of y with no columns between them, so the tiles write y itself, from the bias. Output rows of a
+# masked last vector (157 x 157, 30 wide: 16-lane vectors), a band of every row in turn, strides, a k3x1 kernel in
+# reflect (rows read in the planes' halo), groups, no bias, and a 3-d conv whose depth pads leave output slices of
+# the bias alone; the output allocator poisoned, so that a position the tiles skip fails.
+ONE_COLUMN_KERNELS = [
+    ConvCase(False, (157, 157), 6, 103, 1, 1, "same", batch=1),
+    ConvCase(False, (286, 286), 3, 313, 1, 3, "valid", batch=1),
+    ConvCase(False, (12, 30), 4, 20, 1, 1, "valid", bias=False),
+    ConvCase(False, (20, 33), 3, 18, (3, 1), 1, "same", padding_mode="reflect", batch=3),
+    ConvCase(False, (11, 11), 24, 184, 1, 3, "valid", groups=8, batch=5),
+    ConvCase(False, (4, 9, 30), 5, 21, 1, 1, ((2, 1), (0, 0), (0, 0)), batch=2),
+    ConvCase(False, (4, 9, 30), 5, 21, 1, 1, ((1, 2), (0, 0), (0, 0)), bias=False),
+]
+
+
+@pytest.mark.parametrize("case", ONE_COLUMN_KERNELS, ids=lambda case: case.describe())
+def test_one_column_kernels_write_the_output_in_place(case):
+    isas = isas_here()
+    if not isas:
+        pytest.skip("this CPU has neither AVX2 nor AVX-512")
+    for isa in isas:
+        run_case(case, isa)

@@ -37,6 +37,8 @@ struct ReductionTiles {
   // in turn, so that the chunk's rows of b it reads stay in L1 across those tiles (the tiles' sums go through c
   // between chunks); 0: over the whole depth at once.
   int64_t depth_chunk = 0;
+  // With overwrite: c[r][v] = row_init[r] + the sum (a conv's bias, where its tiles write the output itself).
+  const float* row_init = nullptr;
 };
 
 // Most callers give b and c whole vectors of columns, so that no mask is needed: the weight gradients' transposed

@@ -6,10 +6,10 @@
 
 // A tile of R rows x U vectors of c at (r0, v0), over the whole depth of every tap: R x U accumulators, U vectors of b
 // loaded and R values of a broadcast per step of depth. kPart: the one vector (U == 1) holds the row's last `lanes`
-// (< kLanes) columns, read and written through masks. The accumulators start from zero and c's values are added at
-// the end: loaded at the start instead, each product was rounded against c's whole running sum, which took float32
-// weight gradients over 120 000-214 000 products (summed through c a call and a depth chunk at a time) to 4.9-7.0e-6
-// relative error, 0.7-1.3e-6 this way (benchmarks/RESULTS.md).
+// (< kLanes) columns, read and written through masks. The accumulators start from zero (or row_init) and c's values
+// are added at the end: loaded at the start instead, each product was rounded against c's whole running sum, which took
+// float32 weight gradients over 120 000-214 000 products (summed through c a call and a depth chunk at a time) to
+// 4.9-7.0e-6 relative error, 0.7-1.3e-6 this way (benchmarks/RESULTS.md).
 template <int R, int U, bool kPart = false>
 inline void reduction_tile(const ReductionTiles& t, int64_t r0, int64_t v0, int lanes = Isa::kLanes) {
   using V = typename Isa::V;
@@ -20,7 +20,7 @@ inline void reduction_tile(const ReductionTiles& t, int64_t r0, int64_t v0, int 
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
     for (int u = 0; u < U; ++u) {
-      acc[r][u] = Isa::zero();
+      acc[r][u] = t.row_init ? Isa::broadcast(t.row_init + r0 + r) : Isa::zero();
     }
   }
   for (int64_t k = 0; k < t.taps; ++k) {
@@ -138,6 +138,7 @@ inline void reduction_tiles(const ReductionTiles& t) {
       part.b += d0 * t.b_depth_stride;
       part.depth = std::min(chunk, t.depth - d0);
       part.overwrite = t.overwrite && d0 == 0;
+      part.row_init = d0 == 0 ? t.row_init : nullptr;
       column(part);
     }
   };
