@@ -71,9 +71,9 @@ def takes_half_vector_tap_tiles(case, isa):
 
 
 def takes_channel_dots(case, isa):
-    """Whether a (non-transposed) case the blocked kernel could take runs cpu/channel_dots.h instead, by kernel_paths.h's
-    cpu_channel_dots: channels-last float32, at most 6 (AVX-512) or 4 (AVX2) output channels per group, at least 32
-    input channels per group and 128 products per output value."""
+    """Whether a (non-transposed) case the blocked kernel could take runs cpu/channel_dots.h instead, by
+    kernel_paths.h's cpu_channel_dots: channels-last float32, at most 6 (AVX-512) or 4 (AVX2) output channels per
+    group, at least 32 input channels per group and 128 products per output value."""
     if case.transposed or case.layout != "channels_last" or case.dtype != "float32":
         return False
     most_out = 4 if isa == "avx2" else 6
@@ -85,8 +85,9 @@ def takes_channel_dots(case, isa):
 def blocked_path(case, isa):
     """The blocked kernel a case reaches at `isa` (or the tap tiles, takes_half_vector_tap_tiles, or the channel dot
     products, takes_channel_dots): float32 channels-last convs whose padding no tap reads, and transposed ones whose
-    stride phases read none, read their input in place (cpu_blocked_no_planes_*); at avx512_bf16, the dot products take bfloat16 convs (not transposed ones) with
-    an even number of input channels per group, and every other case AVX-512's float32 FMAs."""
+    stride phases read none, read their input in place (cpu_blocked_no_planes_*); at avx512_bf16, the dot products
+    take bfloat16 convs (not transposed ones) with an even number of input channels per group, and every other case
+    AVX-512's float32 FMAs."""
     vector_isa = "avx512" if isa == "avx512_bf16" else isa
     if takes_half_vector_tap_tiles(case, isa):
         return f"cpu_tap_tiles_{vector_isa}"

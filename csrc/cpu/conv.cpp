@@ -712,17 +712,23 @@ void tap_gemm_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor&
                               row_band_multiple);
   };
   const int64_t bands = make_planes().bands();
-  // NCHW float32 with one depth tap, where a band's rows are whole rows of y with no columns between them (a kernel
-  // one column wide: the planes' pitch is y's width): the tiles write y itself, each output channel's part of the band
-  // one run of its plane, starting from the bias (row_init). The band buffer and its copy into y took a third of a
-  // batch-1 1x1 6 -> 103 conv's time over 157 x 157 (2 cores, Zen 4).
-  const bool tiles_write_y = tiles && !channels_last && std::is_same_v<scalar_t, float> && g.kernel[0] == 1;
+  // The bias (or zeros) into `count` positions of each of the group's output channels, `channel_stride` apart.
+  const auto fill_bias = [&](auto* first, int64_t channel_stride, int64_t count, int64_t group) {
+    for (int64_t co = 0; co < c_out; ++co) {
+      std::fill_n(first + co * channel_stride, count, bias_data ? bias_data[group * c_out + co] : acc_t(0));
+    }
+  };
 
   at::parallel_for(0, g.batch * groups * bands, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes = make_planes();
     const int64_t band_size = planes.band_buffer_size();
-    // Every band whole rows of y, none between them (band 0's columns are its first tile's).
-    const bool writes_y = tiles_write_y && planes.pitch() == out_w && planes.band(0).cols == out_w;
+    // NCHW float32 with one depth tap, where every band is whole rows of y with no columns between them (a kernel one
+    // column wide, the planes' pitch y's width, and band 0's columns, its first tile's, the whole row): the tiles
+    // write y itself, each output channel's part of the band one run of its plane, starting from the bias (row_init).
+    // The band buffer and its copy into y took a third of a batch-1 1x1 6 -> 103 conv's time over 157 x 157 (2 cores,
+    // Zen 4).
+    const bool writes_y = tiles && !channels_last && std::is_same_v<scalar_t, float> && g.kernel[0] == 1 &&
+                          planes.pitch() == out_w && planes.band(0).cols == out_w;
     std::vector<acc_t> out(writes_y ? 0 : c_out * band_size), cols(tap_gemms ? 0 : c_in * taps_2d * band_size);
     // The group's input channels of depth slice id into the planes of the band.
     const auto gather = [&](int64_t n, int64_t group, int64_t id, const Band& band) {
@@ -750,10 +756,7 @@ void tap_gemm_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor&
                             band.row0 * out_w;
             const int64_t id = g.tap_source(0, od, 0), positions = band.rows * out_w;
             if (id < 0) {  // the depth tap reads zero padding: the bias alone
-              for (int64_t co = 0; co < c_out; ++co) {
-                std::fill_n(y_band + co * g.conv_out_volume(), positions,
-                            bias_data ? bias_data[group * c_out + co] : 0.0f);
-              }
+              fill_bias(y_band, g.conv_out_volume(), positions, group);
               continue;
             }
             gather(n, group, id, band);
@@ -768,9 +771,7 @@ void tap_gemm_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor&
             continue;
           }
         }
-        for (int64_t co = 0; co < c_out; ++co) {
-          std::fill_n(out.data() + co * band_size, n_pos, bias_data ? bias_data[group * c_out + co] : acc_t(0));
-        }
+        fill_bias(out.data(), band_size, n_pos, group);
         for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
           const int64_t id = g.tap_source(0, od, kd);
           if (id < 0) continue;
