@@ -12,6 +12,7 @@ from code_paths import (ISA_ORDER, RESULT_NAMES, CodePath, cpu_isa_limit, intra_
                         machine_isa, reduction_tiles_kernel, require_isa, run_forward_backward, run_reference,
                         strided_planes_or, tiles_isas, tiles_kernel)
 from fastpad.cases import ConvCase
+from test_blocked_direct import check_folded_input_gradient, run_case as run_blocked_case
 from reference import (CHANNELS_LAST, EXPLICIT_PADDINGS, GROUP_CASES, as_tuple, assert_matches,
                        assert_memory_format_kept, check_conv_transpose, conv_inputs, effective_kernel, expected_conv,
                        expected_conv_transpose, poison, reference_conv_transpose, resolve_crops)
@@ -350,6 +351,39 @@ def test_16_bit_output_accumulates_a_few_images_at_a_time(groups, channels_last)
     expected = expected_conv_transpose(x, w, b, **kwargs)
     poison(expected.shape, torch.bfloat16)
     assert_matches(fastpad.conv_transpose2d(x, w, b, **kwargs), expected, torch.bfloat16)
+
+
+# NCHW GEMM + col2im at AVX-512 adds whole x rows onto y by vectors of y positions, every kernel column at once
+# (cpu/col2im_vectors.h; col2im_vectors_take: x rows of at most 64 positions, and stride-2 rows of any length), at
+# AVX2 one kernel column at a time (RowScatter). Input gradients of convs in the three folding modes (the terms past
+# a y row's ends folded back in): 7-wide rows in one masked vector folded along every dim (a 3-d k5), rows of 19 onto
+# 38 (the last of 3 vectors masked) at stride 2 with groups, stride 3 with dilation 2, a stride-2 row of 750 onto 1500,
+# and stride-1 rows of 64 (the kernel's) and 65 (RowScatter's). Transposed convs: a 1x1 kernel at stride 3 (lanes no
+# tap reaches keep the bias), crops and dilation at stride 2, stride-2 rows of 700 (whole rows in a column tile) and
+# of 7001 (split between tiles of 512 KiB of columns: RowScatter's), and bfloat16.
+COL2IM_VECTOR_GRADIENTS = [ConvCase(False, (7, 7, 7), 14, 188, 5, 1, "same", padding_mode="reflect", batch=1),
+                           ConvCase(False, (38, 38), 80, 320, 7, 2, "same", padding_mode="reflect", groups=16),
+                           ConvCase(False, (33, 47), 12, 40, 5, 3, ((2, 2), (4, 1)), dilation=2,
+                                    padding_mode="circular"),
+                           ConvCase(False, (1500,), 12, 40, 4, 2, "same", padding_mode="replicate"),
+                           ConvCase(False, (9, 64), 6, 40, 3, 1, "same", padding_mode="reflect"),
+                           ConvCase(False, (9, 65), 6, 40, 3, 1, "same", padding_mode="replicate")]
+COL2IM_VECTOR_TRANSPOSES = [ConvCase(True, (10, 20), 24, 12, 1, 3, "valid"),
+                            ConvCase(True, (6, 9), 24, 12, 5, 2, ((3, 1), (0, 2)), dilation=2, batch=3),
+                            ConvCase(True, (20, 700), 20, 3, 3, 2, ((1, 0), (1, 0)), batch=1),
+                            ConvCase(True, (1, 7001), 20, 3, 3, 2, ((1, 0), (1, 0)), batch=1),
+                            ConvCase(True, (5, 12), 24, 12, 4, 2, ((1, 1), (1, 1)), dtype="bfloat16")]
+
+
+@pytest.mark.parametrize("case", COL2IM_VECTOR_GRADIENTS + COL2IM_VECTOR_TRANSPOSES, ids=lambda case: case.describe())
+def test_nchw_col2im_adds_whole_rows_by_vectors(case):
+    """Against the float64 reference at AVX2 and AVX-512 (where this CPU runs them), outputs poisoned first, each
+    asserting the GEMM + col2im; the input gradients also with a bias."""
+    for isa in [isa for isa in ("avx2", "avx512") if ISA_ORDER.index(isa) <= ISA_ORDER.index(machine_isa())]:
+        if case.transposed:
+            run_blocked_case(case, isa, expected_path=f"cpu_gemm_col2im_{isa}")
+        else:
+            check_folded_input_gradient(case, isa, expected_path=f"cpu_gemm_col2im_{isa}")
 
 
 # (size, x channels, y channels, kernel, stride, groups, layout, dtype, batch): images of few x positions, where the

@@ -19,6 +19,7 @@
 
 #include "conv_params.h"
 #include "cpu/blocked_conv.h"
+#include "cpu/col2im_vectors.h"
 #include "cpu/depthwise.h"
 #include "cpu/gemm_tiles.h"
 #include "cpu/huge_pages.h"
@@ -90,10 +91,11 @@ at::Tensor tap_major_weight(const ConvGeometry& g, const at::Tensor& weight, int
 // NCHW copies x's rows (t) into a zero-padded buffer; the padded columns of cols are never read.
 template <typename scalar_t>
 void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& weight, at::Tensor& y_acc,
-                    bool channels_last, ReductionTilesKernel tiles) {
+                    bool channels_last, ReductionTilesKernel tiles, Col2imVectorsKernel col2im_vectors = nullptr) {
   using acc_t = acc_type<scalar_t>;
   const auto acc_dtype = c10::CppTypeToScalarType<acc_t>::value;
   TORCH_INTERNAL_ASSERT(!tiles || (std::is_same_v<acc_t, float>), "fastpad: the reduction tiles accumulate in float");
+  TORCH_INTERNAL_ASSERT(!col2im_vectors || (std::is_same_v<acc_t, float>), "fastpad: col2im_vectors adds in float");
   const int64_t groups = g.groups, x_per_group = g.conv_out_channels_per_group(),
                 y_per_group = g.conv_in_channels_per_group(), taps = g.kernel_volume();
   const int64_t spread = y_per_group * taps;
@@ -127,6 +129,20 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
   std::vector<RowScatter> whole_rows;
   for (int64_t kw = 0; !channels_last && kw < g.kernel[2]; ++kw) {
     whole_rows.emplace_back(y_w, g.tap_position(2, 0, kw), g.stride[2], x_w, g.mode);
+  }
+  // NCHW: the whole x rows on col2im_vectors where it takes them (col2im_vectors_take); its plan: the lanes each
+  // kernel column of a whole x row reaches in each vector of a y row, and the terms outside the y row that the
+  // padding mode folds back in.
+  const Col2imVectorsKernel vector_kernel =
+      !channels_last && col2im_vectors_take(x_w, g.stride[2]) ? col2im_vectors : nullptr;
+  Col2imVectorPlan vector_plan;
+  if (vector_kernel) {
+    vector_plan = col2im_vector_plan(y_w, x_w, g.tap_position(2, 0, 0), g.stride[2], g.dilation[2], g.kernel[2]);
+    for (int64_t kw = 0; g.mode != PaddingMode::Zeros && kw < g.kernel[2]; ++kw) {
+      const InteriorRange inside = g.tap_interior(2, kw, x_w);  // the x positions not folded
+      for (int64_t ow = 0; ow < inside.first; ++ow) vector_plan.folds.push_back({kw, ow, g.tap_source(2, ow, kw)});
+      for (int64_t ow = inside.last; ow < x_w; ++ow) vector_plan.folds.push_back({kw, ow, g.tap_source(2, ow, kw)});
+    }
   }
   // Channels-last: the y column of x column ow's tap kw (-1: none).
   const std::vector<int64_t> w_sources = channels_last ? tap_columns(g, x_w) : std::vector<int64_t>();
@@ -307,11 +323,36 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
         });
       } else {
         acc_t* y_group = y_data + (n * g.conv_in_channels + group * y_per_group) * g.conv_in_volume();
+        // On vector_kernel: the whole x rows of the tile and the y rows each kernel row (kd, kh) adds them onto, the
+        // same for every channel; the loop below adds the parts of x rows the tile splits.
+        std::vector<int64_t> y_offsets, src_offsets;
+        bool split_rows = !vector_kernel;
+        for (int64_t kd = 0; vector_kernel && kd < g.kernel[0]; ++kd) {
+          for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+            for_each_x_row(pixel_begin, tile_pixels, [&](int64_t od, int64_t oh, int64_t ow_begin, int64_t ow_end,
+                                                         int64_t first_pixel) {
+              const int64_t pd = g.tap_source(0, od, kd), ph = g.tap_source(1, oh, kh);
+              if (pd < 0 || ph < 0) return;
+              if (ow_end - ow_begin < x_w) {
+                split_rows = true;
+                return;
+              }
+              y_offsets.push_back((pd * y_h + ph) * y_w);
+              src_offsets.push_back((kd * g.kernel[1] + kh) * g.kernel[2] * pitch + first_pixel);
+            });
+          }
+        }
         at::parallel_for(0, y_per_group, 1, [&](int64_t c_begin, int64_t c_end) {
           for (int64_t c = c_begin; c < c_end; ++c) {
             acc_t* plane = y_group + c * g.conv_in_volume();
             const acc_t* src = cols.data() + c * taps * pitch + first_column;
-            for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+            if constexpr (std::is_same_v<acc_t, float>) {
+              if (vector_kernel) {
+                vector_kernel({&vector_plan, src, pitch, plane, y_offsets.data(), src_offsets.data(),
+                             static_cast<int64_t>(y_offsets.size())});
+              }
+            }
+            for (int64_t kd = 0; split_rows && kd < g.kernel[0]; ++kd) {
               for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
                 for (int64_t kw = 0; kw < g.kernel[2]; ++kw, src += pitch) {
                   // The tile's pixels, row by row: whole rows, or the part of a row the tile holds.
@@ -323,7 +364,7 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
                     const acc_t* x_row = src + first_pixel;
                     const int64_t count = ow_end - ow_begin;
                     if (count == x_w) {
-                      whole_rows[kw].add(y_row, x_row);
+                      if (!vector_kernel) whole_rows[kw].add(y_row, x_row);
                     } else {
                       RowScatter(y_w, g.tap_position(2, ow_begin, kw), g.stride[2], count, g.mode).add(y_row, x_row);
                     }
@@ -801,7 +842,8 @@ at::Tensor conv_transpose_cpu(const at::Tensor& input, const at::Tensor& weight,
           transpose_gemm<scalar_t>(gc, xc, weight, y_acc, channels_last, &reduction_tiles_avx2);
           break;
         case ConvTransposePath::CpuGemmCol2imAvx512:
-          transpose_gemm<scalar_t>(gc, xc, weight, y_acc, channels_last, &reduction_tiles_avx512);
+          transpose_gemm<scalar_t>(gc, xc, weight, y_acc, channels_last, &reduction_tiles_avx512,
+                                   &col2im_vectors_avx512);
           break;
         case ConvTransposePath::CpuGemmCol2imRowsAvx2:
           transpose_gemm_rows(gc, xc, weight, y_acc, &reduction_tiles_avx2);
