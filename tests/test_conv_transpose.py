@@ -530,7 +530,8 @@ def test_nchw_depthwise_input_gradient_on_channel_block_phases():
 
 # (x size, x channels, y channels, kernel, stride, pads, mode) of channels-last problems on the GEMM + col2im, whose
 # col2im threads each own a run of the y positions a tile of x writes: a 7x7 kernel to 30 y channels (tiles of 89 x
-# positions, ending mid-row), one long row to 3 y channels (split between the threads within the row), and the
+# positions, ending mid-row), one long row to 3 y channels (split between the threads within the row; fewer y
+# channels than a vector: adds of a fixed length), and the
 # input gradients of reflect, replicate and circular convs, whose folds land taps on any row (one image, split
 # between the threads; two images, one per thread).
 CHANNELS_LAST_COL2IM = [((27, 27), 99, 30, 7, 1, ((0, 0), (0, 0)), "zeros"),

@@ -308,15 +308,26 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
                 const int64_t w_lo = std::max<int64_t>(q_begin - row_q, 0), w_hi = std::min(q_end - row_q, y_w);
                 acc_t* y_row = y_image + row_q * g.conv_in_channels;
                 const int64_t first_tap = (kd * g.kernel[1] + kh) * g.kernel[2];
-                for (int64_t ow = ow_begin; ow < ow_end; ++ow) {
-                  const acc_t* src =
-                      cols_image + (first_pixel + ow - ow_begin) * spread_pitch + first_tap * y_per_group;
-                  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                    const int64_t pw = w_sources[ow * g.kernel[2] + kw];
-                    if (pw < w_lo || pw >= w_hi) continue;  // -1 (a zero) is below w_lo
-                    axpy(y_row + pw * g.conv_in_channels, acc_t(1), src + kw * y_per_group, y_per_group);
+                const auto add_taps = [&](auto add) {
+                  for (int64_t ow = ow_begin; ow < ow_end; ++ow) {
+                    const acc_t* src =
+                        cols_image + (first_pixel + ow - ow_begin) * spread_pitch + first_tap * y_per_group;
+                    for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                      const int64_t pw = w_sources[ow * g.kernel[2] + kw];
+                      if (pw < w_lo || pw >= w_hi) continue;  // -1 (a zero) is below w_lo
+                      add(y_row + pw * g.conv_in_channels, src + kw * y_per_group);
+                    }
                   }
-                }
+                };
+                // Fewer y channels per group than a vector: adds of a length the compiler knows, unrolled (axpy's
+                // scalar loop over a stem's 3 channels was most of the col2im's time).
+                const bool fixed =
+                    y_per_group < at::vec::Vectorized<acc_t>::size() && with_fixed_run(y_per_group, [&](auto n) {
+                      add_taps([](acc_t* y, const acc_t* x) {
+                        for (int64_t c = 0; c < decltype(n)::value; ++c) y[c] += x[c];
+                      });
+                    });
+                if (!fixed) add_taps([&](acc_t* y, const acc_t* x) { axpy(y, acc_t(1), x, y_per_group); });
               }
             }
           });
