@@ -125,16 +125,16 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
     return tiles && !channels_last ? reduction_tiles_columns(columns) : columns;
   };
   acc_t* y_data = y_acc.mutable_data_ptr<acc_t>();
-  // NCHW: where each kernel column's whole x rows land in a y row, the same for every tile, channel and row.
-  std::vector<RowScatter> whole_rows;
-  for (int64_t kw = 0; !channels_last && kw < g.kernel[2]; ++kw) {
-    whole_rows.emplace_back(y_w, g.tap_position(2, 0, kw), g.stride[2], x_w, g.mode);
-  }
   // NCHW: the whole x rows on col2im_vectors where it takes them (col2im_vectors_take); its plan: the lanes each
   // kernel column of a whole x row reaches in each vector of a y row, and the terms outside the y row that the
-  // padding mode folds back in.
+  // padding mode folds back in. Otherwise where each kernel column's whole x rows land in a y row (RowScatter), the
+  // same for every tile, channel and row.
   const Col2imVectorsKernel vector_kernel =
       !channels_last && col2im_vectors_take(x_w, g.stride[2]) ? col2im_vectors : nullptr;
+  std::vector<RowScatter> whole_rows;
+  for (int64_t kw = 0; !channels_last && !vector_kernel && kw < g.kernel[2]; ++kw) {
+    whole_rows.emplace_back(y_w, g.tap_position(2, 0, kw), g.stride[2], x_w, g.mode);
+  }
   Col2imVectorPlan vector_plan;
   if (vector_kernel) {
     vector_plan = col2im_vector_plan(y_w, x_w, g.tap_position(2, 0, 0), g.stride[2], g.dilation[2], g.kernel[2]);
@@ -360,7 +360,7 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
             if constexpr (std::is_same_v<acc_t, float>) {
               if (vector_kernel) {
                 vector_kernel({&vector_plan, src, pitch, plane, y_offsets.data(), src_offsets.data(),
-                             static_cast<int64_t>(y_offsets.size())});
+                               static_cast<int64_t>(y_offsets.size())});
               }
             }
             for (int64_t kd = 0; split_rows && kd < g.kernel[0]; ++kd) {
