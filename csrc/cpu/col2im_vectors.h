@@ -6,7 +6,7 @@
 // positions in [0, size) of each vector of 16 y positions that one kernel column reaches are every stride-th lane, and
 // they take consecutive x positions: one masked load of those values and an expand into their lanes (at stride 1,
 // the load alone). The positions outside the row, which the padding mode drops or folds, are listed by the caller
-// (Col2imFold) and added after. Free of torch.
+// (Col2imFold, from RowScatter) and added after. Free of torch.
 #pragma once
 
 #include <algorithm>
@@ -55,8 +55,8 @@ struct Col2imVectorPlan {
 };
 
 // The plan for y rows of `size` positions and x rows of `count` (no folds).
-inline Col2imVectorPlan col2im_vector_plan(int64_t size, int64_t count, int64_t start, int64_t stride, int64_t dilation,
-                                     int64_t columns) {
+inline Col2imVectorPlan col2im_vector_plan(int64_t size, int64_t count, int64_t start, int64_t stride,
+                                           int64_t dilation, int64_t columns) {
   Col2imVectorPlan plan;
   plan.size = size;
   plan.consecutive = stride == 1;

@@ -127,21 +127,19 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
   acc_t* y_data = y_acc.mutable_data_ptr<acc_t>();
   // NCHW: the whole x rows on col2im_vectors where it takes them (col2im_vectors_take); its plan: the lanes each
   // kernel column of a whole x row reaches in each vector of a y row, and the terms outside the y row that the
-  // padding mode folds back in. Otherwise where each kernel column's whole x rows land in a y row (RowScatter), the
-  // same for every tile, channel and row.
+  // padding mode folds back in (RowScatter's). Otherwise where each kernel column's whole x rows land in a y row
+  // (RowScatter), the same for every tile, channel and row.
   const Col2imVectorsKernel vector_kernel =
       !channels_last && col2im_vectors_take(x_w, g.stride[2]) ? col2im_vectors : nullptr;
   std::vector<RowScatter> whole_rows;
-  for (int64_t kw = 0; !channels_last && !vector_kernel && kw < g.kernel[2]; ++kw) {
+  for (int64_t kw = 0; !channels_last && kw < g.kernel[2]; ++kw) {
     whole_rows.emplace_back(y_w, g.tap_position(2, 0, kw), g.stride[2], x_w, g.mode);
   }
   Col2imVectorPlan vector_plan;
   if (vector_kernel) {
     vector_plan = col2im_vector_plan(y_w, x_w, g.tap_position(2, 0, 0), g.stride[2], g.dilation[2], g.kernel[2]);
-    for (int64_t kw = 0; g.mode != PaddingMode::Zeros && kw < g.kernel[2]; ++kw) {
-      const InteriorRange inside = g.tap_interior(2, kw, x_w);  // the x positions not folded
-      for (int64_t ow = 0; ow < inside.first; ++ow) vector_plan.folds.push_back({kw, ow, g.tap_source(2, ow, kw)});
-      for (int64_t ow = inside.last; ow < x_w; ++ow) vector_plan.folds.push_back({kw, ow, g.tap_source(2, ow, kw)});
+    for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+      whole_rows[kw].for_each_fold([&](int64_t ow, int64_t p) { vector_plan.folds.push_back({kw, ow, p}); });
     }
   }
   // Channels-last: the y column of x column ow's tap kw (-1: none).
@@ -284,6 +282,25 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
         at::mm_out(cols_view, w_acc[group].t(), x_tile);
       }
     }
+    // NCHW on vector_kernel: the whole x rows of the tile and the y rows each kernel row (kd, kh) adds them onto, the
+    // same for every image and channel; the loop below adds the parts of x rows the tile splits.
+    std::vector<int64_t> y_offsets, src_offsets;
+    bool split_rows = !vector_kernel;
+    for (int64_t kd = 0; vector_kernel && kd < g.kernel[0]; ++kd) {
+      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+        for_each_x_row(pixel_begin, tile_pixels, [&](int64_t od, int64_t oh, int64_t ow_begin, int64_t ow_end,
+                                                     int64_t first_pixel) {
+          const int64_t pd = g.tap_source(0, od, kd), ph = g.tap_source(1, oh, kh);
+          if (pd < 0 || ph < 0) return;
+          if (ow_end - ow_begin < x_w) {
+            split_rows = true;
+            return;
+          }
+          y_offsets.push_back((pd * y_h + ph) * y_w);
+          src_offsets.push_back((kd * g.kernel[1] + kh) * g.kernel[2] * pitch + first_pixel);
+        });
+      }
+    }
     for (int64_t image = 0; image < images; ++image) {
       const int64_t n = n0 + image, first_column = image * tile_pixels;
       if (channels_last) {
@@ -334,25 +351,6 @@ void transpose_gemm(const ConvGeometry& g, const at::Tensor& x, const at::Tensor
         });
       } else {
         acc_t* y_group = y_data + (n * g.conv_in_channels + group * y_per_group) * g.conv_in_volume();
-        // On vector_kernel: the whole x rows of the tile and the y rows each kernel row (kd, kh) adds them onto, the
-        // same for every channel; the loop below adds the parts of x rows the tile splits.
-        std::vector<int64_t> y_offsets, src_offsets;
-        bool split_rows = !vector_kernel;
-        for (int64_t kd = 0; vector_kernel && kd < g.kernel[0]; ++kd) {
-          for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-            for_each_x_row(pixel_begin, tile_pixels, [&](int64_t od, int64_t oh, int64_t ow_begin, int64_t ow_end,
-                                                         int64_t first_pixel) {
-              const int64_t pd = g.tap_source(0, od, kd), ph = g.tap_source(1, oh, kh);
-              if (pd < 0 || ph < 0) return;
-              if (ow_end - ow_begin < x_w) {
-                split_rows = true;
-                return;
-              }
-              y_offsets.push_back((pd * y_h + ph) * y_w);
-              src_offsets.push_back((kd * g.kernel[1] + kh) * g.kernel[2] * pitch + first_pixel);
-            });
-          }
-        }
         at::parallel_for(0, y_per_group, 1, [&](int64_t c_begin, int64_t c_end) {
           for (int64_t c = c_begin; c < c_end; ++c) {
             acc_t* plane = y_group + c * g.conv_in_volume();

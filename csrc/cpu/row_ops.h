@@ -62,6 +62,14 @@ class RowScatter {
     for (int64_t t = interior.last; t < count; ++t) borders_.push_back({t, source_index(start + t * step, size, mode)});
   }
 
+  // f(t, index) for each term outside the row that the padding mode folds back in (cpu/col2im_vectors.h's folds).
+  template <typename F>
+  void for_each_fold(F&& f) const {
+    for (const Border& border : borders_) {
+      if (border.index >= 0) f(border.t, border.index);
+    }
+  }
+
   template <typename acc_t>
   void add(acc_t* row, const acc_t* src) const {
     const auto add_border = [&](const Border& border) {
