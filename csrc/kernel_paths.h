@@ -642,6 +642,28 @@ inline bool cpu_tap_tiles(const ConvGeometry& g, bool channels_last, CpuIsa isa,
   return cpu_tap_tiles_reason(g, channels_last, isa, element_bytes) != TapTilesReason::None;
 }
 
+// Whether a float32 channels-last grouped conv that cpu_grouped_expanded takes runs on the tap tiles instead: at
+// stride 1, on rows of kTapTilesMinStridedColumns or more, with a group reduction (input channels x taps) of
+// kTapTilesOverExpandedMinReduction or more, where cpu_tap_tiles takes it (a group's output channels fill at most half
+// a vector). The expanded rows hold Cg_in x C_out values per pixel and load one per multiply-add, from a cache that
+// outgrows L1 as the group's input channels grow; the tiles' vectors run along the row's positions, their weights
+// broadcast. cpu_grouped_expanded's bounds predate channels-last convs on the tap tiles. Random layers' calls, 2 cores
+// (Zen 4), the op alone, interleaved medians, against the expanded rows: taking every conv cpu_tap_tiles takes, seeds
+// 1-40 and the suite, 2-d stride 1 ran 0.42-1.20x (random011 of seed 1, 2 x 32 x 106 x 106 -> 12 k7 d2 in 4 groups,
+// 3.18 -> 1.34 ms; 6.58 -> 1.62 ms on AVX2, where it read 1.56x F.pad + conv), strided convs 0.77-1.96x (2-4 input
+// channels per group 0.77-1.96x, 5-17 0.80-1.02x), rows of 14-24 1.04-1.20x; group reductions of 8-24 products, seeds
+// 41-100, 0.69-1.74x. Within these bounds, held out (seeds 101-200): AVX-512 16 calls 0.32-1.29x (geomean 0.72; the
+// 1.29 re-ran at 1.05, random073's 66 groups of 2 -> 2 channels 1.26 and 1.23x), AVX2 16 calls 0.38-0.81x (0.53).
+// bfloat16 on the same calls 0.37-1.60x (0.91; groups of 2-5 input channels 1.28-1.60x): it keeps the expanded rows.
+constexpr int64_t kTapTilesOverExpandedMinReduction = 32;
+inline bool cpu_tap_tiles_over_grouped_expanded(const ConvGeometry& g, bool channels_last, CpuIsa isa,
+                                                int64_t element_bytes, bool reduced_precision) {
+  return !reduced_precision && g.stride[0] * g.stride[1] * g.stride[2] == 1 &&
+         g.conv_out_sizes[2] >= kTapTilesMinStridedColumns &&
+         g.conv_in_channels_per_group() * g.kernel_volume() >= kTapTilesOverExpandedMinReduction &&
+         cpu_tap_tiles(g, channels_last, isa, element_bytes);
+}
+
 // The geometry of the full transposed conv of g with zero padding: every position a tap reaches (transposed_full_size
 // per dim, from the first at crop 0), and on to the end of y where the taps stop short of it (a stride leaves the
 // last rows unread). A conv_transpose in another mode computes it, then folds the positions outside y back onto
@@ -1014,7 +1036,8 @@ inline ConvPath choose_conv_path(const ConvGeometry& g, Backend backend, bool ch
     }
     return channels_last && avx512_tiles ? ConvPath::CpuDepthwiseAvx512 : ConvPath::CpuDepthwise;
   }
-  if (cpu_grouped_expanded(g, channels_last)) {
+  if (cpu_grouped_expanded(g, channels_last) &&
+      !cpu_tap_tiles_over_grouped_expanded(g, channels_last, isa, element_bytes, reduced_precision)) {
     return avx512_tiles ? ConvPath::CpuGroupedExpandedAvx512 : ConvPath::CpuGroupedExpanded;
   }
   if (cpu_grouped_planes(g, channels_last)) return ConvPath::CpuGroupedPlanes;

@@ -12,7 +12,7 @@ import random
 import pytest
 import torch
 
-from code_paths import cpu_isa_limit, machine_isa
+from code_paths import cpu_isa_limit, machine_isa, tiles_kernel
 from fastpad.bench.random_layers import output_shape
 from fastpad.cases import ConvCase
 from test_blocked_direct import isas_here as blocked_isas_here, run_case as run_blocked_case
@@ -104,6 +104,48 @@ def test_the_rule_takes_few_output_channels_on_wide_rows():
         assert bf16_path(12) == "cpu_blocked_avx512_bf16"
         assert bf16_path(12, c_in=17) == "cpu_tap_tiles_avx512"  # odd: no pairs for the dot products
         assert bf16_path(64, c_in=4) == "cpu_tap_tiles_avx512"  # a stem: the tap tiles, pairs or not
+
+
+# Channels-last grouped convs that depthwise.cpp's expanded rows would take (up to 3 output channels per group): at
+# stride 1, over rows of 28 or more, with a reduction of 32 or more per group; 2-d and 3-d, dilation 2, every mode.
+GROUPED_OVER_EXPANDED = [
+    ConvCase(False, (12, 28), 32, 12, 3, 1, "same", padding_mode="reflect", groups=4, layout="channels_last"),
+    ConvCase(False, (30, 40), 32, 12, 7, 1, ((9, 7), (2, 12)), dilation=2, padding_mode="reflect", groups=4,
+             layout="channels_last", bias=False),
+    ConvCase(False, (4, 5, 30), 36, 8, (2, 3, 2), 1, "same", groups=4, padding_mode="replicate",
+             layout="channels_last"),
+    ConvCase(False, (9, 33), 48, 16, (3, 5), 1, "causal", groups=16, padding_mode="circular", layout="channels_last"),
+]
+
+
+@pytest.mark.parametrize("case", GROUPED_OVER_EXPANDED, ids=lambda case: case.describe())
+def test_channels_last_grouped_convs_take_the_tiles_over_expanded_rows(case):
+    """kernel_paths.h's cpu_tap_tiles_over_grouped_expanded: the tap tiles' vectors along positions, not the expanded
+    rows' along output channels, for these convs (against the float64 reference, the output poisoned, at every ISA
+    here)."""
+    if not isas_here():
+        pytest.skip("this CPU has neither AVX2 nor AVX-512")
+    for isa in isas_here():
+        run_blocked_case(case, isa, expected_path=f"cpu_tap_tiles_{isa}")
+
+
+def test_the_tiles_over_expanded_rows_bounds():
+    """Where the expanded rows keep a channels-last grouped conv: rows under 28, a stride, a reduction under 32 per
+    group (3 input channels x 9 taps; 4 x 9 goes to the tiles), float64 (which the tiles do not take) and bfloat16."""
+    if not isas_here():
+        pytest.skip("this CPU has neither AVX2 nor AVX-512")
+    for isa in isas_here():
+        def path(width, c_in=8, stride=1, dtype="float32"):
+            return conv_path(ConvCase(False, (12, width), 4 * c_in, 12, 3, stride, "same", groups=4, dtype=dtype,
+                                      padding_mode="reflect", layout="channels_last"), isa)
+        expanded = tiles_kernel("cpu_grouped_expanded", isa, channels=12)
+        assert path(28) == f"cpu_tap_tiles_{isa}"
+        assert path(27) == expanded
+        assert path(56, stride=2) == expanded  # 28 output columns
+        assert path(28, c_in=3) == expanded
+        assert path(28, c_in=4) == f"cpu_tap_tiles_{isa}"
+        assert path(28, dtype="float64") == "cpu_grouped_expanded"
+        assert path(28, dtype="bfloat16") == tiles_kernel("cpu_grouped_expanded", isa, torch.bfloat16, channels=12)
 
 
 # NCHW stems the rule takes from the column GEMM: more output channels than the tiles' full rows, 1-3 dims, strides,
