@@ -358,14 +358,16 @@ def test_channels_last_depthwise_strided_planes_bounds():
 
 
 @pytest.mark.parametrize("channels, multiplier",
-                         [(3, 2), (13, 2), (5, 4), (9, 3), (8, 5), (2, 9), (4, 17), (3, 96), (4, 256)])
+                         [(3, 2), (13, 2), (5, 4), (9, 3), (8, 5), (3, 8), (2, 9), (2, 16), (4, 17), (3, 96),
+                          (4, 256)])
 def test_channels_last_depthwise_multipliers(channels, multiplier, device):
     """Channels-last depthwise convs with a channel multiplier m on depthwise.cpp's conv_nhwc, which reads input rows
-    expanded m times (interleaved vectors for m = 2 and 4, broadcast vectors otherwise, the last values of a row one by
-    one) from a per-thread cache: at stride 3 with 1024 (4 KiB pixels in float32) the per-pixel loop, else the tiles;
-    under a 32-byte vector of output channels (3 x 2 in float32 and bfloat16) the NCHW kernel over the channels-last
-    tensors instead; dilation 2 (output rows two apart share tap rows), a stride of 3 with a partial
-    last tile, 1x1, 3-d reflect; float64, float32 and bfloat16 (whose vectors are 4, 8 and 16 lanes long)."""
+    expanded m times (interleaved vectors for m = 2, 4, 8 and 16 up to a vector's lanes, broadcast vectors otherwise,
+    the last values of a row one by one) from a per-thread cache: at stride 3 with 1024 (4 KiB pixels in float32) the
+    per-pixel loop, else the tiles; under a 32-byte vector of output channels (3 x 2 in float32 and bfloat16) the
+    NCHW kernel over the channels-last tensors instead; dilation 2 (output rows two apart share tap rows), a stride of
+    3 with a partial last tile, 1x1, 3-d reflect; float64, float32 and bfloat16 (whose vectors are 4, 8 and 16 lanes
+    long)."""
     check_channels_last_kernel(channels, channels * multiplier, channels,
                                (((11, 21), 4, 1, 2, "same_lower", "replicate"), ((13, 17), 3, 3, 1, "same", "circular"),
                                 ((7, 9), 1, 1, 1, "valid", "zeros"), ((5, 6, 13), 3, 1, 1, "same", "reflect")),
