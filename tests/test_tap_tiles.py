@@ -106,6 +106,25 @@ def test_the_rule_takes_few_output_channels_on_wide_rows():
         assert bf16_path(64, c_in=4) == "cpu_tap_tiles_avx512"  # a stem: the tap tiles, pairs or not
 
 
+# 3-d convs on the tap tiles whose first depth taps, or all of them, read zero padding: the band buffer is set by the
+# first depth tap the tiles run (from the bias), or filled with the bias where none runs.
+DEPTH_PADDING = [
+    ConvCase(False, (4, 6, 30), 8, 4, (1, 3, 3), 1, ((2, 2), (1, 1), (1, 1))),
+    ConvCase(False, (3, 6, 30), 8, 4, 3, 1, ((2, 1), (1, 1), (1, 1))),
+    ConvCase(False, (4, 5, 30), 8, 4, (1, 3, 3), 1, ((1, 2), (1, 1), (1, 1)), layout="channels_last"),
+]
+
+
+@pytest.mark.parametrize("case", DEPTH_PADDING, ids=lambda case: case.describe())
+def test_depth_taps_in_zero_padding_leave_the_bias(case):
+    """Output depths whose depth taps read only zero padding are the bias; the others start from it at the first depth
+    tap inside x (against the float64 reference, the output poisoned, at every ISA here)."""
+    if not isas_here():
+        pytest.skip("this CPU has neither AVX2 nor AVX-512")
+    for isa in isas_here():
+        run_blocked_case(case, isa, expected_path=f"cpu_tap_tiles_{isa}")
+
+
 # Channels-last grouped convs that depthwise.cpp's expanded rows would take (up to 3 output channels per group): at
 # stride 1, over rows of 28 or more, with a reduction of 32 or more per group; 2-d and 3-d, dilation 2, every mode.
 GROUPED_OVER_EXPANDED = [
