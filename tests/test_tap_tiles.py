@@ -128,6 +128,7 @@ def test_depth_taps_in_zero_padding_leave_the_bias(case):
 # Channels-last grouped convs that depthwise.cpp's expanded rows would take (up to 3 output channels per group): at
 # stride 1, over rows of 28 or more, with a reduction of 32 or more per group; 2-d and 3-d, dilation 2, every mode.
 GROUPED_OVER_EXPANDED = [
+    ConvCase(False, (10, 30), 24, 8, 5, 1, "same", groups=4, layout="channels_last"),
     ConvCase(False, (12, 28), 32, 12, 3, 1, "same", padding_mode="reflect", groups=4, layout="channels_last"),
     ConvCase(False, (30, 40), 32, 12, 7, 1, ((9, 7), (2, 12)), dilation=2, padding_mode="reflect", groups=4,
              layout="channels_last", bias=False),
