@@ -793,7 +793,7 @@ void tap_gemm_conv(const ConvGeometry& g, const at::Tensor& x, const at::Tensor&
               t.b_taps = planes.taps().data();
               t.taps = taps_2d;
               t.a_tap_stride = c_out * c_in;
-              if (tiles_set_band && !band_set) {
+              if (!band_set) {  // inside the tiles' branch: tiles_set_band
                 t.overwrite = true;
                 t.row_init = bias_data ? bias_data + group * c_out : nullptr;
                 band_set = true;
