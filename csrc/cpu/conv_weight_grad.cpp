@@ -257,10 +257,12 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
   at::parallel_for(0, chunks * groups * parts, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes(g, c_in, kWeightGradBandBytes, bytes_per_position);
     const int64_t max_columns = planes.band_outputs() * images_per_job;
-    std::vector<acc_t> cols(reduce * max_columns);
-    std::vector<acc_t> gy_gathered((images_per_job > 1 && !tiles) || weight_rows ? c_out * max_columns : 0);
+    // cols: each job writes every row and column it reads (a part's rows of its channels' taps).
+    const auto cols = uninitialized_buffer<acc_t>(reduce * max_columns);
+    const auto gy_gathered =
+        uninitialized_buffer<acc_t>((images_per_job > 1 && !tiles) || weight_rows ? c_out * max_columns : 0);
     std::vector<acc_t> gy_transposed(tiles && !weight_rows ? max_columns * out_pitch : 0);  // zeros: padding stays
-    std::vector<acc_t> cols_transposed(weight_rows ? max_columns * reduce : 0);
+    const auto cols_transposed = uninitialized_buffer<acc_t>(weight_rows ? max_columns * reduce : 0);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t chunk = item / (groups * parts), group = item / parts % groups, part = item % parts;
       const int64_t ci_begin = part * c_in / parts, ci_end = (part + 1) * c_in / parts;
@@ -286,7 +288,7 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
             }
             for (int64_t ci = ci_begin; ci < ci_end; ++ci) {
               for (int64_t tap = 0; tap < taps_2d; ++tap) {
-                acc_t* dst = cols.data() + (ci * taps + kd * taps_2d + tap) * columns + image * positions;
+                acc_t* dst = cols.get() + (ci * taps + kd * taps_2d + tap) * columns + image * positions;
                 if (id < 0) {  // the whole slice lies in zero padding along depth
                   std::fill_n(dst, positions, acc_t(0));
                   continue;
@@ -306,20 +308,20 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
             // grad[Cg_out, part's columns] (=) gy[Cg_out, columns] @ cols^T: the part's rows of cols transposed into
             // [columns, part's reduce], gy's [Cg_out, images, positions] gathered as [Cg_out, columns] in float.
             const int64_t row_begin = ci_begin * taps, rows = (ci_end - ci_begin) * taps;
-            transpose_to_rows(cols.data() + row_begin * columns, 0, columns, 1, columns, rows, cols_transposed.data(),
+            transpose_to_rows(cols.get() + row_begin * columns, 0, columns, 1, columns, rows, cols_transposed.get(),
                               rows);
             const scalar_t* gy_band =
                 gy_data + n0 * gy_image_stride + group * c_out * g.conv_out_volume() + first_output;
             for (int64_t co = 0; co < c_out; ++co) {
               for (int64_t image = 0; image < images; ++image) {
                 const scalar_t* from = gy_band + image * gy_image_stride + co * g.conv_out_volume();
-                std::transform(from, from + positions, gy_gathered.data() + co * columns + image * positions,
+                std::transform(from, from + positions, gy_gathered.get() + co * columns + image * positions,
                                [](scalar_t v) { return static_cast<float>(v); });
               }
             }
             // By blocks of kWeightRowsBlock rows of the gradient, each swept along its whole width.
             for (int64_t co = 0; co < c_out; co += kWeightRowsBlock) {
-              ReductionTiles product{gy_gathered.data() + co * columns, columns, 1, cols_transposed.data(), rows,
+              ReductionTiles product{gy_gathered.get() + co * columns, columns, 1, cols_transposed.get(), rows,
                                      partial_data + (group * c_out + co) * reduce + row_begin, reduce,
                                      std::min(kWeightRowsBlock, c_out - co), rows, columns};
               product.overwrite = job == first_job;
@@ -334,7 +336,7 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
             transpose_to_rows(gy_band, gy_image_stride, g.conv_out_volume(), images, positions, c_out,
                               gy_transposed.data(), out_pitch);
             const int64_t row_begin = ci_begin * taps;  // the part's rows of cols and of the partial
-            tiles({cols.data() + row_begin * columns, columns, 1, gy_transposed.data(), out_pitch,
+            tiles({cols.get() + row_begin * columns, columns, 1, gy_transposed.data(), out_pitch,
                    acc_tiles + row_begin * out_pitch, out_pitch, (ci_end - ci_begin) * taps, out_pitch, columns});
             continue;
           }
@@ -344,11 +346,11 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
                             .narrow(2, first_output, positions)
                             .transpose(0, 1);  // [Cg_out, images, positions]
         if (images > 1) {
-          auto gathered = wrap_buffer(gy_gathered.data(), {c_out, images, positions});
+          auto gathered = wrap_buffer(gy_gathered.get(), {c_out, images, positions});
           gathered.copy_(gy);
           gy = gathered;
         }
-        acc.addmm_(gy.reshape({c_out, columns}).to(acc_dtype), wrap_buffer(cols.data(), {reduce, columns}).t());
+        acc.addmm_(gy.reshape({c_out, columns}).to(acc_dtype), wrap_buffer(cols.get(), {reduce, columns}).t());
       }
     }
   });

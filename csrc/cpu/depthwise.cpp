@@ -935,7 +935,8 @@ void conv_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, const ac
   const NhwcRows<false, acc_t> whole_kernel(whole_block, avx512), rest_kernel(rest_block, avx512);
   at::parallel_for(0, g.batch * blocks.count, 1, [&](int64_t begin, int64_t end) {
     const int64_t most = blocks.most;
-    std::unique_ptr<acc_t[]> x_lanes(new acc_t[in_volume * most]), y_lanes(new acc_t[out_volume * most]);
+    const auto x_lanes = uninitialized_buffer<acc_t>(in_volume * most);
+    const auto y_lanes = uninitialized_buffer<acc_t>(out_volume * most);
     std::vector<acc_t> w_block(taps * most), bias_block(most), scratch(most);
     std::vector<std::pair<int64_t, int64_t>> rows;
     for (int64_t item = begin; item < end; ++item) {
@@ -1083,7 +1084,8 @@ void conv_transpose_nchw_channel_block_phases(const ConvGeometry& g, const scala
   if (blocks.rest > 0) rest_phases.emplace(channel_block_geometry(g, blocks.rest * V), g, at::Tensor(), avx512);
   const int64_t phases = whole_phases.phases();
   at::parallel_for(0, g.batch * blocks.count, 1, [&](int64_t begin, int64_t end) {
-    std::unique_ptr<acc_t[]> x_lanes(new acc_t[x_volume * most]), y_lanes(new acc_t[y_volume * most]);
+    const auto x_lanes = uninitialized_buffer<acc_t>(x_volume * most);
+    const auto y_lanes = uninitialized_buffer<acc_t>(y_volume * most);
     std::vector<std::vector<acc_t>> w_block(phases);
     std::vector<const acc_t*> w(phases, nullptr);
     std::vector<acc_t> bias_block(most), scratch(most);
@@ -1289,7 +1291,8 @@ void weight_grad_nchw_channel_blocks(const ConvGeometry& g, const scalar_t* x, c
   const int64_t most = blocks.most;
   const WeightGradColumns tap_cols(g);
   at::parallel_for(0, blocks.count, 1, [&](int64_t begin, int64_t end) {
-    std::unique_ptr<acc_t[]> x_lanes(new acc_t[in_volume * most]), gy_lanes(new acc_t[out_volume * most]);
+    const auto x_lanes = uninitialized_buffer<acc_t>(in_volume * most);
+    const auto gy_lanes = uninitialized_buffer<acc_t>(out_volume * most);
     std::vector<acc_t> sums(taps * most);
     std::vector<std::pair<int64_t, int64_t>> rows;
     for (int64_t b = begin; b < end; ++b) {
