@@ -251,6 +251,39 @@ def test_large_weights_go_in_tap_passes(isa):
         run_case(case, isa)
 
 
+# 3-d convs whose consecutive output depths read the same input slices (a depth stride below the kernel's depth): each
+# thread keeps the phase planes of up to a kernel depth of slices of its band (conv.cpp's depth slots) and gathers
+# each slice once, reusing it across output depths and output-channel splits of the band; where a kernel depth of
+# planes outgrows kDepthSlotsBytes (512 KiB), one slot gathers every depth tap as before. Cases: strides 1-3 below
+# and at the kernel's depth, a depth dilation, zero padding that some depth taps read whole (slices skipped), the
+# border modes whose depth taps read one slice twice, several bands and images, groups, one output depth split over
+# output-channel blocks, and the fallback (64 channels over 40 x 40 slices, 4 depth taps).
+DEPTH_SLOT_CASES = [
+    ConvCase(False, (17, 9, 8), 7, 14, (6, 3, 3), stride=(3, 1, 2), padding=((0, 3), (1, 1), (2, 2)), batch=2,
+             layout="channels_last"),
+    ConvCase(False, (12, 8, 9), 16, 20, (2, 3, 3), padding="same", batch=2),
+    ConvCase(False, (11, 7, 7), 5, 18, (3, 3, 2), dilation=(2, 1, 1), padding="same", padding_mode="reflect",
+             batch=1, layout="channels_last"),
+    ConvCase(False, (10, 8, 8), 32, 24, (4, 3, 3), stride=(2, 1, 1), padding="same", padding_mode="replicate",
+             groups=2, batch=2),
+    ConvCase(False, (9, 6, 10), 6, 9, (5, 2, 3), stride=(2, 2, 1), padding="same", padding_mode="circular", batch=1,
+             layout="channels_last"),
+    ConvCase(False, (8, 6, 6), 8, 16, (3, 3, 3), stride=(3, 1, 1), padding=((4, 4), (1, 1), (1, 1)), batch=1),
+    ConvCase(False, (7, 30, 30), 24, 160, (3, 3, 3), padding="same", batch=1, layout="channels_last"),
+    ConvCase(False, (6, 40, 40), 64, 16, (4, 3, 3), padding="same", batch=1, layout="channels_last"),
+]
+
+
+@pytest.mark.parametrize("case", DEPTH_SLOT_CASES, ids=ConvCase.describe)
+@pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])
+def test_depth_slots_gather_each_input_slice_once(isa, case):
+    """Every case against the float64 reference, at every ISA here (bfloat16 on the dot products at avx512_bf16)."""
+    require_isa(isa)
+    if isa == "avx512_bf16":
+        case = replace(case, dtype="bfloat16")
+    run_case(case, isa)
+
+
 # Runs of taps read as one tap (cpu/blocked_direct.h's blocked_tap_run): under 16 input channels per group, a kernel
 # row's taps at stride 1 and dilation 1 follow one another in the phase planes (either layout), and in place (a float32
 # channels-last x whose padding no tap reads) over one group's x; the runs are the gcd of the rows' lengths (NCHW

@@ -252,6 +252,16 @@ constexpr int64_t kBlockedWeightPassBytes = 512 * 1024;
 // 0.929 (the two above 1.05 re-ran at 0.99, 1.07 and 0.96, 0.86); AVX2 67 calls, 0.938; bfloat16 58 calls, 0.952.
 constexpr int64_t kRowTapSkipMinWork = 32;
 constexpr int64_t kRowSkipMinWork = 40;
+// A 3-d kernel's depth taps of consecutive output depths read the same input slices where the depth stride is below
+// the kernel's depth: each thread keeps the planes of a kernel depth of slices (depth slots) and gathers each slice
+// once per band, where each re-gathered it for every output depth (a channels-last 7 -> 14 k6 s3 conv over 35^3:
+// gathers 22% of its time). Where the slots' planes fit kDepthSlotsBytes and the gathers they save a thread are at
+// least kDepthSlotsMinSavedPerPlane times the planes they add (each allocated and zeroed once a thread: a 4 x 9 x 7^3
+// k7 s2 conv with 2 output depths ran 1.14-1.19x slower with slots). 2 cores (Zen 4), float32, AVX-512, the op
+// alone, interleaved, the 3-d calls on the blocked kernel: seeds 1-4 32 calls 0.85-1.05x (geomean 0.969; that conv
+// 0.92x), held out, seeds 13-16, 42 calls 0.79-1.33x (0.965; the 1.33x call 1.00x in two re-runs).
+constexpr int64_t kDepthSlotsBytes = 512 * 1024;
+constexpr int64_t kDepthSlotsMinSavedPerPlane = 2;
 
 // Dense and grouped with float accumulation on an AVX2 or AVX-512 CPU, NCHW or channels-last: per (image, group, band
 // of output rows, range of output-channel blocks), the group's input channels become channels-last phase planes (the
@@ -451,17 +461,42 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
   if (bias.defined()) init.narrow(1, 0, c_out).copy_(bias.view({groups, c_out}));
   const float* init_data = init.const_data_ptr<float>();
 
+  // Depth slots (kDepthSlotsBytes): the gathers of depth slices they save a thread against the planes they add.
+  int64_t depth_gathers = 0;
+  std::vector<bool> slice_read(g.conv_in_sizes[0], false);
+  for (int64_t od = 0; od < g.conv_out_sizes[0]; ++od) {
+    for (int64_t kd = 0; kd < depth; ++kd) {
+      const int64_t id = g.tap_source(0, od, kd);
+      if (id < 0) continue;
+      ++depth_gathers;
+      slice_read[id] = true;
+    }
+  }
+  const int64_t gathers_saved = depth_gathers - std::count(slice_read.begin(), slice_read.end(), true);
+  const bool depth_slots =
+      depth * band_plan.channel_stride() * static_cast<int64_t>(sizeof(Plane)) <= kDepthSlotsBytes &&
+      ceil_div(slices, at::get_num_threads()) * gathers_saved >= kDepthSlotsMinSavedPerPlane * (depth - 1);
   at::parallel_for(0, slices * co_splits, 1, [&](int64_t begin, int64_t end) {
-    std::optional<PhasePlanes<Plane>> planes;
-    if (!no_planes) emplace_planes(planes);
-    // Per output, where each run's first tap reads: in place, set per band; in the planes, the same for every band.
+    // The planes of up to `depth` input depth slices of the band (one where the kernel has one depth tap): where the
+    // depth taps of consecutive output depths read the same slices (a depth stride below the kernel's depth), each
+    // slice is gathered once for all of them. slot_slice: the slice each holds, -1 for none.
+    const int64_t slot_count = no_planes ? 0 : (depth_slots ? depth : 1);
+    std::vector<std::optional<PhasePlanes<Plane>>> slots(slot_count);
+    for (auto& slot : slots) emplace_planes(slot);
+    std::vector<int64_t> slot_slice(slot_count, -1);
+    int64_t slots_item = -1;  // the (image, group, band) the slots hold slices of
+    // Per output, where each run's first tap reads: in place, set per band; in the planes, per slot (the same for
+    // every band).
     std::vector<std::vector<const Element*>> run_taps(output_count);
-    for (int64_t q = 0; q < output_count; ++q) {
+    const auto read_slot = [&](int64_t q, int64_t s) {
       const PackedWeights& w = packed[q];
-      run_taps[q].resize(w.runs);
-      for (int64_t r = 0; !no_planes && r < w.runs; ++r) {
-        run_taps[q][r] = reinterpret_cast<const Element*>(planes->taps()[w.covering_taps[r * w.run]]);
+      for (int64_t r = 0; r < w.runs; ++r) {
+        run_taps[q][r] = reinterpret_cast<const Element*>(slots[s]->taps()[w.covering_taps[r * w.run]]);
       }
+    };
+    for (int64_t q = 0; q < output_count; ++q) {
+      run_taps[q].resize(packed[q].runs);
+      if (!no_planes) read_slot(q, 0);
     }
     std::vector<float> out(in_place ? 0 : band_plan.band_buffer_size() * out_pitch);
     std::vector<float> channel_rows;  // a 16-bit NCHW y's row: its channels transposed in float, then converted
@@ -536,12 +571,36 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
                   run_taps[q][r] = band_start + input_tap_offsets[w.covering_taps[r * w.run]];
                 }
               }
-            } else if (q == 0 && channels_last) {
-              planes->gather(x_data + (n * g.conv_in_sizes[0] + id) * slice * g.conv_in_channels + group * c_in, band,
-                             0, g.conv_in_channels);
             } else if (q == 0) {
-              planes->gather(x_data + (n * g.conv_in_channels + group * c_in) * g.conv_in_volume() + id * slice, band,
-                             0, 1, g.conv_in_volume(), transpose);
+              if (item / co_splits != slots_item) {
+                std::fill(slot_slice.begin(), slot_slice.end(), -1);
+                slots_item = item / co_splits;
+              }
+              int64_t s = std::find(slot_slice.begin(), slot_slice.end(), id) - slot_slice.begin();
+              if (s == slot_count) {
+                // The slot of the lowest slice no depth tap of od reads (an empty one first): the output depths go
+                // in order, so no later one reads it. With a slot per depth tap there is one (od reads at most
+                // `depth` slices, id among them, which no slot holds); with one slot, that slot.
+                const auto od_reads = [&](int64_t source) {
+                  for (int64_t k = 0; k < depth; ++k) {
+                    if (source >= 0 && g.tap_source(0, od, k) == source) return true;
+                  }
+                  return false;
+                };
+                s = 0;
+                for (int64_t t = 0, unread = -1; t < slot_count; ++t) {
+                  if (!od_reads(slot_slice[t]) && (unread < 0 || slot_slice[t] < slot_slice[unread])) s = unread = t;
+                }
+                slot_slice[s] = id;
+                if (channels_last) {
+                  slots[s]->gather(x_data + (n * g.conv_in_sizes[0] + id) * slice * g.conv_in_channels + group * c_in,
+                                   band, 0, g.conv_in_channels);
+                } else {
+                  slots[s]->gather(x_data + (n * g.conv_in_channels + group * c_in) * g.conv_in_volume() + id * slice,
+                                   band, 0, 1, g.conv_in_volume(), transpose);
+                }
+              }
+              if (slot_count > 1) read_slot(q, s);
             }
             if (rows == 0 || cols == 0) continue;
             const Element* w_kd = reinterpret_cast<const Element*>(w.packed.const_data_ptr()) +
