@@ -124,6 +124,14 @@ def run_case(case, isa, expected_path=None, weight_layout="contiguous"):
     assert_matches(y, expected.to(y.dtype), what=f"{case.describe()}, weight {weight_layout}")
 
 
+def run_case_at_isa(isa, case):
+    """run_case at `isa` where this CPU runs it, the case in bfloat16 at avx512_bf16 (the dot products)."""
+    require_isa(isa)
+    if isa == "avx512_bf16":
+        case = replace(case, dtype="bfloat16")
+    run_case(case, isa)
+
+
 def last_block_vectors(isa, channels):
     """The vectors of the last block of output channels (cpu/blocked_direct.h's blocked_direct_block_width: the most
     vectors, down to two, that leave no last block of one vector)."""
@@ -278,10 +286,7 @@ DEPTH_SLOT_CASES = [
 @pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])
 def test_depth_slots_gather_each_input_slice_once(isa, case):
     """Every case against the float64 reference, at every ISA here (bfloat16 on the dot products at avx512_bf16)."""
-    require_isa(isa)
-    if isa == "avx512_bf16":
-        case = replace(case, dtype="bfloat16")
-    run_case(case, isa)
+    run_case_at_isa(isa, case)
 
 
 # Runs of taps read as one tap (cpu/blocked_direct.h's blocked_tap_run): under 16 input channels per group, a kernel
@@ -307,10 +312,7 @@ TAP_RUN_CASES = [
 def test_taps_in_runs_are_read_as_one(isa, case):
     """Planes in both layouts and 1-3 dims, in place, a 12 x 12 kernel whose 553 KiB of weights go in two passes of
     runs (11 + 1), and the cases with no runs; at avx512_bf16 in bfloat16 on the dot products (even channel counts)."""
-    require_isa(isa)
-    if isa == "avx512_bf16":
-        case = replace(case, dtype="bfloat16")
-    run_case(case, isa)
+    run_case_at_isa(isa, case)
 
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "reflect"])
@@ -898,7 +900,4 @@ ROW_TAP_SKIP_CASES = [
 @pytest.mark.parametrize("case", ROW_TAP_SKIP_CASES, ids=ConvCase.describe)
 @pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])
 def test_rows_skip_the_kernel_rows_that_read_only_padding(isa, case):
-    require_isa(isa)
-    if isa == "avx512_bf16":
-        case = replace(case, dtype="bfloat16")
-    run_case(case, isa)
+    run_case_at_isa(isa, case)
