@@ -253,7 +253,7 @@ constexpr int64_t kBlockedWeightPassBytes = 512 * 1024;
 constexpr int64_t kRowTapSkipMinWork = 32;
 constexpr int64_t kRowSkipMinWork = 40;
 // A 3-d kernel's depth taps of consecutive output depths read the same input slices where the depth stride is below
-// the kernel's depth: each thread keeps the planes of a kernel depth of slices (depth slots) and gathers each slice
+// the kernel's depth: each thread keeps the planes of depth_slot_span slices (depth slots) and gathers each slice
 // once per band, where each re-gathered it for every output depth (a channels-last 7 -> 14 k6 s3 conv over 35^3:
 // gathers 22% of its time). Where the slots' planes fit kDepthSlotsBytes and the gathers they save a thread are at
 // least kDepthSlotsMinSavedPerPlane times the planes they add (each allocated and zeroed once a thread: a 4 x 9 x 7^3
@@ -474,13 +474,13 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
   }
   const int64_t gathers_saved = depth_gathers - std::count(slice_read.begin(), slice_read.end(), true);
   const bool depth_slots =
-      depth * band_plan.channel_stride() * static_cast<int64_t>(sizeof(Plane)) <= kDepthSlotsBytes &&
-      ceil_div(slices, at::get_num_threads()) * gathers_saved >= kDepthSlotsMinSavedPerPlane * (depth - 1);
+      depth_slot_span(g) * band_plan.channel_stride() * static_cast<int64_t>(sizeof(Plane)) <= kDepthSlotsBytes &&
+      ceil_div(slices, at::get_num_threads()) * gathers_saved >= kDepthSlotsMinSavedPerPlane * (depth_slot_span(g) - 1);
   at::parallel_for(0, slices * co_splits, 1, [&](int64_t begin, int64_t end) {
-    // The planes of up to `depth` input depth slices of the band (one where the kernel has one depth tap): where the
+    // The planes of depth_slot_span input depth slices of the band (one slot where depth_slots is false): where the
     // depth taps of consecutive output depths read the same slices (a depth stride below the kernel's depth), each
     // slice is gathered once for all of them. slot_slice: the slice each holds, -1 for none.
-    const int64_t slot_count = no_planes ? 0 : (depth_slots ? depth : 1);
+    const int64_t slot_count = no_planes ? 0 : (depth_slots ? depth_slot_span(g) : 1);
     std::vector<std::optional<PhasePlanes<Plane>>> slots(slot_count);
     for (auto& slot : slots) emplace_planes(slot);
     std::vector<int64_t> slot_slice(slot_count, -1);
@@ -576,21 +576,8 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
                 std::fill(slot_slice.begin(), slot_slice.end(), -1);
                 slots_item = item / co_splits;
               }
-              int64_t s = std::find(slot_slice.begin(), slot_slice.end(), id) - slot_slice.begin();
-              if (s == slot_count) {
-                // The slot of the lowest slice no depth tap of od reads (an empty one first): the output depths go
-                // in order, so no later one reads it. With a slot per depth tap there is one (od reads at most
-                // `depth` slices, id among them, which no slot holds); with one slot, that slot.
-                const auto od_reads = [&](int64_t source) {
-                  for (int64_t k = 0; k < depth; ++k) {
-                    if (source >= 0 && g.tap_source(0, od, k) == source) return true;
-                  }
-                  return false;
-                };
-                s = 0;
-                for (int64_t t = 0, unread = -1; t < slot_count; ++t) {
-                  if (!od_reads(slot_slice[t]) && (unread < 0 || slot_slice[t] < slot_slice[unread])) s = unread = t;
-                }
+              const int64_t s = id % slot_count;  // depth_slot_span's slot
+              if (slot_slice[s] != id) {
                 slot_slice[s] = id;
                 if (channels_last) {
                   slots[s]->gather(x_data + (n * g.conv_in_sizes[0] + id) * slice * g.conv_in_channels + group * c_in,

@@ -200,7 +200,7 @@ void conv_nchw(const ConvGeometry& g, const scalar_t* x, PlaneStrides xs, const 
   // depth that reads it (3-d random layers, float32, 2 cores: 0.55-0.97x the time, 0.75x on a k6 conv over 17^3).
   // 2-d and 1-d convs have one slot. Each slot's band is the one a single slice had; the group's R input channels
   // share it (channel r's planes of slot s: planes channel r * slots + s).
-  const int64_t slots = (g.kernel[0] - 1) * g.dilation[0] + 1;
+  const int64_t slots = depth_slot_span(g);
   at::parallel_for(0, g.batch * g.groups, 1, [&](int64_t begin, int64_t end) {
     PhasePlanes<acc_t> planes(g, reduction * slots, kPhasePlaneBytes * slots);
     std::vector<std::vector<acc_t*>> slot_taps(slots);  // slot s: the R channels' taps in turn

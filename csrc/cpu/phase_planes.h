@@ -29,6 +29,11 @@
 
 namespace fastpad::cpu {
 
+// A 3-d conv's output depths share input depth slices: the slices one output depth reads lie within a window of this
+// many consecutive slices, so a slice whose planes a driver keeps in slot slice % span stays there until another slice
+// takes the slot, and is gathered about once per band rather than once per output depth that reads it.
+inline int64_t depth_slot_span(const ConvGeometry& g) { return (g.kernel[0] - 1) * g.dilation[0] + 1; }
+
 // Target size of one thread's phase planes: a band of output rows is chosen to fit it (L2-resident).
 constexpr int64_t kPhasePlaneBytes = 256 * 1024;
 // For the GEMM kernels: the phase planes of a whole group plus the band's GEMM buffers, larger for wider GEMMs.
