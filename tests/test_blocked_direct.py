@@ -901,3 +901,27 @@ ROW_TAP_SKIP_CASES = [
 @pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])
 def test_rows_skip_the_kernel_rows_that_read_only_padding(isa, case):
     run_case_at_isa(isa, case)
+
+
+# Where rows skip taps and a tap has 16 input channels or more, runs of 4 rows or more (conv.cpp's kColumnSkipMinLanes,
+# kColumnSkipMinRows) skip the kernel columns that read only padding along W too: each border segment of columns a
+# call per kernel row, its tiles down the columns.
+# Border columns on both sides, a kernel wider than the rows (no column reads every kernel column), a stride and a
+# dilation, groups, channels-last, a 3-d kernel, a transposed conv (its phase's conv), and weights in passes of 6
+# taps (300 input channels, k7), the first of which no tap of the first column reads (its first call sets it from the
+# bias).
+COLUMN_SKIP_CASES = [
+    ConvCase(False, (12, 13), 40, 24, 5, padding="same", batch=2),
+    ConvCase(False, (9, 5), 36, 20, (3, 7), padding=((1, 1), (3, 3)), batch=2, layout="channels_last"),
+    ConvCase(False, (14, 15), 32, 40, 3, stride=2, dilation=2, padding=((2, 2), (3, 1)), batch=1),
+    ConvCase(False, (10, 11), 64, 48, 4, padding="same", groups=2, batch=2, layout="channels_last"),
+    ConvCase(False, (3, 9, 10), 34, 20, 3, padding=((1, 1), (1, 1), (2, 2)), batch=1, layout="channels_last"),
+    ConvCase(True, (9, 11), 48, 40, 5, 1, "same", batch=2),
+    ConvCase(False, (10, 5), 300, 64, 7, padding=((3, 3), (6, 0)), batch=4, layout="channels_last"),
+]
+
+
+@pytest.mark.parametrize("case", COLUMN_SKIP_CASES, ids=ConvCase.describe)
+@pytest.mark.parametrize("isa", ["avx2", "avx512", "avx512_bf16"])
+def test_row_runs_skip_the_kernel_columns_that_read_only_padding(isa, case):
+    run_case_at_isa(isa, case)

@@ -252,6 +252,15 @@ constexpr int64_t kBlockedWeightPassBytes = 512 * 1024;
 // 0.929 (the two above 1.05 re-ran at 0.99, 1.07 and 0.96, 0.86); AVX2 67 calls, 0.938; bfloat16 58 calls, 0.952.
 constexpr int64_t kRowTapSkipMinWork = 32;
 constexpr int64_t kRowSkipMinWork = 40;
+// Where rows skip taps and a tap has kColumnSkipMinLanes input channels or more, a run of kColumnSkipMinRows rows or
+// more skips the kernel columns that read only padding along W too: its columns go in segments with the same kernel
+// columns inside x, each border segment a call per kernel row whose tiles take positions down the columns. The op
+// alone against every column's taps (2 cores, Zen 4, interleaved medians, the calls it takes): seeds 1-4 and the
+// suite 32 calls 0.90-1.00x (geomean 0.973), held out (seeds 9-12) 29 calls 0.83-1.06x (0.961; the 1.06x 0.94x
+// re-run), AVX2 27 calls 0.92-1.04x (0.982), bfloat16 21 calls 0.90-1.00x (0.968). Without the lanes floor, convs of
+// 3-7 input channels ran 1.04-1.09x slower on AVX2: a kernel row's call is few multiply-adds a position against its
+// tiles' loads and stores of the outputs, and the narrower interior's tiles hold fewer positions.
+constexpr int64_t kColumnSkipMinRows = 4, kColumnSkipMinLanes = 16;
 // A 3-d kernel's depth taps of consecutive output depths read the same input slices where the depth stride is below
 // the kernel's depth: each thread keeps the planes of depth_slot_span slices (depth slots) and gathers each slice
 // once per band, where each re-gathered it for every output depth (a channels-last 7 -> 14 k6 s3 conv over 35^3:
@@ -505,7 +514,12 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
       int64_t run_begin, run_end;  // the weight's tap runs these rows read inside x
     };
     std::vector<RowRun> row_runs;
-    std::vector<const Element*> shifted_taps;  // a row run's tap pointers, moved to its first row
+    std::vector<const Element*> shifted_taps;  // a call's tap pointers, moved to its first position
+    struct ColumnSegment {
+      int64_t first, count;        // the band's columns [first, first + count)
+      int64_t kw_begin, kw_end;    // the kernel columns they read inside x
+    };
+    std::vector<ColumnSegment> column_segments;
     for (int64_t item = begin; item < end; ++item) {
       const int64_t split = item % co_splits, band_index = (item / co_splits) % bands;
       const int64_t group = (item / (co_splits * bands)) % groups, n = item / (co_splits * bands * groups);
@@ -559,6 +573,23 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
             }
             if (row_runs.size() <= 1) row_runs.assign(1, {0, a.rows, 0, w.runs});
           }
+          // The band's columns in segments of one range of kernel columns inside x (kColumnSkipMinRows), where taps
+          // go one by one (a kernel row's taps are then a range of the weight's); one segment of every tap otherwise.
+          column_segments.assign(1, {0, cols, 0, kernel_width});
+          if (skips_rows && w.run == 1 && c_in >= kColumnSkipMinLanes) {
+            column_segments.clear();
+            for (int64_t c = 0; c < cols; ++c) {
+              int64_t kw_begin = 0, kw_end = kernel_width;
+              while (kw_begin < kw_end && own.tap_source(2, band.col0 + c, kw_begin) < 0) ++kw_begin;
+              while (kw_end > kw_begin && own.tap_source(2, band.col0 + c, kw_end - 1) < 0) --kw_end;
+              if (!column_segments.empty() && column_segments.back().kw_begin == kw_begin &&
+                  column_segments.back().kw_end == kw_end) {
+                ++column_segments.back().count;
+              } else {
+                column_segments.push_back({c, 1, kw_begin, kw_end});
+              }
+            }
+          }
           for (int64_t kd = 0; kd < depth; ++kd) {
             const int64_t id = g.tap_source(0, od, kd);
             if (id < 0) continue;
@@ -598,18 +629,52 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
                 // This pass's runs that these rows read; a first pass with none still sets them from init.
                 const int64_t lo = std::max(run0, rows.run_begin), hi = std::max(lo, std::min(pass_end, rows.run_end));
                 if (hi == lo && a.accumulate) continue;
-                BlockedDirectArgs<Element> part = a;
-                part.taps = run_taps[q].data() + lo;
-                if (rows.first > 0) {  // the taps moved down to the run's first row
-                  shifted_taps.resize(hi - lo);
-                  for (int64_t r = lo; r < hi; ++r) shifted_taps[r - lo] = run_taps[q][r] + rows.first * x_row_stride;
-                  part.taps = shifted_taps.data();
+                // The taps [tap_lo, tap_hi) over the rows' columns [col, col + count): moved to their first position,
+                // in a call of their own. `down_columns`: the positions taken down each column (the tiles' positions
+                // along a column, stride a row), so that a segment of one column still fills tiles.
+                const auto call = [&](int64_t tap_lo, int64_t tap_hi, int64_t col, int64_t count, bool down_columns,
+                                      bool accumulate) {
+                  BlockedDirectArgs<Element> part = a;
+                  const int64_t shift = rows.first * x_row_stride + col * x_position_stride;
+                  part.taps = run_taps[q].data() + tap_lo;
+                  if (shift != 0) {
+                    shifted_taps.resize(tap_hi - tap_lo);
+                    for (int64_t r = tap_lo; r < tap_hi; ++r) shifted_taps[r - tap_lo] = run_taps[q][r] + shift;
+                    part.taps = shifted_taps.data();
+                  }
+                  part.num_taps = tap_hi - tap_lo;
+                  part.weights = w_kd + tap_lo * w.run * w.tap_pitch;
+                  part.out = a.out + rows.first * a.out_row_stride + col * a.out_pitch;
+                  part.rows = rows.count;
+                  part.cols = count;
+                  part.accumulate = accumulate;
+                  if (down_columns) {
+                    std::swap(part.rows, part.cols);
+                    std::swap(part.x_row_stride, part.x_position_stride);
+                    std::swap(part.out_row_stride, part.out_pitch);
+                  }
+                  micro_kernel(part, in_place ? c_out : out_pitch);  // the band buffer's lanes past c_out need no mask
+                };
+                if (column_segments.size() == 1 || rows.count < kColumnSkipMinRows) {
+                  call(lo, hi, 0, cols, false, a.accumulate);
+                  continue;
                 }
-                part.num_taps = hi - lo;
-                part.weights = w_kd + lo * w.run * w.tap_pitch;
-                part.out = a.out + rows.first * a.out_row_stride;
-                part.rows = rows.count;
-                micro_kernel(part, in_place ? c_out : out_pitch);  // the band buffer's lanes past c_out need no mask
+                for (const ColumnSegment& columns : column_segments) {
+                  if (columns.kw_begin == 0 && columns.kw_end == kernel_width) {
+                    call(lo, hi, columns.first, columns.count, false, a.accumulate);
+                    continue;
+                  }
+                  // Each kernel row's taps inside x, this pass's of them; the first call sets them from init.
+                  bool accumulate = a.accumulate;
+                  for (int64_t kh = rows.run_begin / kernel_width; kh < rows.run_end / kernel_width; ++kh) {
+                    const int64_t tap_lo = std::max(lo, kh * kernel_width + columns.kw_begin);
+                    const int64_t tap_hi = std::min(hi, kh * kernel_width + columns.kw_end);
+                    if (tap_hi <= tap_lo) continue;
+                    call(tap_lo, tap_hi, columns.first, columns.count, true, accumulate);
+                    accumulate = true;
+                  }
+                  if (!accumulate) call(lo, lo, columns.first, columns.count, true, false);
+                }
               }
               a.accumulate = true;
             }
