@@ -598,6 +598,28 @@ def test_strided_transposed_phases_share_one_gather_of_x(case, isa):
         run_case(case, isa)
 
 
+# Band plans for the threads (conv.cpp's blocked_direct_conv), on 2 and 3 threads: output-channel blocks that do not
+# divide among the threads (5, 3), whose rows then go in bands that do; channels-last float32 outputs written once in
+# place, whose bands are sized by the planes alone (a 48 -> 298 k5 transposed conv over 20 x 20, its row runs then
+# long enough to skip border columns; stride-2 phases sharing one gather), or, where those bands would leave a thread
+# part of one band's blocks, by the band buffer too (30 -> 205 k6).
+BAND_PLAN_CASES = [
+    ConvCase(True, (20, 20), 48, 298, 5, 1, "same", batch=1, layout="channels_last"),
+    ConvCase(False, (20, 20), 30, 205, 6, padding="same", batch=1, layout="channels_last"),
+    ConvCase(False, (12, 13), 40, 140, 3, padding="same", batch=1),
+    ConvCase(True, (20, 22), 12, 150, 5, 2, "same", batch=1, layout="channels_last"),
+]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("case", BAND_PLAN_CASES, ids=ConvCase.describe)
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_band_plans_for_the_threads(isa, case, threads):
+    require_isa(isa)
+    with intra_op_threads(threads):
+        run_case(case, isa)
+
+
 # Single images whose stride phases are each too small to split among the threads (under 2^23 multiply-adds): on 2
 # threads the phases run side by side, a thread each (conv_transpose.cpp's phase_convs), in place into their
 # positions of y: channels-last 4 phases, 1-d 3 phases, 3-d with a phase-less k2 s3 dim (those phases write the bias),

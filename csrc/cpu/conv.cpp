@@ -310,32 +310,6 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
     y_data.push_back(o.y.mutable_data_ptr<scalar_t>());
   }
   const int64_t slice = g.conv_in_sizes[1] * g.conv_in_sizes[2];
-  const int64_t bytes_per_position = out_pitch * static_cast<int64_t>(sizeof(float));  // out[band, out_pitch]
-  int64_t multiply_adds = 0;
-  for (const BlockedOutput& o : outputs) multiply_adds += conv_multiply_adds(o.conv);
-  const int64_t wanted_row_bands = thread_row_bands(multiply_adds, g.batch * groups * co_blocks);
-  // Each thread's planes (none in place), and one more that only plans the bands and the band buffer's pitch.
-  // In place (no planes), only the band buffer sizes the bands: planes of c_in lanes limited a batch-3 410 -> 64 k5
-  // conv over 23 x 23 to bands of one row of 8 positions, its tiles to 4 positions.
-  int64_t row_band_multiple = 1;
-  const auto emplace_planes = [&](std::optional<PhasePlanes<Plane>>& planes) {
-    planes.emplace(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/no_planes ? 0 : c_in, wanted_row_bands,
-                   row_band_multiple);
-    return &*planes;
-  };
-  // Output-channel blocks are split across work items only where images, groups and bands leave threads idle.
-  const auto co_splits_of = [&](int64_t slices) {
-    return std::clamp<int64_t>((2 * at::get_num_threads() + slices - 1) / slices, 1, co_blocks);
-  };
-  std::optional<PhasePlanes<Plane>> band_planner;
-  emplace_planes(band_planner);
-  row_band_multiple = thread_band_multiple(
-      g.batch * groups * co_splits_of(g.batch * groups * band_planner->bands()), wanted_row_bands);
-  if (band_planner->bands() % row_band_multiple != 0) emplace_planes(band_planner);
-  const PhasePlanes<Plane>& band_plan = *band_planner;
-  const int64_t bands = band_plan.bands();
-  const int64_t slices = g.batch * groups * bands;
-  const int64_t co_splits = co_splits_of(slices);
   // A float32 output with contiguous channels is written by the tiles in place, the last vector of a group's channels
   // masked to them: no band buffer to fill and copy from. Against the copy (2 cores, interleaved, typical calls): the
   // suite's channels-last blocked layers 0.83-0.99x forward (groups of whole vectors, Zen 5); where a group's channels
@@ -343,6 +317,65 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
   // and 0.67-1.19x held out (0.94, 0.92), AVX2 0.68-1.02x (0.93): the copy, a call per pixel, cost most where a group
   // has few channels (benchmarks/RESULTS.md).
   const bool in_place = std::is_same_v<scalar_t, float> && y_stride[1] == 1;
+  // In place from the planes, the tiles write each output once where the kernel has one depth tap and each output's
+  // weights go in one pass (kBlockedWeightPassBytes): nothing of the output is re-read, so the band's budget holds the
+  // planes alone, and bands grow (seed 2's random061 input gradient, 48 -> 298 k5 over 24 x 24: 12 bands of 2 rows
+  // became 2 of 12, whose row runs then skip border columns: 0.89-0.94x its time). Taken only where the bands still
+  // give each thread whole bands: with fewer bands the output-channel blocks are split across work items, unevenly
+  // where the last block is short (a batch-1 30 -> 205 k6 conv over 20 x 20, one band in 4 splits: 1.19x slower).
+  bool written_once = in_place && !no_planes && depth == 1;
+  for (const BlockedOutput& o : outputs) {
+    written_once = written_once && o.conv.kernel[1] * o.conv.kernel[2] * static_cast<int64_t>(sizeof(Element)) *
+                                       blocked_direct_weight_tap_pitch(c_in, block_width, sizeof(Element)) <=
+                                       kBlockedWeightPassBytes;
+  }
+  int64_t multiply_adds = 0;
+  for (const BlockedOutput& o : outputs) multiply_adds += conv_multiply_adds(o.conv);
+  // Where images x groups x output-channel blocks do not divide evenly among the threads, a 1-d or 2-d conv's rows go
+  // in the fewest bands that make them divide, where those divide the rows more evenly than the threads divide the
+  // items (a batch-5 42 -> 28 k6 s2 transposed conv: 0.85-0.89x). With the written-once bands, the op alone against
+  // neither, the calls they change (2 cores, Zen 4, interleaved medians): seeds 1-4 and the suite 58 calls 0.85-1.05x
+  // (geomean 0.987; the 1.05x 1.00x re-run), held out (seeds 9-12) 47 calls 0.82-1.02x (0.985), AVX2 71 calls
+  // 0.88-1.03x (0.992), bfloat16 11 calls 0.81-1.00x (0.953). For every item count and in 3-d too, AVX2 calls ran up
+  // to 1.32x slower (a 3-d conv's 7 rows in bands of 4 and 3, no evener than its 7 blocks, each band re-gathering its
+  // halo rows for every output depth).
+  const int64_t threads = at::get_num_threads(), items = g.batch * groups * co_blocks;
+  const int64_t share = threads_share_multiple(items), out_rows = g.conv_out_sizes[1];
+  const bool rows_share_evener =
+      depth == 1 && g.conv_out_sizes[0] == 1 &&
+      ceil_div(out_rows, share) * share * items < ceil_div(items, threads) * threads * out_rows;
+  const int64_t wanted_row_bands =
+      std::max(thread_row_bands(multiply_adds, items),
+               rows_share_evener ? std::clamp<int64_t>(multiply_adds / kBlockedBandMinMultiplyAdds, 1, share) : 1);
+  // Output-channel blocks are split across work items only where images, groups and bands leave threads idle.
+  const auto co_splits_of = [&](int64_t slices) {
+    return std::clamp<int64_t>((2 * threads + slices - 1) / slices, 1, co_blocks);
+  };
+  // The bands, planned by a PhasePlanes that only plans them and the band buffer's pitch (each thread has its own
+  // planes, none in place). The band buffer's bytes count in its budget: in place (no planes) they alone size the
+  // bands (planes of c_in lanes limited a batch-3 410 -> 64 k5 conv over 23 x 23 to bands of one row of 8 positions,
+  // its tiles to 4 positions).
+  std::optional<PhasePlanes<Plane>> band_planner;
+  int64_t bytes_per_position = 0, row_band_multiple = 1;
+  const auto emplace_planes = [&](std::optional<PhasePlanes<Plane>>& planes) {
+    planes.emplace(g, 1, kPhasePlaneBytes, bytes_per_position, /*lanes=*/no_planes ? 0 : c_in, wanted_row_bands,
+                   row_band_multiple);
+    return &*planes;
+  };
+  const auto plan_bands = [&](bool band_buffer) {
+    bytes_per_position = band_buffer ? out_pitch * static_cast<int64_t>(sizeof(float)) : 0;  // out[band, out_pitch]
+    row_band_multiple = 1;
+    emplace_planes(band_planner);
+    row_band_multiple = thread_band_multiple(
+        g.batch * groups * co_splits_of(g.batch * groups * band_planner->bands()), wanted_row_bands);
+    if (band_planner->bands() % row_band_multiple != 0) emplace_planes(band_planner);
+  };
+  plan_bands(!written_once);
+  if (written_once && (g.batch * groups * band_planner->bands()) % threads != 0) plan_bands(true);
+  const PhasePlanes<Plane>& band_plan = *band_planner;
+  const int64_t bands = band_plan.bands();
+  const int64_t slices = g.batch * groups * bands;
+  const int64_t co_splits = co_splits_of(slices);
 
   // In place, tap (kh, kw) of a band reads x from its first position's pixel on, positions stride_w pixels apart and
   // rows stride_h rows apart; the planes hold a position's c_in channels together, a row pitch of positions apart.
