@@ -82,6 +82,21 @@ def test_bench_random_smoke_prints_seed_losers_and_geomeans(tmp_path):
     assert {row["layer"]: row["shape"].replace(" channels_last", "") for row in rows["results"]} == drawn
 
 
+def test_random_layer_op_calls_records_the_forward_and_backward_op_calls():
+    """The benchmark scripts' recorder of a random layer's op calls: a dense 2-d conv's forward is one conv call, its
+    backward adds the input gradient (conv_transpose) and the weight gradient; each call run again reproduces the
+    output the layer's function gives, and the leaves come back without gradients."""
+    from fastpad.bench.op_calls import random_layer_op_calls
+    function, leaves, calls = random_layer_op_calls(2, "random061")
+    assert [op for op, _ in calls] == ["conv", "conv_transpose", "conv_weight_grad"]
+    assert all(leaf.requires_grad and leaf.grad is None for leaf in leaves)
+    _, _, forward_only = random_layer_op_calls(2, "random061", backward=False)
+    assert [op for op, _ in forward_only] == ["conv"]
+    op, args = calls[0]
+    with torch.no_grad():
+        torch.testing.assert_close(getattr(torch.ops.fastpad, op)(*args), function(*leaves))
+
+
 def test_bench_times_rows_near_parity_again_and_reports_their_median_run(monkeypatch):
     """At full effort each row above RECHECK_ABOVE is timed Effort.rechecks more times, its layer and mode alone, and
     reports its median run with every run's ratio in the order run; the other rows keep their one run, and the quick

@@ -1,21 +1,17 @@
 """In one process: a random layer's fastpad forward+backward (autograd; grads accumulating, or set to None after each
 call) against its recorded fastpad op calls run back to back (outputs dropped, or kept), interleaved, medians of 27
 rounds. Usage: PYTHONPATH=tests:. python ops_and_composite_one_process.py SEED LAYER"""
-import sys, time, statistics, torch
-from fastpad.bench.random_layers import random_layers
-from fastpad.bench.runner import case_inputs, with_optional_bias
-from fastpad.bench.op_calls import RecordFastpadOps
+import statistics
+import sys
+import time
+
+import torch
+
+from fastpad.bench.op_calls import random_layer_op_calls
+
 torch.set_num_threads(2)
-seed, name = int(sys.argv[1]), sys.argv[2]
-layer = next(l for l in random_layers(100, seed) if l.name == name)
-case = layer.case
-inputs = case_inputs(case, torch.device("cpu"))
-f = with_optional_bias(case.fastpad_function(), case)
-lf = [t.detach().requires_grad_() for t in inputs]
-with RecordFastpadOps() as rec:
-    out = f(*lf); out.backward(torch.randn_like(out))
-calls = [(getattr(torch.ops.fastpad, op), args) for op, args in rec.calls]
-for t in lf: t.grad = None
+f, lf, recorded = random_layer_op_calls(int(sys.argv[1]), sys.argv[2])
+calls = [(getattr(torch.ops.fastpad, op), args) for op, args in recorded]
 def fp_fb():
     o = f(*lf); o.backward(torch.ones_like(o))
 def fp_fb_nograd():
