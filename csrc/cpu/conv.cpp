@@ -268,7 +268,8 @@ constexpr int64_t kColumnSkipMinRows = 4, kColumnSkipMinLanes = 16;
 // least kDepthSlotsMinSavedPerPlane times the planes they add (each allocated and zeroed once a thread: a 4 x 9 x 7^3
 // k7 s2 conv with 2 output depths ran 1.14-1.19x slower with slots). 2 cores (Zen 4), float32, AVX-512, the op
 // alone, interleaved, the 3-d calls on the blocked kernel: seeds 1-4 32 calls 0.85-1.05x (geomean 0.969; that conv
-// 0.92x), held out, seeds 13-16, 42 calls 0.79-1.33x (0.965; the 1.33x call 1.00x in two re-runs).
+// 0.92x), held out, seeds 13-16, 42 calls 0.79-1.33x (0.965; the 1.33x call 1.00x in two re-runs); AVX2 54 calls
+// 0.83-1.10x (geomean 0.957-0.973; the 1.10x call 0.97x re-run), bfloat16 17 calls 0.85-1.00x (0.953).
 constexpr int64_t kDepthSlotsBytes = 512 * 1024;
 constexpr int64_t kDepthSlotsMinSavedPerPlane = 2;
 
