@@ -210,6 +210,14 @@ struct ConvGeometry {
     }
     return true;
   }
+  // Taps [first, last) of output o along dim whose tap_source is not -1 (zero padding): contiguous, since
+  // tap_position grows with r. Every tap in another padding mode.
+  C10_HOST_DEVICE InteriorRange taps_inside(int dim, int64_t o) const {
+    InteriorRange taps{0, kernel[dim]};
+    while (taps.first < taps.last && tap_source(dim, o, taps.first) < 0) ++taps.first;
+    while (taps.last > taps.first && tap_source(dim, o, taps.last - 1) < 0) --taps.last;
+    return taps;
+  }
   // Range of o along dim whose tap r lands inside the conv input without padding.
   C10_HOST_DEVICE InteriorRange tap_interior(int dim, int64_t r, int64_t count) const {
     return interior_range(tap_position(dim, 0, r), stride[dim], count, conv_in_sizes[dim]);

@@ -260,9 +260,9 @@ def test_large_weights_go_in_tap_passes(isa):
 
 
 # 3-d convs whose consecutive output depths read the same input slices (a depth stride below the kernel's depth): each
-# thread keeps the phase planes of up to a kernel depth of slices of its band (conv.cpp's depth slots) and gathers
-# each slice once, reusing it across output depths and output-channel splits of the band; where a kernel depth of
-# planes outgrows kDepthSlotsBytes (512 KiB), one slot gathers every depth tap as before. Cases: strides 1-3 below
+# thread keeps the phase planes of the kernel's depth extent of slices of its band (conv.cpp's depth slots,
+# depth_slot_span) and gathers each slice once, reusing it across output depths and output-channel splits of the band;
+# where those planes outgrow kDepthSlotsBytes (512 KiB), one slot gathers every depth tap as before. Cases: strides 1-3 below
 # and at the kernel's depth, a depth dilation, zero padding that some depth taps read whole (slices skipped), the
 # border modes whose depth taps read one slice twice, several bands and images, groups, one output depth split over
 # output-channel blocks, and the fallback (64 channels over 40 x 40 slices, 4 depth taps).

@@ -518,7 +518,7 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
   const int64_t gathers_saved = depth_gathers - std::count(slice_read.begin(), slice_read.end(), true);
   const bool depth_slots =
       depth_slot_span(g) * band_plan.channel_stride() * static_cast<int64_t>(sizeof(Plane)) <= kDepthSlotsBytes &&
-      ceil_div(slices, at::get_num_threads()) * gathers_saved >= kDepthSlotsMinSavedPerPlane * (depth_slot_span(g) - 1);
+      ceil_div(slices, threads) * gathers_saved >= kDepthSlotsMinSavedPerPlane * (depth_slot_span(g) - 1);
   at::parallel_for(0, slices * co_splits, 1, [&](int64_t begin, int64_t end) {
     // The planes of depth_slot_span input depth slices of the band (one slot where depth_slots is false): where the
     // depth taps of consecutive output depths read the same slices (a depth stride below the kernel's depth), each
@@ -595,10 +595,8 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
           if (skips_rows) {
             row_runs.clear();
             for (int64_t r = 0; r < a.rows; ++r) {
-              int64_t kh_begin = 0, kh_end = own.kernel[1];
-              while (kh_begin < kh_end && own.tap_source(1, band.row0 + r, kh_begin) < 0) ++kh_begin;
-              while (kh_end > kh_begin && own.tap_source(1, band.row0 + r, kh_end - 1) < 0) --kh_end;
-              const int64_t run_begin = kh_begin * kernel_width / w.run, run_end = kh_end * kernel_width / w.run;
+              const InteriorRange kh = own.taps_inside(1, band.row0 + r);
+              const int64_t run_begin = kh.first * kernel_width / w.run, run_end = kh.last * kernel_width / w.run;
               if (!row_runs.empty() && row_runs.back().run_begin == run_begin && row_runs.back().run_end == run_end) {
                 ++row_runs.back().count;
               } else {
@@ -613,14 +611,12 @@ void blocked_direct_conv(const ConvGeometry& g, const at::Tensor& x, const std::
           if (skips_rows && w.run == 1 && c_in >= kColumnSkipMinLanes) {
             column_segments.clear();
             for (int64_t c = 0; c < cols; ++c) {
-              int64_t kw_begin = 0, kw_end = kernel_width;
-              while (kw_begin < kw_end && own.tap_source(2, band.col0 + c, kw_begin) < 0) ++kw_begin;
-              while (kw_end > kw_begin && own.tap_source(2, band.col0 + c, kw_end - 1) < 0) --kw_end;
-              if (!column_segments.empty() && column_segments.back().kw_begin == kw_begin &&
-                  column_segments.back().kw_end == kw_end) {
+              const InteriorRange kw = own.taps_inside(2, band.col0 + c);
+              if (!column_segments.empty() && column_segments.back().kw_begin == kw.first &&
+                  column_segments.back().kw_end == kw.last) {
                 ++column_segments.back().count;
               } else {
-                column_segments.push_back({c, 1, kw_begin, kw_end});
+                column_segments.push_back({c, 1, kw.first, kw.last});
               }
             }
           }
