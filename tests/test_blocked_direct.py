@@ -262,10 +262,10 @@ def test_large_weights_go_in_tap_passes(isa):
 # 3-d convs whose consecutive output depths read the same input slices (a depth stride below the kernel's depth): each
 # thread keeps the phase planes of the kernel's depth extent of slices of its band (conv.cpp's depth slots,
 # depth_slot_span) and gathers each slice once, reusing it across output depths and output-channel splits of the band;
-# where those planes outgrow kDepthSlotsBytes (512 KiB), one slot gathers every depth tap as before. Cases: strides 1-3 below
-# and at the kernel's depth, a depth dilation, zero padding that some depth taps read whole (slices skipped), the
-# border modes whose depth taps read one slice twice, several bands and images, groups, one output depth split over
-# output-channel blocks, and the fallback (64 channels over 40 x 40 slices, 4 depth taps).
+# where those planes outgrow kDepthSlotsBytes (512 KiB), one slot gathers every depth tap as before. Cases: strides
+# 1-3 below and at the kernel's depth, a depth dilation, zero padding that some depth taps read whole (slices skipped),
+# the border modes whose depth taps read one slice twice, several bands and images, groups, one output depth split
+# over output-channel blocks, and the fallback (64 channels over 40 x 40 slices, 4 depth taps).
 DEPTH_SLOT_CASES = [
     ConvCase(False, (17, 9, 8), 7, 14, (6, 3, 3), stride=(3, 1, 2), padding=((0, 3), (1, 1), (2, 2)), batch=2,
              layout="channels_last"),
