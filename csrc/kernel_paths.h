@@ -117,6 +117,8 @@ enum class WeightGradPath {
   CpuChannelsLastGemm,     // channels-last: chunked GEMM reductions over im2col columns (torch's GEMM)
   CpuChannelsLastGemmAvx2,    // the same, the GEMMs on cpu/reduction_tiles.h's AVX2 tiles (cpu_weight_grad_tiles)
   CpuChannelsLastGemmAvx512,  // ... on its AVX-512 tiles
+  CpuChannelsLastTapsAvx2,    // channels-last float32, zeros: a GEMM per tap over x in place (cpu_weight_grad_taps)
+  CpuChannelsLastTapsAvx512,  // ... on the AVX-512 tiles
   CudaPipelinedGemm,       // 16-bit or TF32, channels contiguous: cuda/pipelined_gemm.cuh split along the reduction
   CudaDepthwiseVectors,    // channels in vectors: register sums per (channel vector, tap), split over positions
   CudaDepthwiseReduction,  // one block per (channel, tap), a tree over its threads
@@ -1439,6 +1441,38 @@ inline bool cpu_weight_grad_tiles(const ConvGeometry& g, bool channels_last_gemm
   return channels_last_gemm || g.conv_in_channels_per_group() * g.kernel_volume() >= kWeightGradTilesMinReduction;
 }
 
+// Whether the channels-last weight gradient runs a GEMM per tap over x in place (conv_weight_grad.cpp's
+// weight_grad_taps) instead of gathering im2col columns first (cpu_channels_last_gemm): float32, no padding read but
+// zeros, and
+// - input channels per group that fill kWeightGradTapsMinLaneUse of their vectors or more: the tap GEMMs' vectors run
+//   along the input channels (the columns' along input channels x taps), and a part-empty vector costs as much as a
+//   full one (17 -> 15 k5 s3: 1.49x the time, 7 -> 8 k6 s3 1.13x; those that won, 7-19 channels, 0.59-0.86x);
+// - at most kWeightGradTapsMaxOutPerIn times as many output channels per group as input channels, and at most
+//   kWeightGradTapsMaxOutChannels: past those the gather the tap GEMMs save is a small part of the GEMM's time (the
+//   stems' 3 -> 32-64 channels 2.7-4.0x, 4-30 -> 39-414 1.1-2.4x, 344 -> 322 and 153 -> 452 1.05x and 1.12x);
+// - kWeightGradTapsMinSlicePositions output positions per (image, depth) slice or more: fewer make calls of a few
+//   positions each (39 -> 29 k7 over 6 x 6: 1.12x).
+// Random layers' and the suite's channels-last weight gradients, float32, 2 cores of a Zen 4, conv_weight_grad alone,
+// interleaved, against the im2col path (benchmarks/RESULTS.md): 22 calls of seeds 1-4 and the suite 0.45-1.01x the
+// time (geomean 0.72; the suite's k4 s1 64 -> 64 0.80x), 16 of seeds 13-16 0.18-1.00x (0.64), held out 15 of seeds
+// 17-20 0.26-0.93x (0.62), AVX2 seeds 1-4 and the suite 0.47-0.99x. Without the lane bound, seeds 17-20 had run
+// 0.22-0.92x (geomean of every changed call 0.57 against 0.71), but seeds 13-16 up to 1.19x and 1-4 1.09x.
+constexpr double kWeightGradTapsMinLaneUse = 0.6;
+constexpr int64_t kWeightGradTapsMaxOutPerIn = 2;
+constexpr int64_t kWeightGradTapsMaxOutChannels = 256;
+constexpr int64_t kWeightGradTapsMinSlicePositions = 64;
+inline bool cpu_weight_grad_taps(const ConvGeometry& g, bool channels_last, int64_t element_bytes,
+                                 bool reduced_precision, CpuIsa isa) {
+  const int64_t in_per_group = g.conv_in_channels_per_group(), out_per_group = g.conv_out_channels_per_group();
+  const int64_t lanes = isa >= CpuIsa::Avx512 ? cpu::kBlockedDirectVectorAvx512 : cpu::kBlockedDirectVectorAvx2;
+  const int64_t lanes_taken = std::max<int64_t>(ceil_div(in_per_group, lanes), 1) * lanes;
+  const double lane_use = static_cast<double>(in_per_group) / static_cast<double>(lanes_taken);
+  return channels_last && element_bytes == 4 && !reduced_precision &&
+         (g.mode == PaddingMode::Zeros || g.reads_no_padding()) && lane_use >= kWeightGradTapsMinLaneUse &&
+         out_per_group <= kWeightGradTapsMaxOutPerIn * in_per_group && out_per_group <= kWeightGradTapsMaxOutChannels &&
+         g.conv_out_sizes[1] * g.conv_out_sizes[2] >= kWeightGradTapsMinSlicePositions;
+}
+
 // Whether the NCHW phase planes' weight gradient on the tiles writes the gradient's rows in place,
 // grad[Cg_out, Cg_in*K] = gy @ cols^T with each band's columns transposed into [positions, Cg_in*K], instead of the
 // transposed product partial[Cg_in*K, Cg_out] += cols @ gy^T. That one zeroes its partial, transposes it into the
@@ -1507,6 +1541,9 @@ inline WeightGradPath choose_weight_grad_path(const ConvGeometry& g, Backend bac
     if (!cpu_weight_grad_tiles(g, /*channels_last_gemm=*/true, isa, element_bytes)) {
       return WeightGradPath::CpuChannelsLastGemm;
     }
+    if (cpu_weight_grad_taps(g, channels_last, element_bytes, reduced_precision, isa)) {
+      return avx512 ? WeightGradPath::CpuChannelsLastTapsAvx512 : WeightGradPath::CpuChannelsLastTapsAvx2;
+    }
     return avx512 ? WeightGradPath::CpuChannelsLastGemmAvx512 : WeightGradPath::CpuChannelsLastGemmAvx2;
   }
   if (cpu_depthwise(g, /*channels_last=*/false)) return WeightGradPath::CpuDepthwise;
@@ -1538,6 +1575,8 @@ inline bool cpu_weight_grad_reads_channels_last(WeightGradPath path, const ConvG
   return channels_last && (path == WeightGradPath::CpuChannelsLastGemm ||
                            path == WeightGradPath::CpuChannelsLastGemmAvx2 ||
                            path == WeightGradPath::CpuChannelsLastGemmAvx512 ||
+                           path == WeightGradPath::CpuChannelsLastTapsAvx2 ||
+                           path == WeightGradPath::CpuChannelsLastTapsAvx512 ||
                            path == WeightGradPath::CpuDepthwiseAvx512 || path == WeightGradPath::CpuDepthwiseRepeated ||
                            path == WeightGradPath::CpuDepthwiseRepeatedAvx512 ||
                            path == WeightGradPath::CpuDepthwiseStridedPlanes ||
@@ -1644,6 +1683,8 @@ inline const char* path_name(WeightGradPath path) {
     case WeightGradPath::CpuChannelsLastGemm: return "cpu_channels_last_gemm";
     case WeightGradPath::CpuChannelsLastGemmAvx2: return "cpu_channels_last_gemm_avx2";
     case WeightGradPath::CpuChannelsLastGemmAvx512: return "cpu_channels_last_gemm_avx512";
+    case WeightGradPath::CpuChannelsLastTapsAvx2: return "cpu_channels_last_taps_avx2";
+    case WeightGradPath::CpuChannelsLastTapsAvx512: return "cpu_channels_last_taps_avx512";
     case WeightGradPath::CudaPipelinedGemm: return "cuda_pipelined_gemm";
     case WeightGradPath::CudaDepthwiseVectors: return "cuda_depthwise_vectors";
     case WeightGradPath::CudaDepthwiseReduction: return "cuda_depthwise_reduction";

@@ -446,9 +446,11 @@ for isa in ("avx2", "avx512"):
     CODE_PATHS[f"2d_channels_last_few_outputs_many_inputs_{isa}"] = _path(
         False, (9, 10), 40, 3, 3, stride=2, padding_mode="reflect", channels_last=True, isa=isa,
         kernels=_kernels(f"cpu_channel_dots_{isa}", f"cpu_gemm_col2im_{isa}", f"cpu_channels_last_gemm_{isa}"))
+    # Its weight gradient is a GEMM over x in place (one tap; kernel_paths.h's cpu_weight_grad_taps).
     CODE_PATHS[f"2d_1x1_channels_last_few_output_channels_{isa}"] = _path(
         False, (11, 12), 58, 5, 1, padding="valid", channels_last=True, isa=isa,
-        kernels=_kernels(f"cpu_blocked_no_planes_{isa}", f"cpu_blocked_no_planes_{isa}", f"cpu_channels_last_gemm_{isa}"))
+        kernels=_kernels(f"cpu_blocked_no_planes_{isa}", f"cpu_blocked_no_planes_{isa}",
+                         f"cpu_channels_last_taps_{isa}"))
     # An NCHW stride-2 conv to 24 channels from 48 (cols' rows of 48 x 25 >= 1024) over 16 x 16: its input gradient
     # (8 x 8 x positions, too few for the phase planes) runs the channels-last GEMM + col2im on channels-last copies.
     CODE_PATHS[f"2d_nchw_input_gradient_on_channels_last_gemm_{isa}"] = _path(

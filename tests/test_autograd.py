@@ -16,7 +16,7 @@ import fastpad
 from fastpad.bench.op_calls import RecordFastpadOps
 from fastpad.cases import ConvCase
 from fastpad.reference import output_and_grads
-from code_paths import cpu_isa_limit, reduction_tiles_kernel, require_isa, strided_planes_or
+from code_paths import cpu_isa_limit, intra_op_threads, reduction_tiles_kernel, require_isa, strided_planes_or
 from reference import (
     model_forward_backward,
     PADDING_MODES,
@@ -307,7 +307,8 @@ def test_weight_gradients_over_few_positions_write_the_gradient_rows(size, c_in,
 
 
 # (size, c_in, c_out, kernel, stride, batch): channels-last weight gradients on the reduction tiles, which
-# reduce a tile of im2col columns (512 KiB of them) over 64 positions at a time (conv_weight_grad.cpp's
+# reduce a tile of im2col columns (512 KiB of them; replicate pads, which keep them off the tap GEMMs over x in place,
+# kernel_paths.h's cpu_weight_grad_taps) over 64 positions at a time (conv_weight_grad.cpp's
 # kWeightGradTilesDepth): 910 positions per tile (14 chunks and 14 left over, then a 20-position tile), a depth under
 # one chunk (6 positions), 3-d, one row of 130 positions; and reductions over 4096 values, gathered and reduced by
 # blocks of rows of taps (kWeightGradBlockMinPositions): 183 x 5 x 5 by blocks of 2, 2 and 1 rows of 915 values (a
@@ -334,9 +335,9 @@ def test_channels_last_weight_gradients_reduce_in_chunks_of_positions(size, c_in
     if nd > 1:
         memory_format = torch.channels_last if nd == 2 else torch.channels_last_3d
         x, gy = x.contiguous(memory_format=memory_format), gy.contiguous(memory_format=memory_format)
-    args = ([c_out, c_in] + [kernel] * nd, [stride] * nd, [lo for lo, _ in pads], [1] * nd, 1, "zeros")
+    args = ([c_out, c_in] + [kernel] * nd, [stride] * nd, [lo for lo, _ in pads], [1] * nd, 1, "replicate")
     w64 = torch.zeros(args[0], dtype=torch.float64, requires_grad=True)
-    y64 = expected_conv(x.double(), w64, None, stride=stride, padding=pads)
+    y64 = expected_conv(x.double(), w64, None, stride=stride, padding=pads, padding_mode="replicate")
     (expected,) = torch.autograd.grad(y64, w64, gy.double())
     with cpu_isa_limit(isa):
         path = torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu")
@@ -344,6 +345,71 @@ def test_channels_last_weight_gradients_reduce_in_chunks_of_positions(size, c_in
         poison(expected.shape)
         assert_matches(torch.ops.fastpad.conv_weight_grad(x, gy, *args), expected, torch.float32,
                        what="weight gradient")
+
+
+# (size, c_in, c_out, groups, kernel, stride, dilation, pads, mode, batch): channels-last float32 weight gradients as
+# GEMMs per tap over x in place (kernel_paths.h's cpu_weight_grad_taps): 'same' k4 pads (1, 2), whose border taps sum
+# fewer rows and shorter runs, in a band of rows over both images (conv_weight_grad.cpp's kWeightGradTapsBandBytes);
+# stride 2 with dilation 2; two groups (a 1x1 stride-2 kernel, whose x copy to NCHW would not be repaid); a 1x1
+# kernel, whose one tap cuts its 40 gradient rows and 48 columns into blocks for 2 threads (12-row blocks, then 32 and
+# 16 columns); 3-d with a stride along h; a reflect conv that reads no padding.
+TAP_GEMM_WEIGHT_GRADS = {
+    "k4_same_band_over_two_images": ((16, 20), 64, 64, 1, (4, 4), (1, 1), 1, [(1, 2), (1, 2)], "zeros", 2),
+    "s2_d2": ((21, 23), 32, 48, 1, (3, 3), (2, 2), 2, [(2, 1), (0, 2)], "zeros", 2),
+    "grouped_1x1_s2": ((21, 23), 64, 48, 2, (1, 1), (2, 2), 1, [(0, 0), (0, 0)], "zeros", 2),
+    "1x1_row_and_column_blocks": ((9, 10), 48, 40, 1, (1, 1), (1, 1), 1, [(0, 0), (0, 0)], "zeros", 3),
+    "3d_strided": ((4, 12, 13), 16, 20, 1, (3, 3, 3), (1, 2, 1), 1, [(1, 1), (1, 1), (1, 1)], "zeros", 2),
+    "reflect_reading_no_padding": ((12, 14), 32, 40, 1, (3, 3), (1, 1), 1, [(0, 0), (0, 0)], "reflect", 2),
+}
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("case", TAP_GEMM_WEIGHT_GRADS)
+def test_channels_last_weight_gradients_run_a_gemm_per_tap_over_x(case, isa):
+    require_isa(isa)
+    size, c_in, c_out, groups, kernel, stride, dilation, pads, mode, batch = TAP_GEMM_WEIGHT_GRADS[case]
+    nd = len(size)
+    x, _, _ = conv_inputs(size, c_in, c_out, kernel, groups, batch=batch, dtype=torch.float32)
+    out_size = [(i + lo + hi - dilation * (k - 1) - 1) // s + 1 for i, (lo, hi), k, s in zip(size, pads, kernel, stride)]
+    gy = torch.randn(batch, c_out, *out_size)
+    memory_format = torch.channels_last if nd == 2 else torch.channels_last_3d
+    x, gy = x.contiguous(memory_format=memory_format), gy.contiguous(memory_format=memory_format)
+    weight_shape = [c_out, c_in // groups, *kernel]
+    args = (weight_shape, list(stride), [lo for lo, _ in pads], [dilation] * nd, groups, mode)
+    w64 = torch.zeros(weight_shape, dtype=torch.float64, requires_grad=True)
+    y64 = expected_conv(x.double(), w64, None, stride=stride, padding=pads, dilation=dilation, groups=groups,
+                        padding_mode=mode)
+    (expected,) = torch.autograd.grad(y64, w64, gy.double())
+    with cpu_isa_limit(isa), intra_op_threads(2):
+        assert torch.ops.fastpad._conv_weight_grad_path(x, gy, *args, "cpu") == f"cpu_channels_last_taps_{isa}"
+        poison(expected.shape)
+        grad = torch.ops.fastpad.conv_weight_grad(x, gy, *args)
+    assert grad.is_contiguous(memory_format=memory_format)
+    assert_matches(grad, expected, torch.float32, what="weight gradient")
+
+
+# (size, c_in, c_out, kernel, dtype, mode, why): channels-last weight gradients that the tap GEMMs leave to the im2col
+# columns (kernel_paths.h's cpu_weight_grad_taps).
+IM2COL_WEIGHT_GRADS = {
+    "input_channels_filling_too_few_lanes": ((20, 20), 17, 15, 5, torch.float32, "zeros"),
+    "stem": ((20, 20), 3, 32, 3, torch.float32, "zeros"),
+    "over_256_output_channels": ((10, 10), 200, 264, 3, torch.float32, "zeros"),
+    "output_slices_under_64_positions": ((9, 9), 64, 64, 3, torch.float32, "zeros"),
+    "bfloat16": ((20, 20), 64, 64, 3, torch.bfloat16, "zeros"),
+    "reflect_reading_padding": ((20, 20), 64, 64, 3, torch.float32, "reflect"),
+}
+
+
+@pytest.mark.parametrize("case", IM2COL_WEIGHT_GRADS)
+def test_the_tap_gemms_leave_their_losers_to_the_im2col_columns(case):
+    """Each bound of cpu_weight_grad_taps holds on its own: the same call just inside it takes the tap GEMMs."""
+    size, c_in, c_out, kernel, dtype, mode = IM2COL_WEIGHT_GRADS[case]
+    x = torch.randn(2, c_in, *size, dtype=dtype).contiguous(memory_format=torch.channels_last)
+    gy = torch.randn(2, c_out, *[i - kernel + 1 for i in size], dtype=dtype).contiguous(
+        memory_format=torch.channels_last)
+    path = torch.ops.fastpad._conv_weight_grad_path(x, gy, [c_out, c_in, kernel, kernel], [1, 1], [1, 1], [1, 1], 1,
+                                                    mode, "cpu")
+    assert path == reduction_tiles_kernel("cpu_channels_last_gemm", dtype)
 
 
 # (size, c_in, c_out, groups, kernel, stride, dilation, pads, mode): grouped channels-last weight gradients on the
@@ -556,9 +622,10 @@ def test_channels_last_depthwise_weight_gradients_over_long_sums(batch, size, ch
 
 
 # (batch, in channels, out channels, size, layout, path): weight gradients on the reduction tiles that sum
-# 120 000-214 000 products per value, channels-last on the GEMM over im2col columns, NCHW on the phase planes.
+# 120 000-214 000 products per value, channels-last on the GEMM over im2col columns (a stem's 3 input channels) and
+# the tap GEMMs over x in place (16), NCHW on the phase planes.
 LONG_TILE_WEIGHT_GRADS = [(6, 3, 8, 189, "channels_last", "cpu_channels_last_gemm_avx512"),
-                          (6, 16, 16, 160, "channels_last", "cpu_channels_last_gemm_avx512"),
+                          (6, 16, 16, 160, "channels_last", "cpu_channels_last_taps_avx512"),
                           (6, 16, 16, 160, "contiguous", "cpu_phase_planes_avx512")]
 
 

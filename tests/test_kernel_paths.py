@@ -63,7 +63,8 @@ def test_every_cpu_kernel_path_is_reached():
                                                       "cpu_phase_planes_avx512", "cpu_phase_planes_rows_avx2",
                                                       "cpu_phase_planes_rows_avx512", "cpu_channels_last_gemm",
                                                       "cpu_channels_last_gemm_avx2",
-                                                      "cpu_channels_last_gemm_avx512")}
+                                                      "cpu_channels_last_gemm_avx512", "cpu_channels_last_taps_avx2",
+                                                      "cpu_channels_last_taps_avx512")}
     assert reached == every
 
 

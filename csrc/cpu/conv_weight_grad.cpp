@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <atomic>
 #include <type_traits>
 #include <vector>
 
@@ -43,6 +44,41 @@ constexpr int64_t kWeightGradBlockMinPositions = 32;
 // chunk's partial costs more than it saves.
 constexpr int64_t kWeightGradBalanceMinJobsPerThread = 4;
 constexpr int64_t kWeightGradBalanceMinMultiplyAdds = int64_t(1) << 22;
+
+// [chunks, G, Cg_out, pitch] partials (rows [K, Cg_in], float) -> the weight's [G * Cg_out, Cg_in, K]: each row's
+// chunks summed in chunk order, then its [K, Cg_in] transposed into place, one pass where a sum, a reshape and the
+// op's copy made three (random layers, float32, 2 cores, every call on the AVX-512 tiles alone: 74 calls of seeds 1-4
+// and the suite 0.99-1.30x faster, geomean 1.07; 66 held out of seeds 5-8 1.08; AVX2 66 calls 1.07). A channels-last
+// result holds each row as [K, Cg_in]: the sums go in untransposed.
+template <typename scalar_t>
+at::Tensor summed_partials(const ConvGeometry& g, const at::Tensor& partial, at::IntArrayRef weight_shape,
+                           const at::TensorOptions& float_options, at::MemoryFormat result_format) {
+  const int64_t chunks = partial.size(0), rows = partial.size(1) * partial.size(2), pitch = partial.size(3);
+  const int64_t in_per_group = g.conv_in_channels_per_group(), taps = g.kernel_volume();
+  const int64_t reduce = in_per_group * taps;
+  const float* partial_data = partial.const_data_ptr<float>();
+  const bool untransposed = result_format != at::MemoryFormat::Contiguous;
+  auto grad = at::empty(untransposed || std::is_same_v<scalar_t, float> ? weight_shape
+                                                                        : at::IntArrayRef{rows, in_per_group, taps},
+                        float_options.memory_format(result_format));
+  float* grad_data = grad.template mutable_data_ptr<float>();
+  at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
+    std::vector<float> sum(reduce);
+    for (int64_t row = begin; row < end; ++row) {
+      std::copy_n(partial_data + row * pitch, reduce, sum.data());
+      for (int64_t chunk = 1; chunk < chunks; ++chunk) {
+        const float* other = partial_data + (chunk * rows + row) * pitch;
+        for (int64_t i = 0; i < reduce; ++i) sum[i] += other[i];
+      }
+      if (untransposed) {
+        std::copy_n(sum.data(), reduce, grad_data + row * reduce);
+      } else {
+        transpose_to_rows(sum.data(), 0, in_per_group, 1, in_per_group, taps, grad_data + row * reduce, taps);
+      }
+    }
+  });
+  return grad;
+}
 
 // Channels-last: the reduction over images and output tiles is split into a fixed number of chunks, each summing
 // into its own partial gradient, then the partials are added in chunk order: bitwise reproducible for a fixed thread
@@ -150,33 +186,7 @@ at::Tensor weight_grad_gemm(const ConvGeometry& g, const at::Tensor& x, const at
   });
   if constexpr (std::is_same_v<acc_t, float>) {
     if (tiles) {
-      // [chunks, G, Cg_out, pitch] -> the weight's [G * Cg_out, Cg_in, K]: each row's chunks summed in chunk order,
-      // then its [K, Cg_in] transposed into place, one pass where a sum, a reshape and the op's copy made three
-      // (random layers, float32, 2 cores, every call on the AVX-512 tiles alone: 74 calls of seeds 1-4 and the suite
-      // 0.99-1.30x faster, geomean 1.07; 66 held out of seeds 5-8 1.08; AVX2 66 calls 1.07). A channels-last result
-      // holds each row as [K, Cg_in]: the sums go in untransposed.
-      const int64_t rows = groups * out_per_group;
-      const bool untransposed = result_format != at::MemoryFormat::Contiguous;
-      auto grad = at::empty(untransposed || std::is_same_v<scalar_t, float> ? weight_shape
-                                                                            : at::IntArrayRef{rows, in_per_group, taps},
-                            x.options().dtype(acc_dtype).memory_format(result_format));
-      float* grad_data = grad.template mutable_data_ptr<float>();
-      at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
-        std::vector<float> sum(reduce);
-        for (int64_t row = begin; row < end; ++row) {
-          std::copy_n(partial_data + row * pitch, reduce, sum.data());
-          for (int64_t chunk = 1; chunk < chunks; ++chunk) {
-            const float* other = partial_data + (chunk * rows + row) * pitch;
-            for (int64_t i = 0; i < reduce; ++i) sum[i] += other[i];
-          }
-          if (untransposed) {
-            std::copy_n(sum.data(), reduce, grad_data + row * reduce);
-          } else {
-            transpose_to_rows(sum.data(), 0, in_per_group, 1, in_per_group, taps, grad_data + row * reduce, taps);
-          }
-        }
-      });
-      return grad;
+      return summed_partials<scalar_t>(g, partial, weight_shape, x.options().dtype(acc_dtype), result_format);
     }
   }
   // [G, Cg_out, K, Cg_in] -> [G * Cg_out, Cg_in, K]
@@ -371,6 +381,116 @@ at::Tensor phase_plane_weight_grad_nchw(const ConvGeometry& g, const at::Tensor&
   return grad.view({groups * c_out, c_in, taps});
 }
 
+// The bytes of x and grad_output (all their channels) a band of weight_grad_taps covers, about: the band's reads stay
+// in L2 while the threads run its taps; but at least kWeightGradTapsBandMultiplyAdds, since each band is a parallel
+// region.
+constexpr int64_t kWeightGradTapsBandBytes = 256 * 1024;
+constexpr int64_t kWeightGradTapsBandMultiplyAdds = int64_t(1) << 22;
+// The fewest (group, tap, block of gradient rows and columns) items a band is cut into per thread, to even out the
+// threads' work.
+constexpr int64_t kWeightGradTapsItemsPerThread = 4;
+// Gradient rows are split in blocks of a multiple of this: whole register tiles on AVX-512 (6 rows) and AVX2 (4);
+// then, where those are still too few, the columns (input channels) in blocks of whole AVX-512 vectors.
+constexpr int64_t kWeightGradTapsRowMultiple = 12;
+constexpr int64_t kWeightGradTapsColumnMultiple = 16;
+
+// Channels-last float32 where no tap reads padding that is not zero (kernel_paths.h's cpu_weight_grad_taps): the
+// gradient of each tap is a GEMM over x in place, grad_tap[Cg_out, Cg_in] += gy[positions, Cg_out]^T @
+// x_shifted[positions, Cg_in], over the positions whose tap lands inside x (a zero elsewhere adds nothing). Along w
+// those are a run of an output row, whose x values are s_w positions apart; a band's rows are the register tiles'
+// taps (ReductionTiles::b_taps), each with its own x row, so one call sums a band's rows. No im2col columns are
+// gathered (the fused im2col path copies Cg_in x taps values per position before its GEMM).
+// The bands (runs of output rows over the images and depths in turn) go in order; the threads split each band's
+// (group, tap, block of gradient rows and columns) items, each adding into its own part of the gradient: no partial
+// sums, and the sum of every gradient element runs in one order whatever the threads.
+at::Tensor weight_grad_taps(const ConvGeometry& g, const at::Tensor& x, const at::Tensor& grad_output,
+                            at::IntArrayRef weight_shape, ReductionTilesKernel tiles, at::MemoryFormat result_format) {
+  const int64_t groups = g.groups, in_per_group = g.conv_in_channels_per_group(),
+                out_per_group = g.conv_out_channels_per_group(), taps = g.kernel_volume();
+  const int64_t pitch = reduction_tiles_columns(in_per_group * taps);
+  const int64_t out_d = g.conv_out_sizes[0], out_h = g.conv_out_sizes[1], out_w = g.conv_out_sizes[2];
+  const int64_t in_h = g.conv_in_sizes[1], in_w = g.conv_in_sizes[2];
+  const int64_t position_bytes = (g.conv_in_channels + g.conv_out_channels) * static_cast<int64_t>(sizeof(float));
+  // Bands run over the output rows of every image and depth in turn, (n, od, oh) flattened.
+  const int64_t slices = g.batch * out_d, all_rows = slices * out_h;
+  const int64_t row_multiply_adds = std::max<int64_t>(out_w * g.conv_out_channels * in_per_group * taps, 1);
+  const int64_t band_rows = std::clamp<int64_t>(std::max(kWeightGradTapsBandBytes / (position_bytes * out_w),
+                                                         kWeightGradTapsBandMultiplyAdds / row_multiply_adds),
+                                                1, all_rows);
+  // Blocks of gradient rows, then of columns: halved (to whole multiples) until the items are enough.
+  const int64_t threads = at::get_num_threads(), wanted_items = kWeightGradTapsItemsPerThread * threads;
+  const auto halved = [](int64_t size, int64_t multiple) { return ceil_div(ceil_div(size, 2), multiple) * multiple; };
+  int64_t block_rows = out_per_group, block_columns = in_per_group;
+  while (groups * taps * ceil_div(out_per_group, block_rows) < wanted_items &&
+         block_rows > kWeightGradTapsRowMultiple) {
+    block_rows = halved(block_rows, kWeightGradTapsRowMultiple);
+  }
+  const int64_t row_blocks = ceil_div(out_per_group, block_rows);
+  while (groups * taps * row_blocks * ceil_div(in_per_group, block_columns) < wanted_items &&
+         block_columns > kWeightGradTapsColumnMultiple) {
+    block_columns = halved(block_columns, kWeightGradTapsColumnMultiple);
+  }
+  const int64_t column_blocks = ceil_div(in_per_group, block_columns), blocks = row_blocks * column_blocks;
+  const int64_t items = groups * taps * blocks;
+  const int64_t run_items = std::max<int64_t>(1, items / wanted_items);
+  auto sums = at::zeros({1, groups, out_per_group, pitch}, x.options());
+  const float* x_data = x.const_data_ptr<float>();
+  const float* gy_data = grad_output.const_data_ptr<float>();
+  float* sums_data = sums.mutable_data_ptr<float>();
+  // Each tap's outputs along a dim whose tap lands inside x: [first, last) (zero padding elsewhere).
+  const auto outputs_inside = [&](int dim, int64_t tap) {
+    return interior_range(g.tap_position(dim, 0, tap), g.stride[dim], g.conv_out_sizes[dim], g.conv_in_sizes[dim]);
+  };
+  // Item `item`'s product over the output rows [oh_begin, oh_end) of one slice (n, od); x_rows: room for their x rows.
+  const auto run_item = [&](int64_t item, int64_t slice, int64_t oh_begin, int64_t oh_end,
+                            std::vector<const float*>& x_rows) {
+    const int64_t group = item / (taps * blocks), tap = item / blocks % taps;
+    const int64_t row0 = item % blocks / column_blocks * block_rows, column0 = item % column_blocks * block_columns;
+    const int64_t kd = tap / (g.kernel[1] * g.kernel[2]), kh = tap / g.kernel[2] % g.kernel[1], kw = tap % g.kernel[2];
+    const int64_t n = slice / out_d, od = slice % out_d, id = g.tap_position(0, od, kd);
+    const InteriorRange rows = outputs_inside(1, kh), run = outputs_inside(2, kw);
+    const int64_t oh_first = std::max(oh_begin, rows.first), oh_last = std::min(oh_end, rows.last);
+    if (id < 0 || id >= g.conv_in_sizes[0] || oh_first >= oh_last || run.first >= run.last) return;
+    const float* x_plane = x_data + ((n * g.conv_in_sizes[0] + id) * in_h * in_w) * g.conv_in_channels +
+                           group * in_per_group + column0;
+    const int64_t iw = g.tap_position(2, run.first, kw);
+    for (int64_t oh = oh_first; oh < oh_last; ++oh) {
+      x_rows[oh - oh_first] = x_plane + (g.tap_position(1, oh, kh) * in_w + iw) * g.conv_in_channels;
+    }
+    const float* gy_rows = gy_data + ((slice * out_h + oh_first) * out_w + run.first) * g.conv_out_channels +
+                           group * out_per_group + row0;
+    ReductionTiles product{gy_rows, 1, g.conv_out_channels, nullptr, g.stride[2] * g.conv_in_channels,
+                           sums_data + (group * out_per_group + row0) * pitch + tap * in_per_group + column0, pitch,
+                           std::min(block_rows, out_per_group - row0), std::min(block_columns, in_per_group - column0),
+                           run.last - run.first};
+    product.b_taps = x_rows.data();
+    product.taps = oh_last - oh_first;
+    product.a_tap_stride = out_w * g.conv_out_channels;
+    tiles(product);
+  };
+  for (int64_t band_begin = 0; band_begin < all_rows; band_begin += band_rows) {
+    const int64_t band_end = std::min(all_rows, band_begin + band_rows);
+    // Each thread takes the next run of items until none is left: the items differ in size (a border tap has fewer
+    // rows). Runs of neighbouring items, whose gradient columns share cache lines where a tap's are not whole lines.
+    std::atomic<int64_t> next_run{0};
+    at::parallel_for(0, std::min(threads, items), 1, [&](int64_t, int64_t) {
+      std::vector<const float*> x_rows(std::min(band_rows, out_h));
+      for (int64_t first = next_run++ * run_items; first < items; first = next_run++ * run_items) {
+        for (int64_t item = first; item < std::min(items, first + run_items); ++item) {
+          // The band's rows, slice by slice.
+          for (int64_t row = band_begin; row < band_end;) {
+            const int64_t slice = row / out_h, oh_begin = row % out_h;
+            const int64_t oh_end = std::min(out_h, oh_begin + band_end - row);
+            run_item(item, slice, oh_begin, oh_end, x_rows);
+            row += oh_end - oh_begin;
+          }
+        }
+      }
+    });
+  }
+  return summed_partials<float>(g, sums, weight_shape, x.options(), result_format);
+}
+
 at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_output, at::IntArrayRef weight_shape,
                                 at::IntArrayRef stride, at::IntArrayRef pad_lo, at::IntArrayRef dilation,
                                 int64_t groups, c10::string_view padding_mode) {
@@ -419,6 +539,14 @@ at::Tensor conv_weight_grad_cpu(const at::Tensor& input, const at::Tensor& grad_
         break;
       case WeightGradPath::CpuChannelsLastGemmAvx512:
         grad = weight_grad_gemm<scalar_t>(g, x, gy, weight_shape, &reduction_tiles_avx512, input_format);
+        break;
+      case WeightGradPath::CpuChannelsLastTapsAvx2:
+      case WeightGradPath::CpuChannelsLastTapsAvx512:
+        TORCH_INTERNAL_ASSERT((std::is_same_v<scalar_t, float>));
+        grad = weight_grad_taps(g, x, gy, weight_shape,
+                                path == WeightGradPath::CpuChannelsLastTapsAvx512 ? &reduction_tiles_avx512
+                                                                                  : &reduction_tiles_avx2,
+                                input_format);
         break;
       case WeightGradPath::CpuPhasePlanes:
         grad = phase_plane_weight_grad_nchw<scalar_t>(g, x, gy, weight_shape, nullptr);

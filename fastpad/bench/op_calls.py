@@ -23,12 +23,17 @@ class RecordFastpadOps(TorchDispatchMode):
 
 
 def random_layer_op_calls(seed, name, backward=True):
-    """Random layer `name` of `seed` (100 layers, fastpad.bench.random_layers) on CPU: its fastpad function (with its
-    bias argument where it has one), its inputs as fresh leaves that require grad, and the op calls its forward makes
-    (and, with `backward`, its backward of random gradients), each (op name, arguments)."""
+    """Random layer `name` of `seed` (100 layers, fastpad.bench.random_layers) on CPU: case_op_calls of its case."""
     layer = next(layer for layer in random_layers(100, seed) if layer.name == name)
-    function = with_optional_bias(layer.case.fastpad_function(), layer.case)
-    leaves = [t.detach().requires_grad_() for t in case_inputs(layer.case, torch.device("cpu"))]
+    return case_op_calls(layer.case, backward)
+
+
+def case_op_calls(case, backward=True):
+    """A ConvCase on CPU: its fastpad function (with its bias argument where it has one), its inputs as fresh leaves
+    that require grad, and the op calls its forward makes (and, with `backward`, its backward of random gradients),
+    each (op name, arguments)."""
+    function = with_optional_bias(case.fastpad_function(), case)
+    leaves = [t.detach().requires_grad_() for t in case_inputs(case, torch.device("cpu"))]
     with RecordFastpadOps() as record:
         out = function(*leaves)
         if backward:
