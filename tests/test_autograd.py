@@ -388,28 +388,34 @@ def test_channels_last_weight_gradients_run_a_gemm_per_tap_over_x(case, isa):
     assert_matches(grad, expected, torch.float32, what="weight gradient")
 
 
-# (size, c_in, c_out, kernel, dtype, mode, why): channels-last weight gradients that the tap GEMMs leave to the im2col
-# columns (kernel_paths.h's cpu_weight_grad_taps).
-IM2COL_WEIGHT_GRADS = {
-    "input_channels_filling_too_few_lanes": ((20, 20), 17, 15, 5, torch.float32, "zeros"),
-    "stem": ((20, 20), 3, 32, 3, torch.float32, "zeros"),
-    "over_256_output_channels": ((10, 10), 200, 264, 3, torch.float32, "zeros"),
-    "output_slices_under_64_positions": ((9, 9), 64, 64, 3, torch.float32, "zeros"),
-    "bfloat16": ((20, 20), 64, 64, 3, torch.bfloat16, "zeros"),
-    "reflect_reading_padding": ((20, 20), 64, 64, 3, torch.float32, "reflect"),
+# Channels-last 'same' k3 weight gradients past one bound of kernel_paths.h's cpu_weight_grad_taps each, which
+# keep the im2col columns, and the same call just inside it, which takes the tap GEMMs: (size, c_in, c_out, dtype,
+# mode) outside, then inside. 9 input channels fill 9 of 16 lanes on AVX2 and AVX-512 alike, 10 fill 10.
+TAP_GEMM_BOUNDS = {
+    "lane_use": (((20, 20), 9, 15, torch.float32, "zeros"), ((20, 20), 10, 15, torch.float32, "zeros")),
+    "output_per_input_channels": (((20, 20), 16, 33, torch.float32, "zeros"),
+                                  ((20, 20), 16, 32, torch.float32, "zeros")),
+    "output_channels": (((10, 10), 200, 264, torch.float32, "zeros"), ((10, 10), 200, 256, torch.float32, "zeros")),
+    "slice_positions": (((7, 9), 64, 64, torch.float32, "zeros"), ((8, 8), 64, 64, torch.float32, "zeros")),
+    "float32_only": (((20, 20), 64, 64, torch.bfloat16, "zeros"), ((20, 20), 64, 64, torch.float32, "zeros")),
+    "padding_read_in_zeros_only": (((20, 20), 64, 64, torch.float32, "reflect"),
+                                   ((20, 20), 64, 64, torch.float32, "zeros")),
 }
 
 
-@pytest.mark.parametrize("case", IM2COL_WEIGHT_GRADS)
-def test_the_tap_gemms_leave_their_losers_to_the_im2col_columns(case):
-    """Each bound of cpu_weight_grad_taps holds on its own: the same call just inside it takes the tap GEMMs."""
-    size, c_in, c_out, kernel, dtype, mode = IM2COL_WEIGHT_GRADS[case]
-    x = torch.randn(2, c_in, *size, dtype=dtype).contiguous(memory_format=torch.channels_last)
-    gy = torch.randn(2, c_out, *[i - kernel + 1 for i in size], dtype=dtype).contiguous(
-        memory_format=torch.channels_last)
-    path = torch.ops.fastpad._conv_weight_grad_path(x, gy, [c_out, c_in, kernel, kernel], [1, 1], [1, 1], [1, 1], 1,
-                                                    mode, "cpu")
-    assert path == reduction_tiles_kernel("cpu_channels_last_gemm", dtype)
+@pytest.mark.parametrize("bound", TAP_GEMM_BOUNDS)
+def test_the_tap_gemms_leave_the_calls_past_their_bounds_to_the_im2col_columns(bound):
+    require_isa("avx2")
+
+    def path(size, c_in, c_out, dtype, mode):
+        x = torch.randn(2, c_in, *size, dtype=dtype).contiguous(memory_format=torch.channels_last)
+        gy = torch.randn(2, c_out, *size, dtype=dtype).contiguous(memory_format=torch.channels_last)
+        return torch.ops.fastpad._conv_weight_grad_path(x, gy, [c_out, c_in, 3, 3], [1, 1], [1, 1], [1, 1], 1, mode,
+                                                        "cpu")
+
+    outside, inside = TAP_GEMM_BOUNDS[bound]
+    assert path(*outside) == reduction_tiles_kernel("cpu_channels_last_gemm", outside[3])
+    assert path(*inside) == reduction_tiles_kernel("cpu_channels_last_taps", inside[3])
 
 
 # (size, c_in, c_out, groups, kernel, stride, dilation, pads, mode): grouped channels-last weight gradients on the
