@@ -1454,7 +1454,7 @@ inline bool cpu_weight_grad_tiles(const ConvGeometry& g, bool channels_last_gemm
 //   positions each (39 -> 29 k7 over 6 x 6: 1.12x).
 // Random layers' and the suite's channels-last weight gradients, float32, 2 cores of a Zen 4, conv_weight_grad alone,
 // interleaved, against the im2col path (benchmarks/RESULTS.md): 22 calls of seeds 1-4 and the suite 0.45-1.01x the
-// time (geomean 0.72; the suite's k4 s1 64 -> 64 0.80x), 16 of seeds 13-16 0.18-1.00x (0.64), held out 15 of seeds
+// time (geomean 0.72; the suite's k4 s1 64 -> 64 0.84x), 16 of seeds 13-16 0.18-1.00x (0.64), held out 15 of seeds
 // 17-20 0.26-0.93x (0.62), AVX2 seeds 1-4 and the suite 0.47-0.99x. Without the lane bound, seeds 17-20 had run
 // 0.22-0.92x (geomean of every changed call 0.57 against 0.71), but seeds 13-16 up to 1.19x and 1-4 1.09x.
 constexpr double kWeightGradTapsMinLaneUse = 0.6;
