@@ -125,6 +125,11 @@ enum class WeightGradPath {
   CudaSplitKGemm,          // the implicit GEMM split along the reduction, partial sums added in order
 };
 
+// The float32 lanes of one vector of the CPU kernels at an ISA with AVX2 or more.
+inline int64_t cpu_float_lanes(CpuIsa isa) {
+  return isa >= CpuIsa::Avx512 ? cpu::kBlockedDirectVectorAvx512 : cpu::kBlockedDirectVectorAvx2;
+}
+
 // Below this many channels per group (stems), a GEMM per tap reduces over too few values to run well.
 constexpr int64_t kTapGemmMinChannels = 16;
 // Below this many positions per (H, W) slice, GEMMs per tap are too narrow: repacking the weights for each tap
@@ -613,7 +618,7 @@ inline TapTilesReason cpu_tap_tiles_reason(const ConvGeometry& g, bool channels_
   const int64_t reduction = c_in * g.kernel_volume();
   if (reduction < kBlockedMinReduction) return TapTilesReason::None;
   if (!cpu_blocked_direct(g, channels_last, isa, element_bytes)) return TapTilesReason::None;
-  const int64_t lanes = isa >= CpuIsa::Avx512 ? cpu::kBlockedDirectVectorAvx512 : cpu::kBlockedDirectVectorAvx2;
+  const int64_t lanes = cpu_float_lanes(isa);
   const int64_t phases = g.stride[0] * g.stride[1] * g.stride[2], columns = g.conv_out_sizes[2];
   const bool wide_rows = columns >= (phases > 1 ? kTapTilesMinStridedColumns : kTapTilesMinColumns);
   if (channels_last) {
@@ -732,7 +737,7 @@ constexpr double kBlockedTransposeMaxWaste = 1.5;
 inline double blocked_transpose_waste(const ConvGeometry& g, CpuIsa isa) {
   const int64_t y_positions =
       g.mode == PaddingMode::Zeros ? g.conv_in_volume() : full_transpose_geometry(g).conv_in_volume();
-  const int64_t vector = isa >= CpuIsa::Avx512 ? cpu::kBlockedDirectVectorAvx512 : cpu::kBlockedDirectVectorAvx2;
+  const int64_t vector = cpu_float_lanes(isa);
   const int64_t c_y = g.conv_in_channels_per_group();
   return static_cast<double>(y_positions) / static_cast<double>(g.conv_out_volume()) *
          static_cast<double>(ceil_div(c_y, vector) * vector) / static_cast<double>(c_y);
@@ -1464,7 +1469,7 @@ constexpr int64_t kWeightGradTapsMinSlicePositions = 64;
 inline bool cpu_weight_grad_taps(const ConvGeometry& g, bool channels_last, int64_t element_bytes,
                                  bool reduced_precision, CpuIsa isa) {
   const int64_t in_per_group = g.conv_in_channels_per_group(), out_per_group = g.conv_out_channels_per_group();
-  const int64_t lanes = isa >= CpuIsa::Avx512 ? cpu::kBlockedDirectVectorAvx512 : cpu::kBlockedDirectVectorAvx2;
+  const int64_t lanes = cpu_float_lanes(isa);
   const int64_t lanes_taken = std::max<int64_t>(ceil_div(in_per_group, lanes), 1) * lanes;
   const double lane_use = static_cast<double>(in_per_group) / static_cast<double>(lanes_taken);
   return channels_last && element_bytes == 4 && !reduced_precision &&
