@@ -20,6 +20,7 @@ HALO_CASES = "depthwise_halo_2d and zeros and contiguous and float32"
 ROW_CASES = "depthwise_rows and zeros and contiguous and (float32 or bfloat16)"
 PIPELINED_CASES = "pipelined_taps_straddle_k_tiles and zeros and channels_last and bfloat16"
 WEIGHT_GRAD_CASES = "pipelined_weight_grad_splits and zeros and channels_last and bfloat16"
+WEIGHT_GRAD_CURSOR_CASES = "pipelined_weight_grad_small_images and zeros and channels_last and bfloat16"
 PHASE_CASES = "pipelined_strided_phases and zeros and channels_last and bfloat16"
 TF32_CASES = "tf32_pipelined_gemm and pipelined_taps_straddle_k_tiles"
 VECTOR_CASES = "depthwise_vectors_2d and zeros and channels_last and (bfloat16 or float64)"
@@ -64,6 +65,14 @@ MUTATIONS = [
      PHASE_CASES, False),
     ("B fragments loaded without .trans (pipelined weight gradient)", "csrc/cuda/pipelined_gemm.cuh",
      "        ldmatrix_x4_trans(columns,", "        ldmatrix_x4(columns,", WEIGHT_GRAD_CASES, False),
+    ("a row's position not carried (pipelined weight gradient)", "csrc/cuda/pipelined_gemm.cuh",
+     "        o[d] -= sizes[d];\n", "", WEIGHT_GRAD_CURSOR_CASES, False),
+    ("x's offset not carried (pipelined weight gradient)", "csrc/cuda/pipelined_gemm.cuh",
+     "        x += steps.x_carry[d];\n", "", WEIGHT_GRAD_CURSOR_CASES, False),
+    ("a padded tap's source taken from the image, not the row's corner (pipelined weight gradient)",
+     "csrc/cuda/pipelined_gemm.cuh", "offset += (source - row.o[d] * g.stride[d]) * xs.spatial[d];",
+     "offset += source * xs.spatial[d];",
+     "pipelined_weight_grad_small_images and reflect and channels_last and bfloat16", False),
     ("TF32 A fragment rows and columns mixed up (pipelined weight gradient)", "csrc/cuda/pipelined_gemm.cuh",
      "a_tile(stage, kk + t + 4 * (r / 2)) + warp_row + f * 16 + g + 8 * (r % 2)",
      "a_tile(stage, kk + t + 4 * (r % 2)) + warp_row + f * 16 + g + 8 * (r / 2)",

@@ -307,6 +307,11 @@ PATH_CASES = {
     # 8 x 9 columns cross its 64 x 64 tiles, and 1152 positions make 2 splits of the reduction.
     "pipelined_weight_grad_splits": (base_case(in_channels=8, out_channels=72, size=(24, 24), batch=2),
                                      (PIPELINED, PIPELINED, PIPELINED)),
+    # 3-d output positions of 2 x 3 x 2 per image: a k-tile's 32 positions (16-bit) step 2 images and (1, 1, 0), its
+    # 16 (float32) 1 image and (0, 2, 0), so the weight gradient's position cursor carries in every dimension.
+    "pipelined_weight_grad_small_images": (base_case(in_channels=8, out_channels=16, size=(2, 4, 4), kernel=(2, 2, 3),
+                                                     stride=(1, 1, 2), padding=((1, 0), (0, 0), (1, 1)), batch=5),
+                                           (PIPELINED, PIPELINED, PIPELINED)),
     # A stem's 3 input channels, fewer than one 16-byte vector: its weight gradient runs the pipelined GEMM on copies of
     # x padded to one vector with zero channels (8 16-bit, 4 float32 on TF32); 16 output channels are whole vectors,
     # so the input gradient's phases run it too, unpadded. conv sums the 3 channels directly (cuda_few_channels).

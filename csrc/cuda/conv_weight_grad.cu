@@ -162,7 +162,9 @@ void launch_conv_weight_grad_typed(const WeightGradLaunch& a) {
       } else if constexpr (kPipelinedType<scalar_t>) {
         launch(a.stream, pipelined_weight_grad_kernel<scalar_t>, grid_for(problem.items()),
                weight_grad_shared_bytes<scalar_t>(),
-               g, x, a.xs, gy, a.gys, problem.partial, problem.splits, problem.split_size);
+               g, x, a.xs, gy, a.gys,
+               weight_grad_row_steps(g, a.xs, a.gys, kWeightGradTileK<scalar_t>),
+               problem.partial, problem.splits, problem.split_size);
       } else {
         break;
       }

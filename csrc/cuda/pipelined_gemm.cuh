@@ -306,29 +306,87 @@ void run_pipelined_conv(cudaStream_t stream, const ConvGeometry& g, const scalar
 constexpr int kWeightGradPitch = kTileM + 8;  // elements per row: 144-byte 16-bit rows, whose 8 rows of an
                                                // ldmatrix.trans hit 8 different groups of 4 banks; 288-byte float rows
 constexpr int kWeightGradStageKBytes = 64;  // k per stage and column: 32 positions of 16-bit elements, 16 of float32
+// Positions per stage (k per k-tile).
+template <typename scalar_t>
+constexpr int kWeightGradTileK = kWeightGradStageKBytes / sizeof(scalar_t);
 
 // Shared memory of the kernel: every stage holds its positions' rows of A and of B.
 template <typename scalar_t>
 constexpr size_t weight_grad_shared_bytes() {
-  return size_t(kPipelineStages) * 2 * (kWeightGradStageKBytes / sizeof(scalar_t)) * kWeightGradPitch *
+  return size_t(kPipelineStages) * 2 * kWeightGradTileK<scalar_t> * kWeightGradPitch *
          sizeof(scalar_t);
 }
+
+// How one thread's row of the weight gradient's k-tiles moves on from one k-tile to the next, `positions` later:
+// the step's digits in the output's mixed radix (unflatten), and what it adds to the two offsets the row keeps, gy's
+// and x's at the position's corner o * stride (image * batch stride + sum of o[d] * stride[d] * spatial stride[d]),
+// with what a carry out of each dimension adds on top. Built on the host, so that the kernel reads it from its
+// parameters; with it a row moves on by adds and one carry per dimension, where decoding each k-tile's position took
+// three divisions and its offsets eleven 64-bit products.
+struct RowSteps {
+  int64_t o[kMaxSpatial];
+  int64_t gy;
+  int64_t x;
+  int64_t gy_carry[kMaxSpatial];
+  int64_t x_carry[kMaxSpatial];
+};
+
+inline RowSteps weight_grad_row_steps(const ConvGeometry& g, const Strides& xs, const Strides& gys,
+                                      int64_t positions) {
+  RowSteps steps;
+  const int64_t images = unflatten(positions, g.conv_out_sizes, steps.o);
+  steps.gy = images * gys.batch;
+  steps.x = images * xs.batch;
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    const int64_t x_stride = g.stride[d] * xs.spatial[d];  // x's offset per output position along d
+    steps.gy += steps.o[d] * gys.spatial[d];
+    steps.x += steps.o[d] * x_stride;
+    // A carry out of d: o[d] drops by its size and the dimension above (or the image) gains one.
+    steps.gy_carry[d] = (d > 0 ? gys.spatial[d - 1] : gys.batch) - g.conv_out_sizes[d] * gys.spatial[d];
+    steps.x_carry[d] = (d > 0 ? g.stride[d - 1] * xs.spatial[d - 1] : xs.batch) - g.conv_out_sizes[d] * x_stride;
+  }
+  return steps;
+}
+
+// A row's output position o and its two offsets (RowSteps). o[d] + steps.o[d] + carry stays below 2 sizes[d], so one
+// subtraction carries.
+struct RowCursor {
+  int64_t o[kMaxSpatial];
+  int64_t gy;
+  int64_t x;
+
+  C10_HOST_DEVICE void advance(const RowSteps& steps, const int64_t* sizes) {
+    gy += steps.gy;
+    x += steps.x;
+    bool carry = false;
+    for (int d = kMaxSpatial - 1; d >= 0; --d) {
+      o[d] += steps.o[d] + carry;
+      carry = o[d] >= sizes[d];
+      if (carry) {
+        o[d] -= sizes[d];
+        gy += steps.gy_carry[d];
+        x += steps.x_carry[d];
+      }
+    }
+  }
+};
 
 template <typename scalar_t>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     pipelined_weight_grad_kernel(const ConvGeometry g, const scalar_t* x, const Strides xs, const scalar_t* gy,
-                                 const Strides gys, float* partial, int64_t splits, int64_t split_size) {
+                                 const Strides gys, const RowSteps steps, float* partial, int64_t splits,
+                                 int64_t split_size) {
   static_assert(kPipelinedType<scalar_t> && kTileM == kTileN && kTileM == 64, "16-bit or TF32, 64 x 64 tiles");
   constexpr bool kTf32 = std::is_same_v<scalar_t, float>;
   constexpr int kVector = kVectorBytes / sizeof(scalar_t);
   constexpr int kVectorsPerRow = kTileM / kVector;
-  constexpr int kWeightGradTileK = kWeightGradStageKBytes / sizeof(scalar_t);  // positions per stage
+  constexpr int kTileK = kWeightGradTileK<scalar_t>;  // positions per stage
   constexpr int kStepK = kPipelineStepBytes / sizeof(scalar_t);                   // positions per mma step
-  static_assert(kThreads == kWeightGradTileK * kVectorsPerRow, "one A and one B vector per thread and stage");
-  constexpr int kStageElements = 2 * kWeightGradTileK * kWeightGradPitch;
+  static_assert(kThreads == kTileK * kVectorsPerRow, "one A and one B vector per thread and stage");
+  constexpr int kStageElements = 2 * kTileK * kWeightGradPitch;
   auto* shared = reinterpret_cast<scalar_t*>(dynamic_shared_memory());
   const auto a_tile = [&](int stage, int k) { return shared + stage * kStageElements + k * kWeightGradPitch; };
-  const auto b_tile = [&](int stage, int k) { return a_tile(stage, kWeightGradTileK + k); };
+  const auto b_tile = [&](int stage, int k) { return a_tile(stage, kTileK + k); };
 
   const int64_t m_size = g.conv_out_channels_per_group(), channels = g.conv_in_channels_per_group();
   const int64_t taps = g.kernel_volume(), n_size = channels * taps, reduce = g.batch * g.conv_out_volume();
@@ -350,30 +408,46 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     unflatten(n_valid ? n / channels : 0, g.kernel, r);  // the tap
     const int64_t c = n_valid ? n % channels : 0;
     const int64_t gy_channel = group * m_size + m, x_channel = group * channels + c;  // channel strides 1
-    // Issues the copies of k-tile k_tile into `stage`: row copy_row of A and of B.
-    const auto copy_stage = [&](int stage, int64_t k_tile) {
-      const int64_t k = k_begin + k_tile * kWeightGradTileK + copy_row;
+    // The outputs whose tap r lies inside x (along each dim), and x's offset from their corner to that tap.
+    InteriorRange inside[kMaxSpatial];
+    int64_t tap_offset = x_channel;
+    for (int d = 0; d < kMaxSpatial; ++d) {
+      inside[d] = g.tap_interior(d, r[d], g.conv_out_sizes[d]);
+      tap_offset += g.tap_position(d, 0, r[d]) * xs.spatial[d];
+    }
+    // Row copy_row of the k-tile copied next (k-tiles are copied in order): its position and offsets.
+    int64_t k = k_begin + copy_row;
+    RowCursor row;
+    const int64_t image = unflatten(k < reduce ? k : 0, g.conv_out_sizes, row.o);
+    row.gy = image * gys.batch + gys.position(row.o);
+    row.x = image * xs.batch;
+    for (int d = 0; d < kMaxSpatial; ++d) row.x += row.o[d] * g.stride[d] * xs.spatial[d];
+    // Issues the copies of the next k-tile into `stage`: row copy_row of A and of B; then moves the row on.
+    const auto copy_stage = [&](int stage, int64_t) {
       const bool k_valid = k < k_end;
-      int64_t o[kMaxSpatial];
-      const int64_t image = unflatten(k_valid ? k : k_begin, g.conv_out_sizes, o);
       const bool a_valid = k_valid && m_valid;
-      cp_async_zfill_16(a_tile(stage, copy_row) + vector * kVector,
-                        a_valid ? gy + image * gys.batch + gys.position(o) + gy_channel : gy, a_valid);
-      bool b_valid = k_valid && n_valid;
-      int64_t offset = image * xs.batch + x_channel;
-      for (int d = 0; d < kMaxSpatial; ++d) {
-        const int64_t source = g.tap_source(d, o[d], r[d]);
-        b_valid = b_valid && source >= 0;
-        offset += source * xs.spatial[d];
+      cp_async_zfill_16(a_tile(stage, copy_row) + vector * kVector, a_valid ? gy + row.gy + gy_channel : gy, a_valid);
+      bool b_valid = k_valid && n_valid, in_x = true;
+      for (int d = 0; d < kMaxSpatial; ++d) in_x = in_x && row.o[d] >= inside[d].first && row.o[d] < inside[d].last;
+      int64_t offset = row.x + tap_offset;
+      if (!in_x) {  // the tap lies in the padding: the padding mode's source, or a zero
+        offset = row.x + x_channel;
+        for (int d = 0; d < kMaxSpatial; ++d) {
+          const int64_t source = g.tap_source(d, row.o[d], r[d]);
+          b_valid = b_valid && source >= 0;
+          offset += (source - row.o[d] * g.stride[d]) * xs.spatial[d];
+        }
       }
       cp_async_zfill_16(b_tile(stage, copy_row) + vector * kVector, b_valid ? x + offset : x, b_valid);
+      k += kTileK;
+      row.advance(steps, g.conv_out_sizes);
     };
 
-    const int64_t k_tiles = (k_end - k_begin + kWeightGradTileK - 1) / kWeightGradTileK;
+    const int64_t k_tiles = (k_end - k_begin + kTileK - 1) / kTileK;
     float acc[2][2][4] = {};
     run_pipeline(k_tiles, copy_stage, [&](int stage) {
 #pragma unroll
-      for (int kk = 0; kk < kWeightGradTileK; kk += kStepK) {
+      for (int kk = 0; kk < kTileK; kk += kStepK) {
         uint32_t a[2][4], b[2][2];
         if constexpr (kTf32) {
           // m16n8k8: A register r is row lane / 4 + 8 (r % 2), column lane % 4 + 4 (r / 2); B register r is row
