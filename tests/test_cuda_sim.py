@@ -122,6 +122,7 @@ def sim():
         if preload is not None:
             os.environ["LD_PRELOAD"] = preload
     kernels.cuda_sim_configure.argtypes = [ctypes.c_int, ctypes.c_uint64, ctypes.c_uint, ctypes.c_int]
+    kernels.cuda_sim_last_requested_blocks.restype = ctypes.c_uint
     ops = torch.ops.fastpad_cuda_sim
 
     class Sim:
@@ -130,6 +131,11 @@ def sim():
         @staticmethod
         def configure(schedule="ascending", seed=0, grid_cap=GRID_CAP, poison=True):
             kernels.cuda_sim_configure(SCHEDULES[schedule], seed, grid_cap, int(poison))
+
+        @staticmethod
+        def last_requested_blocks():
+            """The blocks the most recent kernel launch asked for (its grid on a GPU, before the grid cap)."""
+            return kernels.cuda_sim_last_requested_blocks()
 
     Sim.configure()
     return Sim
@@ -591,6 +597,38 @@ def test_transposed_gemm_with_non_finite_weights(sim, mode, layout_kind):
     assert path == (PHASE if mode == "zeros" else FOLD)
     assert expected.isfinite().any() and not expected.isfinite().all()
     torch.testing.assert_close(gx, expected, equal_nan=True, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["zeros", "reflect"])
+def test_transposed_completion_pass_grid(sim, mode):
+    """After the pipelined stride phases, zeros mode's gather pass has work only for a weight with an inf or NaN, which
+    the kernel reads from a device flag: it asks for the blocks that fill the GPU once and loops over y with their
+    grid stride, where a block per 256 y elements (288 here; 1M for the U-Net's k4 s2 layer at batch 256) cost 1.7 ms
+    on an H200 to launch and return. reflect's fold pass has work at every border and keeps a block per 256 elements.
+    Run without the grid cap, with a finite weight and then with an inf in it."""
+    case = base_case(in_channels=8, out_channels=8, size=(96, 96), batch=1, padding=((1, 1), (1, 1)),
+                     padding_mode=mode, layout="channels_last", dtype="bfloat16")
+    x, w, _, gy, bt = tensors(case, seed=5)
+    stride, pad_lo, _, dilation, groups, _ = case.conv_op_arguments()
+    args = (stride, pad_lo, list(case.size), dilation, groups, mode)
+    elements = gy.shape[0] * w.shape[1] * math.prod(case.size)
+    expected_blocks = (min(math.ceil(elements / 256), PIPELINE_TARGET_BLOCKS) if mode == "zeros"
+                       else math.ceil(elements / 256))
+    assert math.ceil(elements / 256) == 288
+    w_inf = w.clone()
+    w_inf[3, 2, 0, 1] = float("inf")
+    try:
+        sim.configure("ascending", grid_cap=0)
+        for weight in (w, w_inf):
+            gx, path = sim.conv_transpose(gy, weight, bt, *args)
+            assert path == PIPELINED
+            assert sim.last_requested_blocks() == expected_blocks
+            expected = torch.ops.fastpad.conv_transpose(gy.double(), weight.double(), bt.double(), *args)
+            assert torch.equal(gx.isnan(), expected.isnan()) and torch.equal(gx.isinf(), expected.isinf())
+            finite = expected.isfinite()
+            assert relative_error(gx[finite].double(), expected[finite]) <= tolerance(torch.bfloat16)
+    finally:
+        sim.configure()
 
 
 NON_FINITE_CASES = {  # id: (case, the path it takes)

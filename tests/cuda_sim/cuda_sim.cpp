@@ -159,6 +159,7 @@ struct Launch {
 Settings settings;
 Launch* active = nullptr;
 std::mutex launch_mutex;
+unsigned int last_requested_blocks = 0;  // by the most recent launch, before the grid cap
 
 // A zero-initialised thread_local of this library: touching it makes sure this thread's TLS block for the library
 // exists before it is poisoned (see poison_static_shared).
@@ -592,6 +593,7 @@ void mma_m16n8k8_tf32(float* d, const uint32_t* a, const uint32_t* b, const floa
 
 void run_grid(unsigned int blocks, unsigned int threads, size_t shared_bytes, const std::function<void()>& body) {
   std::lock_guard<std::mutex> lock(launch_mutex);
+  last_requested_blocks = blocks;
   Launch l;
   l.body = &body;
   l.fibers.resize(threads);
@@ -616,6 +618,12 @@ void run_grid(unsigned int blocks, unsigned int threads, size_t shared_bytes, co
 }
 
 }  // namespace cuda_sim
+
+// The blocks the most recent launch asked for, before the grid cap: what its grid would be on a GPU.
+extern "C" unsigned int cuda_sim_last_requested_blocks() {
+  std::lock_guard<std::mutex> lock(cuda_sim::launch_mutex);
+  return cuda_sim::last_requested_blocks;
+}
 
 // Set from Python (ctypes) before the kernels run: schedule (0 ascending, 1 descending, 2 interleaved warps, 3 random),
 // the random schedule's seed, the grid cap (0 for none) and whether shared memory is poisoned.
