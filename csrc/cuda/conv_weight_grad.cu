@@ -67,11 +67,13 @@ template <typename scalar_t>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     depthwise_weight_grad_vectors_kernel(const ConvGeometry g, const DepthwiseGradVectorPlan plan, const scalar_t* x,
                                          const Strides xs, const scalar_t* gy, const Strides gys,
+                                         const PositionSteps steps, const InteriorOutputs interior_outputs,
                                          acc_type<scalar_t>* partial) {
   using acc_t = acc_type<scalar_t>;
   using Vector = ChannelVector<scalar_t>;
   constexpr int kLanes = Vector::kLanes, kTaps = weight_grad_vector_taps(sizeof(scalar_t));
   __shared__ acc_t slot_sums[kThreads * kLanes];
+  __shared__ int64_t tap_offsets[kTaps];
   const int64_t taps = g.kernel_volume(), channels = g.conv_out_channels, positions = g.batch * g.conv_out_volume();
   const int vector = static_cast<int>(threadIdx.x) % plan.block_vectors;
   const int slot = static_cast<int>(threadIdx.x) / plan.block_vectors;
@@ -80,34 +82,63 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     const int64_t tap0 = rest % plan.tap_groups * kTaps, split = rest / plan.tap_groups;
     const int64_t c0 = (vector_block * plan.block_vectors + vector) * kLanes;
     acc_t sum[kTaps][kLanes] = {};
-    // The group's first tap (kd, kh, kw), decoded once per item; the next ones are stepped to in the loop below
-    // (kernel sizes fit an int), not divided out per position.
+    // The group's first tap (kd, kh, kw), decoded once per item; the positions with a tap in the padding step to the
+    // next ones in the loop below (kernel sizes fit an int), not divided out per position.
     int first_tap[kMaxSpatial];
     {
       int64_t r[kMaxSpatial];
       unflatten(tap0, g.kernel, r);
       for (int d = 0; d < kMaxSpatial; ++d) first_tap[d] = static_cast<int>(r[d]);
     }
+    // x's offset from a position's corner o * stride to each tap of the group, for the positions whose taps all lie
+    // inside x: the same for every thread of the block.
+    if (static_cast<int>(threadIdx.x) < kTaps) {
+      int64_t r[kMaxSpatial];
+      unflatten(std::min(tap0 + threadIdx.x, taps - 1), g.kernel, r);
+      int64_t offset = 0;
+      for (int d = 0; d < kMaxSpatial; ++d) offset += (r[d] * g.dilation[d] - g.pad_lo[d]) * xs.spatial[d];
+      tap_offsets[threadIdx.x] = offset;
+    }
+    __syncthreads();
+    const auto accumulate = [&](int t, const Vector& dy, const scalar_t* x_tap) {
+      const Vector in = load_global_16<Vector>(x_tap);
+#pragma unroll
+      for (int j = 0; j < kLanes; ++j) sum[t][j] += load<acc_t>(dy.lane, j) * load<acc_t>(in.lane, j);
+    };
     if (slot < plan.slots && c0 < channels) {
       const int64_t end = (split + 1) * plan.split_size < positions ? (split + 1) * plan.split_size : positions;
-      for (int64_t k = split * plan.split_size + slot; k < end; k += plan.slots) {
-        int64_t o[kMaxSpatial];
-        const int64_t n = unflatten(k, g.conv_out_sizes, o);
-        const Vector dy = load_global_16<Vector>(gy + n * gys.batch + gys.position(o) + c0);
+      // This slot's positions, plan.slots apart (steps): decoded once, then moved on by adds.
+      const int64_t begin = split * plan.split_size + slot;
+      PositionCursor at = position_cursor(g, xs, gys, begin < end ? begin : 0);
+      for (int64_t left = begin < end ? ceil_div(end - begin, plan.slots) : 0; left > 0;
+           --left, at.advance(steps, g.conv_out_sizes)) {
+        const Vector dy = load_global_16<Vector>(gy + at.gy + c0);
+        bool interior = true;  // every tap inside x: each tap's x is the corner's plus the tap's offset
+        for (int d = 0; d < kMaxSpatial; ++d) {
+          const InteriorRange& range = interior_outputs.range[d];
+          interior = interior && at.o[d] >= range.first && at.o[d] < range.last;
+        }
+        if (interior) {
+          const scalar_t* x_corner = x + at.x + c0;
+#pragma unroll
+          for (int t = 0; t < kTaps; ++t) {
+            if (tap0 + t >= taps) break;
+            accumulate(t, dy, x_corner + tap_offsets[t]);
+          }
+          continue;
+        }
         int r[kMaxSpatial] = {first_tap[0], first_tap[1], first_tap[2]};
 #pragma unroll
         for (int t = 0; t < kTaps; ++t, step_tap(r, g.kernel)) {
           if (tap0 + t >= taps) break;
-          int64_t source[kMaxSpatial];
+          int64_t offset = at.x + c0;  // x under tap r: its source's offset from the position's corner o * stride
           bool inside = true;
           for (int d = 0; d < kMaxSpatial; ++d) {
-            source[d] = g.tap_source(d, o[d], r[d]);
-            inside = inside && source[d] >= 0;
+            const int64_t source = g.tap_source(d, at.o[d], r[d]);
+            inside = inside && source >= 0;
+            offset += (source - at.o[d] * g.stride[d]) * xs.spatial[d];
           }
-          if (!inside) continue;
-          const Vector in = load_global_16<Vector>(x + n * xs.batch + xs.position(source) + c0);
-#pragma unroll
-          for (int j = 0; j < kLanes; ++j) sum[t][j] += load<acc_t>(dy.lane, j) * load<acc_t>(in.lane, j);
+          if (inside) accumulate(t, dy, x + offset);
         }
       }
     }
@@ -145,7 +176,8 @@ void launch_conv_weight_grad_typed(const WeightGradLaunch& a) {
     case WeightGradPath::CudaDepthwiseVectors: {
       const DepthwiseGradVectorPlan plan = depthwise_grad_vector_plan(g, sizeof(scalar_t));
       launch(a.stream, depthwise_weight_grad_vectors_kernel<scalar_t>, grid_for(plan.items()), 0, g, plan, x, a.xs,
-             gy, a.gys, static_cast<acc_t*>(a.workspace));
+             gy, a.gys, position_steps(g, a.xs, a.gys, plan.slots), interior_outputs(g),
+             static_cast<acc_t*>(a.workspace));
       add_splits(plan.splits);
       return;
     }
@@ -163,7 +195,7 @@ void launch_conv_weight_grad_typed(const WeightGradLaunch& a) {
         launch(a.stream, pipelined_weight_grad_kernel<scalar_t>, grid_for(problem.items()),
                weight_grad_shared_bytes<scalar_t>(),
                g, x, a.xs, gy, a.gys,
-               weight_grad_row_steps(g, a.xs, a.gys, kWeightGradTileK<scalar_t>),
+               position_steps(g, a.xs, a.gys, kWeightGradTileK<scalar_t>),
                problem.partial, problem.splits, problem.split_size);
       } else {
         break;

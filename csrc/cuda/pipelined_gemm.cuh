@@ -317,64 +317,10 @@ constexpr size_t weight_grad_shared_bytes() {
          sizeof(scalar_t);
 }
 
-// How one thread's row of the weight gradient's k-tiles moves on from one k-tile to the next, `positions` later:
-// the step's digits in the output's mixed radix (unflatten), and what it adds to the two offsets the row keeps, gy's
-// and x's at the position's corner o * stride (image * batch stride + sum of o[d] * stride[d] * spatial stride[d]),
-// with what a carry out of each dimension adds on top. Built on the host, so that the kernel reads it from its
-// parameters; with it a row moves on by adds and one carry per dimension, where decoding each k-tile's position took
-// three divisions and its offsets eleven 64-bit products.
-struct RowSteps {
-  int64_t o[kMaxSpatial];
-  int64_t gy;
-  int64_t x;
-  int64_t gy_carry[kMaxSpatial];
-  int64_t x_carry[kMaxSpatial];
-};
-
-inline RowSteps weight_grad_row_steps(const ConvGeometry& g, const Strides& xs, const Strides& gys,
-                                      int64_t positions) {
-  RowSteps steps;
-  const int64_t images = unflatten(positions, g.conv_out_sizes, steps.o);
-  steps.gy = images * gys.batch;
-  steps.x = images * xs.batch;
-  for (int d = 0; d < kMaxSpatial; ++d) {
-    const int64_t x_stride = g.stride[d] * xs.spatial[d];  // x's offset per output position along d
-    steps.gy += steps.o[d] * gys.spatial[d];
-    steps.x += steps.o[d] * x_stride;
-    // A carry out of d: o[d] drops by its size and the dimension above (or the image) gains one.
-    steps.gy_carry[d] = (d > 0 ? gys.spatial[d - 1] : gys.batch) - g.conv_out_sizes[d] * gys.spatial[d];
-    steps.x_carry[d] = (d > 0 ? g.stride[d - 1] * xs.spatial[d - 1] : xs.batch) - g.conv_out_sizes[d] * x_stride;
-  }
-  return steps;
-}
-
-// A row's output position o and its two offsets (RowSteps). o[d] + steps.o[d] + carry stays below 2 sizes[d], so one
-// subtraction carries.
-struct RowCursor {
-  int64_t o[kMaxSpatial];
-  int64_t gy;
-  int64_t x;
-
-  C10_HOST_DEVICE void advance(const RowSteps& steps, const int64_t* sizes) {
-    gy += steps.gy;
-    x += steps.x;
-    bool carry = false;
-    for (int d = kMaxSpatial - 1; d >= 0; --d) {
-      o[d] += steps.o[d] + carry;
-      carry = o[d] >= sizes[d];
-      if (carry) {
-        o[d] -= sizes[d];
-        gy += steps.gy_carry[d];
-        x += steps.x_carry[d];
-      }
-    }
-  }
-};
-
 template <typename scalar_t>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     pipelined_weight_grad_kernel(const ConvGeometry g, const scalar_t* x, const Strides xs, const scalar_t* gy,
-                                 const Strides gys, const RowSteps steps, float* partial, int64_t splits,
+                                 const Strides gys, const PositionSteps steps, float* partial, int64_t splits,
                                  int64_t split_size) {
   static_assert(kPipelinedType<scalar_t> && kTileM == kTileN && kTileM == 64, "16-bit or TF32, 64 x 64 tiles");
   constexpr bool kTf32 = std::is_same_v<scalar_t, float>;
@@ -415,13 +361,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       inside[d] = g.tap_interior(d, r[d], g.conv_out_sizes[d]);
       tap_offset += g.tap_position(d, 0, r[d]) * xs.spatial[d];
     }
-    // Row copy_row of the k-tile copied next (k-tiles are copied in order): its position and offsets.
+    // Row copy_row of the k-tile copied next (k-tiles are copied in order): its position and offsets, moved on by a
+    // k-tile of positions (steps) after each copy.
     int64_t k = k_begin + copy_row;
-    RowCursor row;
-    const int64_t image = unflatten(k < reduce ? k : 0, g.conv_out_sizes, row.o);
-    row.gy = image * gys.batch + gys.position(row.o);
-    row.x = image * xs.batch;
-    for (int d = 0; d < kMaxSpatial; ++d) row.x += row.o[d] * g.stride[d] * xs.spatial[d];
+    PositionCursor row = position_cursor(g, xs, gys, k < reduce ? k : 0);
     // Issues the copies of the next k-tile into `stage`: row copy_row of A and of B; then moves the row on.
     const auto copy_stage = [&](int stage, int64_t) {
       const bool k_valid = k < k_end;

@@ -39,6 +39,70 @@ inline PipelinedTile pipelined_tile(const ConvGeometry& g) {
   return {blocks_at_128 >= kPipelineTargetBlocks ? 128 : 64, tile_n};
 }
 
+// A thread's walk over the flattened output positions (images x conv_out positions) of a weight gradient, a fixed
+// number of positions at a time. PositionSteps holds that step's digits in the output's mixed radix (unflatten) and
+// what it adds to the two offsets a PositionCursor keeps, gy's and x's at the position's corner o * stride (image *
+// batch stride + sum of o[d] * stride[d] * spatial stride[d]), with what a carry out of each dimension adds on top.
+// Built once on the host and passed as a kernel parameter, it moves a cursor on by adds and one carry per dimension,
+// where decoding each position took three divisions and its offsets 64-bit products.
+struct PositionSteps {
+  int64_t o[kMaxSpatial];
+  int64_t gy;
+  int64_t x;
+  int64_t gy_carry[kMaxSpatial];
+  int64_t x_carry[kMaxSpatial];
+};
+
+inline PositionSteps position_steps(const ConvGeometry& g, const Strides& xs, const Strides& gys, int64_t positions) {
+  PositionSteps steps;
+  const int64_t images = unflatten(positions, g.conv_out_sizes, steps.o);
+  steps.gy = images * gys.batch;
+  steps.x = images * xs.batch;
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    const int64_t x_stride = g.stride[d] * xs.spatial[d];  // x's offset per output position along d
+    steps.gy += steps.o[d] * gys.spatial[d];
+    steps.x += steps.o[d] * x_stride;
+    // A carry out of d: o[d] drops by its size and the dimension above (or the image) gains one.
+    steps.gy_carry[d] = (d > 0 ? gys.spatial[d - 1] : gys.batch) - g.conv_out_sizes[d] * gys.spatial[d];
+    steps.x_carry[d] = (d > 0 ? g.stride[d - 1] * xs.spatial[d - 1] : xs.batch) - g.conv_out_sizes[d] * x_stride;
+  }
+  return steps;
+}
+
+// An output position o and its two offsets (PositionSteps). o[d] + steps.o[d] + carry stays below 2 sizes[d], so
+// one subtraction carries.
+struct PositionCursor {
+  int64_t o[kMaxSpatial];
+  int64_t gy;
+  int64_t x;
+
+  C10_HOST_DEVICE void advance(const PositionSteps& steps, const int64_t* sizes) {
+    gy += steps.gy;
+    x += steps.x;
+    bool carry = false;
+    for (int d = kMaxSpatial - 1; d >= 0; --d) {
+      o[d] += steps.o[d] + carry;
+      carry = o[d] >= sizes[d];
+      if (carry) {
+        o[d] -= sizes[d];
+        gy += steps.gy_carry[d];
+        x += steps.x_carry[d];
+      }
+    }
+  }
+};
+
+// The cursor at flattened output position k.
+C10_HOST_DEVICE inline PositionCursor position_cursor(const ConvGeometry& g, const Strides& xs, const Strides& gys,
+                                                      int64_t k) {
+  PositionCursor at;
+  const int64_t image = unflatten(k, g.conv_out_sizes, at.o);
+  at.gy = image * gys.batch + gys.position(at.o);
+  at.x = image * xs.batch;
+  for (int d = 0; d < kMaxSpatial; ++d) at.x += at.o[d] * g.stride[d] * xs.spatial[d];
+  return at;
+}
+
 // One tile of C: rows [m0, m0 + kTileM) of m_size, columns [n0, n0 + kTileN) of n_size, reducing k_begin..k_end.
 struct GemmTile {
   int64_t m0 = 0;
@@ -779,6 +843,25 @@ constexpr int weight_grad_vector_taps(int64_t element_bytes) { return element_by
 constexpr int64_t kWeightGradVectorTargetBlocks = 1056;
 constexpr int64_t kWeightGradVectorMinRounds = 8;
 constexpr int64_t kWeightGradVectorMaxSplits = 256;
+
+// The outputs every tap of which lies inside x, along each dim: where the first and the last tap both land inside
+// (tap positions grow with the tap). The depthwise weight gradient's vector kernel reads their x without resolving
+// any padding: a tap's x is the position's offset plus the tap's (the block keeps its tap group's in shared memory),
+// where resolving its source took three products, three comparisons and the padding mode's switch.
+struct InteriorOutputs {
+  InteriorRange range[kMaxSpatial];
+};
+
+inline InteriorOutputs interior_outputs(const ConvGeometry& g) {
+  InteriorOutputs outputs;
+  for (int d = 0; d < kMaxSpatial; ++d) {
+    const InteriorRange first = g.tap_interior(d, 0, g.conv_out_sizes[d]);
+    const InteriorRange last = g.tap_interior(d, g.kernel[d] - 1, g.conv_out_sizes[d]);
+    outputs.range[d].first = std::max(first.first, last.first);
+    outputs.range[d].last = std::max(outputs.range[d].first, std::min(first.last, last.last));
+  }
+  return outputs;
+}
 
 struct DepthwiseGradVectorPlan {
   int block_vectors = 0;     // channel vectors per block (<= 32)
