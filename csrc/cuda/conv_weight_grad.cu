@@ -95,9 +95,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     if (static_cast<int>(threadIdx.x) < kTaps) {
       int64_t r[kMaxSpatial];
       unflatten(std::min(tap0 + threadIdx.x, taps - 1), g.kernel, r);
-      int64_t offset = 0;
-      for (int d = 0; d < kMaxSpatial; ++d) offset += (r[d] * g.dilation[d] - g.pad_lo[d]) * xs.spatial[d];
-      tap_offsets[threadIdx.x] = offset;
+      tap_offsets[threadIdx.x] = tap_offset(g, xs, r);
     }
     __syncthreads();
     const auto accumulate = [&](int t, const Vector& dy, const scalar_t* x_tap) {
@@ -113,12 +111,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       for (int64_t left = begin < end ? ceil_div(end - begin, plan.slots) : 0; left > 0;
            --left, at.advance(steps, g.conv_out_sizes)) {
         const Vector dy = load_global_16<Vector>(gy + at.gy + c0);
-        bool interior = true;  // every tap inside x: each tap's x is the corner's plus the tap's offset
-        for (int d = 0; d < kMaxSpatial; ++d) {
-          const InteriorRange& range = interior_outputs.range[d];
-          interior = interior && at.o[d] >= range.first && at.o[d] < range.last;
-        }
-        if (interior) {
+        if (at.within(interior_outputs.range)) {  // every tap inside x: its x is the corner's plus its offset
           const scalar_t* x_corner = x + at.x + c0;
 #pragma unroll
           for (int t = 0; t < kTaps; ++t) {
@@ -131,14 +124,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
 #pragma unroll
         for (int t = 0; t < kTaps; ++t, step_tap(r, g.kernel)) {
           if (tap0 + t >= taps) break;
-          int64_t offset = at.x + c0;  // x under tap r: its source's offset from the position's corner o * stride
-          bool inside = true;
-          for (int d = 0; d < kMaxSpatial; ++d) {
-            const int64_t source = g.tap_source(d, at.o[d], r[d]);
-            inside = inside && source >= 0;
-            offset += (source - at.o[d] * g.stride[d]) * xs.spatial[d];
-          }
-          if (inside) accumulate(t, dy, x + offset);
+          bool reads_x;
+          const int64_t offset = at.x + c0 + at.padded_tap_offset(g, xs, r, reads_x);
+          if (reads_x) accumulate(t, dy, x + offset);
         }
       }
     }

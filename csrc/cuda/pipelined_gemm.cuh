@@ -356,11 +356,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     const int64_t gy_channel = group * m_size + m, x_channel = group * channels + c;  // channel strides 1
     // The outputs whose tap r lies inside x (along each dim), and x's offset from their corner to that tap.
     InteriorRange inside[kMaxSpatial];
-    int64_t tap_offset = x_channel;
-    for (int d = 0; d < kMaxSpatial; ++d) {
-      inside[d] = g.tap_interior(d, r[d], g.conv_out_sizes[d]);
-      tap_offset += g.tap_position(d, 0, r[d]) * xs.spatial[d];
-    }
+    for (int d = 0; d < kMaxSpatial; ++d) inside[d] = g.tap_interior(d, r[d], g.conv_out_sizes[d]);
+    const int64_t x_tap = x_channel + tap_offset(g, xs, r);
     // Row copy_row of the k-tile copied next (k-tiles are copied in order): its position and offsets, moved on by a
     // k-tile of positions (steps) after each copy.
     int64_t k = k_begin + copy_row;
@@ -370,16 +367,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       const bool k_valid = k < k_end;
       const bool a_valid = k_valid && m_valid;
       cp_async_zfill_16(a_tile(stage, copy_row) + vector * kVector, a_valid ? gy + row.gy + gy_channel : gy, a_valid);
-      bool b_valid = k_valid && n_valid, in_x = true;
-      for (int d = 0; d < kMaxSpatial; ++d) in_x = in_x && row.o[d] >= inside[d].first && row.o[d] < inside[d].last;
-      int64_t offset = row.x + tap_offset;
-      if (!in_x) {  // the tap lies in the padding: the padding mode's source, or a zero
-        offset = row.x + x_channel;
-        for (int d = 0; d < kMaxSpatial; ++d) {
-          const int64_t source = g.tap_source(d, row.o[d], r[d]);
-          b_valid = b_valid && source >= 0;
-          offset += (source - row.o[d] * g.stride[d]) * xs.spatial[d];
-        }
+      bool b_valid = k_valid && n_valid;
+      int64_t offset = row.x + x_tap;
+      if (!row.within(inside)) {  // the tap lies in the padding: the padding mode's source, or a zero
+        bool reads_x;
+        offset = row.x + x_channel + row.padded_tap_offset(g, xs, r, reads_x);
+        b_valid = b_valid && reads_x;
       }
       cp_async_zfill_16(b_tile(stage, copy_row) + vector * kVector, b_valid ? x + offset : x, b_valid);
       k += kTileK;

@@ -69,12 +69,42 @@ inline PositionSteps position_steps(const ConvGeometry& g, const Strides& xs, co
   return steps;
 }
 
+// x's offset from a position's corner o * stride to where tap r reads, for a tap inside x.
+template <typename Tap>
+C10_HOST_DEVICE int64_t tap_offset(const ConvGeometry& g, const Strides& xs, const Tap* r) {
+  int64_t offset = 0;
+  for (int d = 0; d < kMaxSpatial; ++d) offset += g.tap_position(d, 0, r[d]) * xs.spatial[d];
+  return offset;
+}
+
 // An output position o and its two offsets (PositionSteps). o[d] + steps.o[d] + carry stays below 2 sizes[d], so
 // one subtraction carries.
 struct PositionCursor {
   int64_t o[kMaxSpatial];
   int64_t gy;
   int64_t x;
+
+  // Whether o lies in ranges[d] along every dim.
+  C10_HOST_DEVICE bool within(const InteriorRange* ranges) const {
+    bool inside = true;
+    for (int d = 0; d < kMaxSpatial; ++d) inside = inside && o[d] >= ranges[d].first && o[d] < ranges[d].last;
+    return inside;
+  }
+
+  // x's offset from the corner to the source tap r reads at o, resolved by the padding mode (a tap in the padding);
+  // reads_x is false where the mode reads a zero.
+  template <typename Tap>
+  C10_HOST_DEVICE int64_t padded_tap_offset(const ConvGeometry& g, const Strides& xs, const Tap* r,
+                                            bool& reads_x) const {
+    int64_t offset = 0;
+    reads_x = true;
+    for (int d = 0; d < kMaxSpatial; ++d) {
+      const int64_t source = g.tap_source(d, o[d], r[d]);
+      reads_x = reads_x && source >= 0;
+      offset += (source - o[d] * g.stride[d]) * xs.spatial[d];
+    }
+    return offset;
+  }
 
   C10_HOST_DEVICE void advance(const PositionSteps& steps, const int64_t* sizes) {
     gy += steps.gy;

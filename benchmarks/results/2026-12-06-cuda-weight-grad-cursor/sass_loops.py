@@ -12,7 +12,8 @@ Compiles REPO's csrc/cuda/conv_weight_grad.cu with nvcc to a cubin and disassemb
 cuobjdump from the nvidia-cuda-cuobjdump wheel). With --zeros, a copy of the tree whose kernel fixes g.mode to zeros
 is compiled instead, so that the padding modes' resolution (taken only for positions in the padding) drops out of the
 loop. With --interior as well, the kernel's branch for taps in the padding is cut away where the tree has one
-(pipelined: `if (!in_x)` replaced by its zeros-mode outcome; depthwise: `if (interior)` made unconditional), leaving
+(pipelined: the `if` on the row's range replaced by its zeros-mode outcome; depthwise: the `if` on the position's
+range made unconditional), leaving
 the path of a loop iteration whose taps all lie inside x; a tree without such a branch is compiled unchanged. Static
 counts: a proxy for the instructions a warp issues per iteration, not a timing.
 """
@@ -34,9 +35,12 @@ KERNELS = {  # kernel: (source holding it, the loop's marker instructions, eleme
                   {"bfloat16": "IN3c108BFloat16", "float16": "IN3c104Half", "float32": "IfEE", "float64": "IdEE"}),
 }
 NAMES = {"pipelined": "pipelined_weight_grad_kernel", "depthwise": "depthwise_weight_grad_vectors_kernel"}
-INTERIOR = {  # kernel: (the branch's first line, the text after it is cut to, or None, and what replaces it)
-    "pipelined": ("      if (!in_x) {", "      cp_async_zfill_16(b_tile(", "      b_valid = b_valid && in_x;\n"),
-    "depthwise": ("        if (interior) {", None, "        if (true) {"),
+INTERIOR = {  # kernel: the forms its branch has had: (first line, the text after it cut to or None, replacement)
+    "pipelined": [("      if (!in_x) {", "      cp_async_zfill_16(b_tile(", "      b_valid = b_valid && in_x;\n"),
+                  ("      if (!row.within(inside)) {", "      cp_async_zfill_16(b_tile(",
+                   "      b_valid = b_valid && row.within(inside);\n")],
+    "depthwise": [("        if (interior) {", None, "        if (true) {"),
+                  ("        if (at.within(interior_outputs.range)) {", None, "        if (true) {")],
 }
 
 
@@ -50,11 +54,11 @@ def edit(tree, kernel, interior):
     brace = source.index("{", source.index(f"{name}(const ConvGeometry g_argument"))
     zeros_mode = "\n  ConvGeometry g = g_argument;\n  g.mode = PaddingMode::Zeros;\n"
     source = source[:brace + 1] + zeros_mode + source[brace + 1:]
-    first, cut_to, replacement = INTERIOR[kernel]
-    if interior and first in source:
-        start = source.index(first)
-        end = source.index(cut_to, start) if cut_to else start + len(first)
-        source = source[:start] + replacement + source[end:]
+    for first, cut_to, replacement in INTERIOR[kernel]:
+        if interior and first in source:
+            start = source.index(first)
+            end = source.index(cut_to, start) if cut_to else start + len(first)
+            source = source[:start] + replacement + source[end:]
     open(path, "w").write(source)
 
 
